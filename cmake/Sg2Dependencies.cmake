@@ -1,0 +1,89 @@
+# Finds every dependency once and defines the imported targets the modules link against.
+# Missing required packages stop the configure step with the Debian package that provides them.
+
+include(CheckCXXSourceCompiles)
+
+find_program(SG2_CCACHE ccache)
+if(SG2_CCACHE)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${SG2_CCACHE})
+  set(CMAKE_CUDA_COMPILER_LAUNCHER ${SG2_CCACHE})
+endif()
+
+# sg2_require(<find_package args> DEBIAN <package>): find_package with a clear message.
+macro(sg2_require name)
+  cmake_parse_arguments(_req "" "DEBIAN" "" ${ARGN})
+  find_package(${name} ${_req_UNPARSED_ARGUMENTS} QUIET)
+  if(NOT ${name}_FOUND)
+    message(FATAL_ERROR "Missing dependency ${name}: install the Debian package '${_req_DEBIAN}' "
+      "(scripts/setup.sh installs all of them), or point CMAKE_PREFIX_PATH at another installation.")
+  endif()
+endmacro()
+
+sg2_require(Threads DEBIAN libc6-dev)
+sg2_require(Torch DEBIAN libtorch-dev)
+sg2_require(yaml-cpp DEBIAN libyaml-cpp-dev)
+sg2_require(fmt DEBIAN libfmt-dev)
+sg2_require(spdlog DEBIAN libspdlog-dev)
+sg2_require(CLI11 DEBIAN libcli11-dev)
+sg2_require(nlohmann_json DEBIAN nlohmann-json3-dev)
+sg2_require(PNG DEBIAN libpng-dev)
+sg2_require(ZLIB DEBIAN zlib1g-dev)
+
+# LibTorch as one interface target. TORCH_CXX_FLAGS carries the ABI define.
+add_library(sg2_torch INTERFACE)
+target_link_libraries(sg2_torch INTERFACE ${TORCH_LIBRARIES})
+separate_arguments(_sg2_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+target_compile_options(sg2_torch INTERFACE ${_sg2_torch_flags})
+if(TARGET torch_cuda OR TARGET c10_cuda)
+  set(SG2_TORCH_HAS_CUDA ON)
+else()
+  set(SG2_TORCH_HAS_CUDA OFF)
+endif()
+
+# yaml-cpp 0.7 names its target yaml-cpp; newer releases add yaml-cpp::yaml-cpp.
+if(TARGET yaml-cpp::yaml-cpp)
+  set(SG2_YAML_TARGET yaml-cpp::yaml-cpp)
+else()
+  set(SG2_YAML_TARGET yaml-cpp)
+endif()
+
+# sg2_resolve_switch(VAR FOUND WHAT): turns AUTO/ON/OFF plus a detection result into ON/OFF.
+function(sg2_resolve_switch var found what)
+  string(TOUPPER "${${var}}" _mode)
+  if(_mode STREQUAL "OFF")
+    set(${var}_ENABLED OFF PARENT_SCOPE)
+  elseif(found)
+    set(${var}_ENABLED ON PARENT_SCOPE)
+  elseif(_mode STREQUAL "ON")
+    message(FATAL_ERROR "${var}=ON but ${what} was not found.")
+  else()
+    set(${var}_ENABLED OFF PARENT_SCOPE)
+  endif()
+endfunction()
+
+# CUDA toolkit: compiled wherever it is found (also on CPU-only machines) so CUDA code cannot rot.
+if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+  set(CUDAToolkit_ROOT /usr/local/cuda)
+endif()
+find_package(CUDAToolkit QUIET)
+sg2_resolve_switch(SG2_WITH_CUDA "${CUDAToolkit_FOUND}" "the CUDA toolkit (set CUDAToolkit_ROOT)")
+
+find_package(NCCL QUIET)
+sg2_resolve_switch(SG2_WITH_NCCL "${NCCL_FOUND}" "NCCL (nccl.h and libnccl; set NCCL_ROOT)")
+if(SG2_WITH_NCCL_ENABLED AND NOT SG2_WITH_CUDA_ENABLED)
+  message(FATAL_ERROR "SG2_WITH_NCCL needs SG2_WITH_CUDA.")
+endif()
+
+find_package(MPI QUIET COMPONENTS CXX)
+sg2_resolve_switch(SG2_WITH_MPI "${MPI_CXX_FOUND}" "MPI (Debian: libopenmpi-dev openmpi-bin)")
+
+function(sg2_print_summary)
+  message(STATUS "StyleGAN2-cpp configuration:")
+  message(STATUS "  build type        ${CMAKE_BUILD_TYPE}")
+  message(STATUS "  LibTorch          ${Torch_VERSION} (${TORCH_LIBRARIES}) CUDA in LibTorch: ${SG2_TORCH_HAS_CUDA}")
+  message(STATUS "  CUDA toolkit      ${SG2_WITH_CUDA_ENABLED} ${CUDAToolkit_VERSION}")
+  message(STATUS "  NCCL              ${SG2_WITH_NCCL_ENABLED} ${NCCL_VERSION}")
+  message(STATUS "  MPI               ${SG2_WITH_MPI_ENABLED} ${MPI_CXX_VERSION}")
+  message(STATUS "  tests             ${SG2_BUILD_TESTS}")
+  message(STATUS "  ccache            ${SG2_CCACHE}")
+endfunction()

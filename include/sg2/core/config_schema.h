@@ -1,0 +1,182 @@
+#pragma once
+// One definition per config field: its dotted key, type, default and one-line help. The YAML reader
+// (nested maps), the YAML writer (the resolved config), the CLI flags (--G.z_dim 512, see
+// config_cli.h) and --help are all made from it, so none of them can drift from the others.
+//
+//   Schema<TrainConfig> s;
+//   s.add("loss.r1_gamma", [](TrainConfig& c) -> auto& { return c.loss.r1_gamma; }, "R1 weight");
+//
+// Defaults are whatever a default-constructed Config holds. Unknown keys and wrong types are errors
+// that name the key and where it came from (file or command line).
+
+#include "sg2/core/error.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace sg2::config {
+
+// Conversions between YAML nodes and field types; `where` names the key and its source in errors.
+int64_t decode_integer(const YAML::Node& node, const std::string& where);
+double decode_number(const YAML::Node& node, const std::string& where);
+bool decode_bool(const YAML::Node& node, const std::string& where);
+std::string decode_string(const YAML::Node& node, const std::string& where);
+std::vector<std::string> decode_string_list(const YAML::Node& node, const std::string& where);
+
+// Field values as YAML nodes; floats in their shortest round-trip form ("0.002", not 0.00200000000000000004).
+YAML::Node encode_value(double value);
+template <class T>
+YAML::Node encode_value(const T& value) {
+  return YAML::Node(value);
+}
+
+template <class T>
+struct Codec;
+template <>
+struct Codec<int> {
+  static constexpr const char* type_name = "INT";
+  static int decode(const YAML::Node& n, const std::string& w) { return static_cast<int>(decode_integer(n, w)); }
+};
+template <>
+struct Codec<int64_t> {
+  static constexpr const char* type_name = "INT";
+  static int64_t decode(const YAML::Node& n, const std::string& w) { return decode_integer(n, w); }
+};
+template <>
+struct Codec<double> {
+  static constexpr const char* type_name = "FLOAT";
+  static double decode(const YAML::Node& n, const std::string& w) { return decode_number(n, w); }
+};
+template <>
+struct Codec<bool> {
+  static constexpr const char* type_name = "BOOL";
+  static bool decode(const YAML::Node& n, const std::string& w) { return decode_bool(n, w); }
+};
+template <>
+struct Codec<std::string> {
+  static constexpr const char* type_name = "TEXT";
+  static std::string decode(const YAML::Node& n, const std::string& w) { return decode_string(n, w); }
+};
+template <>
+struct Codec<std::vector<std::string>> {
+  static constexpr const char* type_name = "LIST";
+  static std::vector<std::string> decode(const YAML::Node& n, const std::string& w) {
+    return decode_string_list(n, w);
+  }
+};
+
+// Splits nested maps into (dotted key, leaf node) pairs in document order.
+std::vector<std::pair<std::string, YAML::Node>> flatten_yaml(const YAML::Node& root);
+// Builds nested maps from (dotted key, leaf node) pairs.
+YAML::Node nest_yaml(const std::vector<std::pair<std::string, YAML::Node>>& entries);
+// "unknown key 'G.zdim' in FILE; did you mean 'G.z_dim'?"
+[[noreturn]] void fail_unknown_key(const std::string& key, const std::string& source,
+                                   const std::vector<std::string>& known_keys);
+// "key 'G.z_dim' (configs/x.yaml)": how errors name a field and where its value came from.
+std::string describe_key(const std::string& key, const std::string& source);
+// Throws unless `value` is one of `allowed`, listing them.
+void check_choice(const std::string& value, const std::vector<std::string>& allowed, const std::string& where);
+// Loads a YAML file with an error naming the file and the line on syntax errors.
+YAML::Node load_yaml_file(const std::string& path);
+
+template <class Config>
+class Schema {
+ public:
+  struct Field {
+    std::string key;
+    std::string help;
+    std::string type_name;
+    std::vector<std::string> choices;  // allowed values of a TEXT field; empty = any
+    std::function<void(Config&, const YAML::Node&, const std::string& source)> read;
+    std::function<YAML::Node(const Config&)> write;
+
+    Field& one_of(std::vector<std::string> allowed) {
+      choices = std::move(allowed);
+      return *this;
+    }
+  };
+
+  // Access: a callable Config& -> T& for T in {int, int64_t, double, bool, string, vector<string>}.
+  template <class Access>
+  Field& add(std::string key, Access access, std::string help) {
+    using T = std::decay_t<decltype(access(std::declval<Config&>()))>;
+    Field field;
+    field.key = key;
+    field.help = std::move(help);
+    field.type_name = Codec<T>::type_name;
+    field.read = [key, access](Config& config, const YAML::Node& node, const std::string& source) {
+      access(config) = Codec<T>::decode(node, describe_key(key, source));
+    };
+    field.write = [access](const Config& config) {
+      return encode_value(access(const_cast<Config&>(config)));
+    };
+    fields_.push_back(std::move(field));
+    return fields_.back();
+  }
+
+  const std::vector<Field>& fields() const { return fields_; }
+
+  const Field* find(const std::string& key) const {
+    for (const auto& f : fields_) {
+      if (f.key == key) return &f;
+    }
+    return nullptr;
+  }
+
+  std::vector<std::string> keys() const {
+    std::vector<std::string> out;
+    for (const auto& f : fields_) out.push_back(f.key);
+    return out;
+  }
+
+  // Applies every key of a (nested) YAML document; `source` names it in errors.
+  void read_yaml(Config& config, const YAML::Node& root, const std::string& source) const {
+    if (!root || root.IsNull()) return;
+    SG2_CHECK(root.IsMap(), "{}: the top level must be a map of keys, got a {}", source,
+              root.IsSequence() ? "list" : "scalar");
+    for (const auto& [key, node] : flatten_yaml(root)) set(config, key, node, source);
+  }
+
+  void read_yaml_file(Config& config, const std::string& path) const {
+    read_yaml(config, load_yaml_file(path), path);
+  }
+
+  // Sets one field from a YAML node (a parsed scalar or list); unknown keys are errors.
+  void set(Config& config, const std::string& key, const YAML::Node& node, const std::string& source) const {
+    const Field* field = find(key);
+    if (field == nullptr) fail_unknown_key(key, source, keys());
+    if (!field->choices.empty()) {
+      check_choice(decode_string(node, describe_key(key, source)), field->choices, describe_key(key, source));
+    }
+    field->read(config, node, source);
+  }
+
+  YAML::Node to_yaml(const Config& config) const {
+    std::vector<std::pair<std::string, YAML::Node>> entries;
+    for (const auto& f : fields_) entries.emplace_back(f.key, f.write(config));
+    return nest_yaml(entries);
+  }
+
+  std::string to_yaml_string(const Config& config) const {
+    YAML::Emitter out;
+    out << to_yaml(config);
+    return std::string(out.c_str()) + "\n";
+  }
+
+  Config from_yaml_string(const std::string& text, const std::string& source) const {
+    Config config;
+    read_yaml(config, YAML::Load(text), source);
+    return config;
+  }
+
+ private:
+  std::vector<Field> fields_;
+};
+
+}  // namespace sg2::config

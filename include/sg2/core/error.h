@@ -1,0 +1,33 @@
+#pragma once
+// Errors: every failure a user can cause (bad config, bad file, impossible shape) throws sg2::Error
+// with a message that names the key, file, record or rank and says what was expected.
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>  // containers and tensor sizes format as [a, b, c]
+
+#include <stdexcept>
+#include <string>
+
+namespace sg2 {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+[[noreturn]] void fail_check(const char* expression, const char* file, int line, const std::string& message);
+}  // namespace detail
+
+}  // namespace sg2
+
+// SG2_CHECK(condition, "format {}", args...): throws sg2::Error with the message and the location.
+#define SG2_CHECK(condition, ...)                                                          \
+  do {                                                                                     \
+    if (!(condition)) {                                                                    \
+      ::sg2::detail::fail_check(#condition, __FILE__, __LINE__, ::fmt::format(__VA_ARGS__)); \
+    }                                                                                      \
+  } while (0)
+
+// SG2_FAIL("format {}", args...): throws sg2::Error unconditionally.
+#define SG2_FAIL(...) ::sg2::detail::fail_check(nullptr, __FILE__, __LINE__, ::fmt::format(__VA_ARGS__))

@@ -1,0 +1,37 @@
+#pragma once
+// Facts about the process and machine: memory, host name, CUDA toolkit, time formatting, and
+// parsing of index lists such as "0-63,100".
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sg2 {
+
+double peak_rss_gib();     // peak resident set size of this process
+double current_rss_gib();  // resident set size now
+std::string hostname();
+
+// "12s", "3m 04s", "2h 05m 06s", "1d 02h 03m" (as the reference's status lines).
+std::string format_duration(double seconds);
+
+// "0-3,7,10-11" -> {0,1,2,3,7,10,11}; errors name `what` and the bad item.
+std::vector<int64_t> parse_index_list(const std::string& text, const std::string& what);
+
+// SIGINT and SIGTERM set a flag instead of ending the process (a second one ends it at once); long
+// loops check stop_requested() at safe points, e.g. to write a snapshot before exiting.
+void install_stop_signal_handlers();
+bool stop_requested();
+int stop_signal();  // the signal number received, 0 if none
+
+// CUDA runtime as seen by this build (compiled against the CUDA toolkit or not).
+struct CudaRuntimeInfo {
+  bool compiled = false;        // built with SG2_WITH_CUDA
+  int runtime_version = 0;      // e.g. 12040
+  int driver_version = 0;       // 0 when no driver is installed
+  std::vector<std::string> devices;
+  std::string error;            // why no device is usable, if none is
+};
+CudaRuntimeInfo query_cuda_runtime();
+
+}  // namespace sg2

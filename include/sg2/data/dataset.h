@@ -1,0 +1,47 @@
+#pragma once
+// The dataset interface every source implements (Fashion-MNIST IDX here; TFRecord directories and
+// stylegan2-ada ZIP/folder datasets plug in the same way). Images are uint8 [C, H, W]; labels are
+// float [label_dim] (0 when the dataset is used unconditionally). Reads must be thread-safe.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sg2::data {
+
+struct ImageShape {
+  int64_t channels = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t bytes() const { return channels * height * width; }
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::string name() const = 0;  // short name for run directories and messages
+  virtual int64_t size() const = 0;
+  virtual ImageShape shape() const = 0;
+  virtual int64_t label_dim() const = 0;
+  virtual void read_image(int64_t index, uint8_t* out) const = 0;  // out: shape().bytes() bytes, CHW
+  virtual void read_label(int64_t index, float* out) const = 0;    // out: label_dim() floats
+
+  int64_t resolution() const;  // side of the square images; errors for non-square ones
+};
+
+struct DatasetOptions {
+  std::string path;              // directory or file of the dataset
+  std::string split = "train";   // Fashion-MNIST: train, test or all
+  bool use_labels = false;       // expose class labels (conditional training)
+  int64_t max_images = 0;        // 0: all
+  int64_t resolution = 0;        // expected resolution; 0: whatever the data has
+  int64_t channels = 0;          // expected channels; 0: whatever the data has
+};
+
+constexpr const char* kSyntheticPath = "synthetic";
+
+// Opens the dataset at options.path, choosing the reader by what is there.
+std::shared_ptr<Dataset> open_dataset(const DatasetOptions& options);
+
+}  // namespace sg2::data

@@ -1,0 +1,29 @@
+#pragma once
+// PNG files through libpng, and image grids as the reference's save_image_grid writes them.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sg2::data {
+
+struct Image {
+  int64_t width = 0, height = 0, channels = 0;  // channels: 1 (gray), 3 (RGB) or 4 (RGBA)
+  std::vector<uint8_t> pixels;                  // [height, width, channels]
+};
+
+void write_png(const std::string& path, const Image& image);
+Image read_png(const std::string& path);  // 8-bit gray, gray+alpha (alpha dropped), RGB or RGBA
+
+// float images [N, C, H, W] with values in [lo, hi] -> uint8 [N, C, H, W] (rounded, clipped).
+at::Tensor to_uint8(const at::Tensor& images, double lo, double hi);
+
+// Tiles N = grid_w * grid_h images [N, C, H, W] (uint8) row by row into one image.
+Image tile_grid(const at::Tensor& images_uint8, int64_t grid_w, int64_t grid_h);
+
+// Grid layout of the reference: gw = clip(7680 / W, 7, 32), gh = clip(4320 / H, 4, 32).
+std::pair<int64_t, int64_t> default_grid_size(int64_t height, int64_t width);
+
+}  // namespace sg2::data

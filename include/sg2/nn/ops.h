@@ -1,0 +1,101 @@
+#pragma once
+// The StyleGAN2 ops: FIR resampling (upfirdn2d), fused bias + activation, convolution with
+// resampling, modulated convolution. Each op has a plain reference implementation built from
+// standard LibTorch ops (`*_reference`, the definition the tests check against) and a dispatching
+// entry point that picks a faster kernel where one exists (see kernels.h), unless reference ops are
+// forced with set_reference_ops(true).
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace sg2::nn::ops {
+
+enum class Activation { Linear, Relu, LRelu };
+Activation parse_activation(const std::string& name);
+std::string to_string(Activation act);
+double default_gain(Activation act);   // sqrt(2) for relu/lrelu, else 1
+double default_alpha(Activation act);  // 0.2 for lrelu, else 0
+
+// Process-wide switch: true = always use the reference implementations (tests, parity debugging).
+void set_reference_ops(bool enabled);
+bool reference_ops();
+
+// Normalized 2-D FIR filter [k, k] from 1-D taps (outer product, sum 1), e.g. {1,3,3,1}.
+at::Tensor setup_filter(const std::vector<float>& taps);
+
+// Padding {x0, x1, y0, y1}; negative values crop.
+using Padding = std::array<int64_t, 4>;
+
+struct FirParams {
+  int64_t up = 1;
+  int64_t down = 1;
+  Padding padding{0, 0, 0, 0};
+  bool flip_filter = false;
+  double gain = 1.0;
+};
+
+// Upsample (zero insertion), pad, FIR filter, downsample (keep every `down`-th pixel).
+// x: [N, C, H, W], f: [k, k] -> [N, C, (H*up + py0 + py1 - k + 1) / down, ...]
+at::Tensor upfirdn2d(const at::Tensor& x, const at::Tensor& f, const FirParams& p);
+at::Tensor upfirdn2d_reference(const at::Tensor& x, const at::Tensor& f, const FirParams& p);
+
+// 2x upsampling / downsampling that keep the image centered, as the reference helpers.
+at::Tensor upsample2d(const at::Tensor& x, const at::Tensor& f, int64_t up = 2);
+at::Tensor downsample2d(const at::Tensor& x, const at::Tensor& f, int64_t down = 2);
+
+struct BiasActParams {
+  int64_t dim = 1;
+  Activation act = Activation::Linear;
+  double alpha = -1;  // < 0: the activation's default
+  double gain = -1;   // < 0: the activation's default
+  double clamp = -1;  // < 0: no clamping
+};
+
+// y = clamp(act(x + b) * gain); b: [x.size(dim)] or undefined.
+at::Tensor bias_act(const at::Tensor& x, const at::Tensor& b, const BiasActParams& p);
+at::Tensor bias_act_reference(const at::Tensor& x, const at::Tensor& b, const BiasActParams& p);
+
+struct ConvResampleParams {
+  int64_t up = 1;
+  int64_t down = 1;
+  Padding padding{0, 0, 0, 0};  // with respect to the upsampled image
+  int64_t groups = 1;
+  bool flip_weight = true;      // true = correlation (as conv2d), false = convolution
+  bool flip_filter = false;
+};
+
+// 2-D convolution with optional up/downsampling through the FIR filter f (undefined = none).
+// x: [N, I*groups, H, W], w: [O, I, kh, kw] -> [N, O, H', W']
+at::Tensor conv2d_resample(const at::Tensor& x, const at::Tensor& w, const at::Tensor& f, ConvResampleParams p);
+
+struct ModConvParams {
+  int64_t up = 1;
+  int64_t down = 1;
+  int64_t padding = 0;
+  bool demodulate = true;
+  bool flip_weight = true;
+  bool fused = true;  // one grouped convolution (true) or scale activations around a plain one
+};
+
+// Demodulation coefficients rsqrt(sum_{i,k} (weight[o,i,k] * styles[n,i])^2 + 1e-8) -> [N, O].
+// The reference forms the per-sample weights [N, O, I, k, k]; the fast form is the same sum as a
+// matmul, (styles^2) @ (sum_k weight^2)^T, without that tensor (or its gradient) in memory.
+at::Tensor demodulation_coefficients(const at::Tensor& weight, const at::Tensor& styles);
+at::Tensor demodulation_coefficients_reference(const at::Tensor& weight, const at::Tensor& styles);
+
+// Modulated convolution: per-sample weights w * styles, demodulated to unit norm per output channel.
+// x: [N, I, H, W], weight: [O, I, k, k], styles: [N, I], noise: broadcastable to the output or undefined.
+at::Tensor modulated_conv2d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& styles,
+                            const at::Tensor& noise, const at::Tensor& resample_filter, const ModConvParams& p);
+
+// x * rsqrt(mean(x^2, dim) + 1e-8)
+at::Tensor normalize_2nd_moment(const at::Tensor& x, int64_t dim = 1);
+
+// Minibatch standard deviation: appends `num_channels` feature maps holding the stddev over groups
+// of `group_size` samples (group_size <= 0 or > N: the whole batch). x: [N, C, H, W] -> [N, C+F, H, W]
+at::Tensor minibatch_stddev(const at::Tensor& x, int64_t group_size, int64_t num_channels);
+
+}  // namespace sg2::nn::ops

@@ -1,0 +1,85 @@
+#pragma once
+// Construction options of the networks, named as the reference's constructor arguments. The JSON
+// form ({"z_dim": 512, "mapping_layers": 8, ...}) is the one the parity fixtures use and the one
+// snapshots store, so a network can be rebuilt from either.
+
+#include "sg2/nn/ops.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sg2::nn {
+
+enum class Architecture { Orig, Skip, Resnet };
+Architecture parse_architecture(const std::string& name);
+std::string to_string(Architecture arch);
+
+enum class NoiseMode { Random, Const, None };
+NoiseMode parse_noise_mode(const std::string& name);
+std::string to_string(NoiseMode mode);
+
+struct MappingOptions {
+  int64_t z_dim = 512;
+  int64_t c_dim = 0;
+  int64_t w_dim = 512;
+  int64_t num_ws = 0;            // 0: do not broadcast (output [N, w_dim])
+  int64_t num_layers = 8;
+  int64_t embed_features = -1;   // -1: w_dim
+  int64_t layer_features = -1;   // -1: w_dim
+  ops::Activation activation = ops::Activation::LRelu;
+  double lr_multiplier = 0.01;
+  double w_avg_beta = 0.995;     // < 0: do not track w_avg (no buffer)
+};
+
+struct GeneratorOptions {
+  int64_t z_dim = 512;
+  int64_t c_dim = 0;
+  int64_t w_dim = 512;
+  int64_t img_resolution = 256;
+  int64_t img_channels = 3;
+  int64_t mapping_layers = 8;
+  double mapping_lr_multiplier = 0.01;
+  double w_avg_beta = 0.995;
+  int64_t channel_base = 32768;
+  int64_t channel_max = 512;
+  Architecture architecture = Architecture::Skip;
+  double conv_clamp = -1;        // < 0: no clamping
+  bool use_noise = true;
+  std::vector<float> resample_filter{1, 3, 3, 1};
+
+  int64_t channels_at(int64_t resolution) const;  // min(channel_base / res, channel_max)
+};
+
+struct DiscriminatorOptions {
+  int64_t c_dim = 0;
+  int64_t img_resolution = 256;
+  int64_t img_channels = 3;
+  Architecture architecture = Architecture::Resnet;
+  int64_t channel_base = 32768;
+  int64_t channel_max = 512;
+  int64_t mbstd_group_size = 4;  // <= 0: whole minibatch
+  int64_t mbstd_num_channels = 1;
+  int64_t cmap_dim = -1;         // -1: channels at 4x4
+  int64_t mapping_layers = 8;    // label mapping of a conditional D
+  double mapping_lr_multiplier = 0.01;
+  double conv_clamp = -1;
+  std::vector<float> resample_filter{1, 3, 3, 1};
+
+  int64_t channels_at(int64_t resolution) const;
+};
+
+// Checks a configuration the networks can be built from; errors name the field.
+void validate(const GeneratorOptions& g);
+void validate(const DiscriminatorOptions& d);
+
+// JSON in the fixture / snapshot form. Unknown keys are reported through `unknown_keys`.
+GeneratorOptions generator_options_from_json(const nlohmann::json& j, std::vector<std::string>* unknown_keys = nullptr);
+DiscriminatorOptions discriminator_options_from_json(const nlohmann::json& j,
+                                                     std::vector<std::string>* unknown_keys = nullptr);
+nlohmann::json to_json(const GeneratorOptions& g);
+nlohmann::json to_json(const DiscriminatorOptions& d);
+
+}  // namespace sg2::nn

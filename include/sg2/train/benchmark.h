@@ -1,0 +1,41 @@
+#pragma once
+// stylegan2_bench: times each training phase and whole steps of a preset on the real trainer
+// (img/s, s/kimg, peak memory), and where the time goes by op family. A step is Gmain + Dmain +
+// Greg/G_reg_interval + Dreg/D_reg_interval, measured over whole multiples of the intervals.
+
+#include "sg2/train/trainer.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sg2::train {
+
+struct BenchOptions {
+  int warmup_steps = 2;
+  int phase_repeats = 3;   // timed calls per phase
+  int step_cycles = 1;     // timed cycles of lcm(reg intervals) steps
+  bool op_families = true;
+};
+
+struct PhaseTiming {
+  std::string name;
+  int64_t interval = 1;
+  double seconds = 0;  // per call
+};
+
+struct BenchResult {
+  std::vector<PhaseTiming> phases;
+  int64_t batch = 0;
+  int64_t timed_steps = 0;
+  double step_seconds = 0;  // per step, regularization amortised
+  double peak_rss_gib = 0;
+  double peak_device_gib = 0;
+  std::map<std::string, double> family_seconds;  // per step
+  std::map<std::string, double> op_seconds;      // per step
+};
+
+BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options);
+std::string format_benchmark(const BenchResult& result, const Trainer& trainer);
+
+}  // namespace sg2::train

@@ -1,0 +1,53 @@
+#pragma once
+// Command lines of the apps that take a training config. The config is layered:
+// defaults (config-f) <- the snapshot's config (on resume) <- --config FILE <- --key value flags.
+
+#include "sg2/core/config_cli.h"
+#include "sg2/data/dataset.h"
+#include "sg2/train/config.h"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+namespace sg2::train {
+
+class ConfigOptions {
+ public:
+  // Adds --config FILE, one --<key> flag per config field, and short aliases (--data, --outdir,
+  // --kimg, --batch, --seed).
+  void add_to(CLI::App& app);
+  // Resolves the layers; `snapshot_yaml` (may be empty) is the config stored in a snapshot.
+  TrainConfig resolve(const std::string& snapshot_yaml = "") const;
+  const std::string& config_file() const { return config_file_; }
+
+ private:
+  std::string config_file_;
+  config::CliValues cli_;
+  CLI::App* app_ = nullptr;
+};
+
+// Opens the dataset a config names.
+std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& config);
+
+// Sets the CPU thread count (run.threads, 0 = all cores).
+void apply_thread_setting(const TrainConfig& config);
+
+// stylegan2_train: parses its command line and trains (new run or --resume).
+class TrainCommand {
+ public:
+  void add_to(CLI::App& app);
+  int run();
+
+ private:
+  ConfigOptions config_;
+  std::string resume_;
+  bool dry_run_ = false;
+  bool verbose_ = false;
+};
+
+// Runs `body`, turning errors into a message on stderr and exit code 1.
+int run_reporting_errors(const char* program, const std::function<int()>& body);
+
+}  // namespace sg2::train

@@ -1,0 +1,92 @@
+#pragma once
+// The training configuration: every field defined once in train_schema() (key, type, default,
+// help), read from YAML presets (configs/*.yaml) and --key value flags, written back as the
+// resolved config of a run. Defaults are config-f (DESIGN.md section 4).
+
+#include "sg2/core/config_schema.h"
+
+#include <string>
+#include <vector>
+
+namespace sg2::train {
+
+struct TrainConfig {
+  struct Run {
+    std::string outdir = "runs";
+    std::string desc;                    // run directory suffix; empty: <dataset>-<preset>
+    std::string preset = "config-f";     // name of the preset the config came from
+    std::string device = "auto";         // auto, cpu, cuda
+    int threads = 0;                     // CPU threads per process; 0: all cores
+    int image_snapshot_ticks = 50;
+    int network_snapshot_ticks = 50;
+    int grid_w = 0;                      // sample grid columns; 0: as the reference (7680 / W, 7-32)
+    int grid_h = 0;
+  } run;
+  struct Data {
+    std::string path = "/usr/share/datasets/fashion-mnist";
+    std::string split = "train";
+    bool use_labels = false;
+    bool mirror = false;
+    int64_t max_images = 0;
+    int64_t resolution = 0;              // expected resolution; 0: the dataset's
+    int64_t channels = 0;                // expected channels; 0: the dataset's
+  } data;
+  struct Generator {
+    int64_t z_dim = 512;
+    int64_t w_dim = 512;
+    int64_t mapping_layers = 8;
+    double mapping_lr_multiplier = 0.01;
+    double w_avg_beta = 0.995;
+    int64_t channel_base = 32768;
+    int64_t channel_max = 512;
+    std::string architecture = "skip";
+    double conv_clamp = -1;
+    std::string fused_modconv = "auto";  // auto, true, false
+  } G;
+  struct Discriminator {
+    int64_t channel_base = 32768;
+    int64_t channel_max = 512;
+    std::string architecture = "resnet";
+    int64_t mbstd_group_size = 4;
+    int64_t mbstd_num_channels = 1;
+    int64_t mapping_layers = 8;
+    double conv_clamp = -1;
+  } D;
+  struct Loss {
+    double r1_gamma = 10.0;
+    double pl_weight = 2.0;
+    double pl_decay = 0.01;
+    int64_t pl_batch_shrink = 2;
+    double style_mixing_prob = 0.9;
+  } loss;
+  struct Optim {
+    double G_lr = 0.002;
+    double D_lr = 0.002;
+    double beta1 = 0.0;
+    double beta2 = 0.99;
+    double eps = 1e-8;
+    int64_t G_reg_interval = 4;
+    int64_t D_reg_interval = 16;
+  } optim;
+  struct Train {
+    int64_t seed = 0;
+    int64_t batch = 32;
+    int64_t batch_gpu = 0;               // per-process batch of one accumulation round; 0: batch / world
+    double total_kimg = 25000;
+    double kimg_per_tick = 4;
+    double ema_kimg = 10;
+    double ema_rampup = 0;               // 0: none (cifar: 0.05)
+  } train;
+};
+
+const config::Schema<TrainConfig>& train_schema();
+
+// Checks combinations no single field can (batch vs batch_gpu vs world size, mbstd groups, ...).
+// Errors name the keys and say which values would work.
+void validate(const TrainConfig& config, int world_size);
+
+// Per-process batch of one accumulation round, and number of rounds per step.
+int64_t batch_per_round(const TrainConfig& config, int world_size);
+int64_t rounds_per_step(const TrainConfig& config, int world_size);
+
+}  // namespace sg2::train

@@ -1,0 +1,78 @@
+#pragma once
+// The StyleGAN2 losses (reference: training/loss.py). The loss terms are pure functions, shared by
+// the trainer and the parity checker; StyleGAN2Loss composes them into the four phases with style
+// mixing, random noise, lazy-regularization gains and statistics.
+
+#include "sg2/nn/networks.h"
+#include "sg2/train/stats.h"
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+namespace sg2::train {
+
+enum class Phase { Gmain, Greg, Gboth, Dmain, Dreg, Dboth };
+std::string to_string(Phase phase);
+
+struct LossOptions {
+  double r1_gamma = 10.0;
+  double pl_weight = 2.0;
+  double pl_decay = 0.01;
+  int64_t pl_batch_shrink = 2;
+  double style_mixing_prob = 0.9;
+};
+
+// softplus(-logits): the non-saturating generator loss and the real-image discriminator loss.
+at::Tensor softplus_neg(const at::Tensor& logits);
+
+// Per-sample squared norm of dD(real)/dreal, with a graph for the double backward.
+// real must require grad. Returns (logits [N, 1], penalty [N]).
+std::pair<at::Tensor, at::Tensor> r1_penalty(nn::Discriminator& D, const at::Tensor& real, const at::Tensor& c);
+
+// Path lengths |J^T y| for images img = synthesis(ws) and noise y (already / sqrt(H*W)).
+// ws must be part of img's graph. Returns [N], differentiable (create_graph).
+at::Tensor path_lengths(const at::Tensor& img, const at::Tensor& ws, const at::Tensor& pl_noise);
+
+// Path-length penalty (len - pl_mean')^2 with pl_mean' = lerp(pl_mean, mean(len), decay), the
+// gradient flowing through pl_mean' as in the reference. Returns (penalty [N], pl_mean' detached).
+std::pair<at::Tensor, at::Tensor> path_length_penalty(const at::Tensor& lengths, const at::Tensor& pl_mean,
+                                                      double decay);
+
+// Inputs of one accumulation round on one rank.
+struct RoundInputs {
+  at::Tensor real_img;  // [b, C, R, R] float in [-1, 1]
+  at::Tensor real_c;    // [b, c_dim]
+  at::Tensor gen_z;     // [b, z_dim]
+  at::Tensor gen_c;     // [b, c_dim]
+};
+
+class StyleGAN2Loss {
+ public:
+  StyleGAN2Loss(nn::Generator& G, nn::Discriminator& D, const LossOptions& options, const at::Device& device);
+
+  // Runs one phase on one round and accumulates gradients scaled by `gain` into the phase's
+  // network. Random draws (mixing, noise) come from `generator`; statistics go to `stats`.
+  void accumulate_gradients(Phase phase, const RoundInputs& in, double gain, at::Generator& generator,
+                            StatsCollector& stats);
+
+  // Generator forward as in training: mapping with w_avg tracking and style mixing, random noise.
+  // Returns (img [N, C, R, R], ws [N, num_ws, w_dim]).
+  std::pair<at::Tensor, at::Tensor> run_G(const at::Tensor& z, const at::Tensor& c, at::Generator& generator);
+
+  at::Tensor pl_mean;  // [] running mean of path lengths
+  LossOptions options;
+  bool fused_modconv = false;
+
+ private:
+  void generator_main(const RoundInputs& in, double gain, at::Generator& gen, StatsCollector& stats);
+  void generator_path_length(const RoundInputs& in, double gain, at::Generator& gen, StatsCollector& stats);
+  at::Tensor discriminator_fake(const RoundInputs& in, double gain, at::Generator& gen, StatsCollector& stats);
+  void discriminator_real(const RoundInputs& in, double gain, bool main, bool r1, const at::Tensor& loss_fake,
+                          StatsCollector& stats);
+
+  nn::Generator& G_;
+  nn::Discriminator& D_;
+};
+
+}  // namespace sg2::train

@@ -1,0 +1,51 @@
+#pragma once
+// Snapshots: one versioned file holding everything a run needs to continue exactly - G, D, G_ema,
+// both Adam states, pl_mean, the step generator's state, the progress counters, the network
+// options and the resolved config. The file is a torch.save-compatible dict (Python can
+// torch.load it); keys:
+//
+//   format = "stylegan2-cpp-snapshot", version = 1, config (YAML), networks (JSON {"G", "D"}),
+//   progress.cur_nimg / batch_idx / cur_tick / tick_start_nimg, world_size,
+//   G.<name>, D.<name>, G_ema.<name>, G_opt.<param>.{exp_avg,exp_avg_sq,step}, D_opt...,
+//   loss.pl_mean, rng.step
+//
+// Writes go to a temporary name and are renamed, so a crash never leaves a partial snapshot.
+
+#include "sg2/nn/networks.h"
+#include "sg2/nn/state_dict.h"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+
+namespace sg2::train {
+
+class Trainer;
+
+constexpr const char* kSnapshotFormat = "stylegan2-cpp-snapshot";
+constexpr int64_t kSnapshotVersion = 1;
+
+struct Snapshot {
+  std::string path;
+  int64_t version = 0;
+  std::string config_yaml;
+  nlohmann::json networks;            // {"G": {...}, "D": {...}} in the fixture JSON form
+  std::map<std::string, int64_t> integers;
+  nn::TensorMap tensors;
+  int64_t integer(const std::string& key) const;
+};
+
+void save_snapshot(const std::string& path, Trainer& trainer);
+Snapshot load_snapshot(const std::string& path);
+
+// Continues `trainer` from `snapshot` (same architecture; any world size).
+void restore_trainer(Trainer& trainer, const Snapshot& snapshot);
+
+// A network from a snapshot, for inference: which = "G_ema" (default), "G" or "D".
+std::shared_ptr<nn::Generator> load_generator(const Snapshot& snapshot, const std::string& which = "G_ema");
+
+// Writes bytes to `path` through a temporary file and a rename.
+void write_file_atomically(const std::string& path, const std::vector<char>& bytes);
+
+}  // namespace sg2::train

@@ -1,0 +1,102 @@
+#pragma once
+// The training state and one training step (reference: training/training_loop.py): networks G, D
+// and G_ema, one Adam per network, the phases Gmain/Greg/Dmain/Dreg as data, the loss, the batch
+// loader and the step randomness. The tick loop, logs and files live in training_loop.h.
+
+#include "sg2/data/loader.h"
+#include "sg2/nn/networks.h"
+#include "sg2/train/config.h"
+#include "sg2/train/loss.h"
+#include "sg2/train/optim.h"
+#include "sg2/train/stats.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sg2::train {
+
+// Where this process sits in the job (the distributed layer fills it; single process: 0 of 1).
+struct ProcessPlace {
+  int rank = 0;
+  int world_size = 1;
+};
+
+struct TrainingPhase {
+  Phase kind;
+  std::string name;   // "Gmain", "Greg", ...
+  bool trains_G;
+  int64_t interval;   // runs when batch_idx % interval == 0
+};
+
+// The inputs of one step on this process, split into accumulation rounds.
+struct StepInputs {
+  std::vector<at::Tensor> real_img;                 // [round] -> [b, C, R, R] float in [-1, 1]
+  std::vector<at::Tensor> real_c;                   // [round] -> [b, c_dim]
+  std::vector<std::vector<at::Tensor>> gen_z;       // [phase][round] -> [b, z_dim]
+  std::vector<std::vector<at::Tensor>> gen_c;       // [phase][round] -> [b, c_dim]
+};
+
+struct Progress {
+  int64_t cur_nimg = 0;   // real images shown so far (all processes)
+  int64_t batch_idx = 0;  // steps taken
+  int64_t cur_tick = 0;   // index of the next tick to end
+  int64_t tick_start_nimg = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset> dataset, const at::Device& device,
+          ProcessPlace place = {});
+
+  // One step: every phase due at this batch index, then the EMA update and the counters.
+  void step();
+
+  // The pieces of step(), for benchmarks and tests.
+  StepInputs prepare_inputs();
+  void run_phase(size_t phase_index, const StepInputs& inputs);
+  void update_generator_ema();
+
+  nn::Generator& G() { return *G_; }
+  nn::Discriminator& D() { return *D_; }
+  nn::Generator& G_ema() { return *G_ema_; }
+  const std::vector<TrainingPhase>& phases() const { return phases_; }
+  StatsCollector& stats() { return stats_; }
+  StyleGAN2Loss& loss() { return *loss_; }
+  Adam& G_opt() { return *G_opt_; }
+  Adam& D_opt() { return *D_opt_; }
+  at::Generator& generator() { return generator_; }
+  Progress& progress() { return progress_; }
+  const TrainConfig& config() const { return config_; }
+  const data::Dataset& dataset() const { return *dataset_; }
+  const at::Device& device() const { return device_; }
+  ProcessPlace place() const { return place_; }
+
+ private:
+  TrainConfig config_;
+  std::shared_ptr<const data::Dataset> dataset_;
+  at::Device device_;
+  ProcessPlace place_;
+  std::shared_ptr<nn::Generator> G_, G_ema_;
+  std::shared_ptr<nn::Discriminator> D_;
+  std::unique_ptr<Adam> G_opt_, D_opt_;
+  std::unique_ptr<StyleGAN2Loss> loss_;
+  std::vector<TrainingPhase> phases_;
+  data::BatchLoader loader_;
+  at::Tensor label_table_;  // [N, c_dim] on the device, for drawing generator labels
+  at::Generator generator_;
+  StatsCollector stats_;
+  Progress progress_;
+};
+
+// The network options a config and a dataset give.
+nn::GeneratorOptions generator_options(const TrainConfig& config, const data::Dataset& dataset);
+nn::DiscriminatorOptions discriminator_options(const TrainConfig& config, const data::Dataset& dataset);
+
+// "auto" -> CUDA if LibTorch sees a GPU, else CPU; "cuda" without one is an error.
+at::Device resolve_device(const std::string& name, int local_rank = 0);
+
+// A private generator of the device's kind, seeded.
+at::Generator make_generator(const at::Device& device, uint64_t seed);
+
+}  // namespace sg2::train

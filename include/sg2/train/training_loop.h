@@ -1,0 +1,41 @@
+#pragma once
+// The tick loop around Trainer::step (reference: training_loop.py): a status line per tick of
+// kimg_per_tick (tick, kimg, time, sec/tick, sec/kimg, maintenance, memory, losses), stats.jsonl,
+// sample grids every image_snapshot_ticks, snapshots every network_snapshot_ticks and at the end.
+// SIGINT/SIGTERM end the current step, write a snapshot and return.
+
+#include "sg2/train/sample_grid.h"
+#include "sg2/train/trainer.h"
+
+#include <fstream>
+#include <string>
+
+namespace sg2::train {
+
+class TrainingLoop {
+ public:
+  TrainingLoop(Trainer& trainer, std::string run_dir, bool resumed);
+
+  // Trains until total_kimg (or a stop signal). Returns true if training completed.
+  bool run();
+
+  const std::string& run_dir() const { return run_dir_; }
+
+ private:
+  void write_initial_images();
+  void end_tick(bool done, bool stopping);
+  std::string status_line(const std::map<std::string, StatValue>& stats, double tick_seconds) const;
+  void write_stats_line(const std::map<std::string, StatValue>& stats);
+  bool is_rank0() const { return trainer_.place().rank == 0; }
+
+  Trainer& trainer_;
+  std::string run_dir_;
+  bool resumed_;
+  SampleGrid grid_;
+  std::ofstream stats_jsonl_;
+  double start_time_ = 0;
+  double tick_start_time_ = 0;
+  double maintenance_seconds_ = 0;
+};
+
+}  // namespace sg2::train

@@ -1,0 +1,157 @@
+#include "sg2/core/config_schema.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace sg2::config {
+
+namespace {
+
+std::string node_text(const YAML::Node& node) {
+  if (!node || node.IsNull()) return "nothing";
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  return node.IsSequence() ? "a list" : "a map";
+}
+
+[[noreturn]] void fail_type(const YAML::Node& node, const std::string& where, const char* expected) {
+  throw Error(fmt::format("{}: expected {}, got {}", where, expected, node_text(node)));
+}
+
+void flatten_into(const YAML::Node& node, const std::string& prefix,
+                  std::vector<std::pair<std::string, YAML::Node>>& out) {
+  if (node.IsMap()) {
+    for (const auto& item : node) {
+      const std::string name = item.first.as<std::string>();
+      flatten_into(item.second, prefix.empty() ? name : prefix + "." + name, out);
+    }
+    return;
+  }
+  out.emplace_back(prefix, node);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+YAML::Node encode_value(double value) { return YAML::Node(fmt::format("{}", value)); }
+
+int64_t decode_integer(const YAML::Node& node, const std::string& where) {
+  if (!node.IsScalar()) fail_type(node, where, "an integer");
+  try {
+    return node.as<int64_t>();
+  } catch (const YAML::Exception&) {
+    fail_type(node, where, "an integer");
+  }
+}
+
+double decode_number(const YAML::Node& node, const std::string& where) {
+  if (!node.IsScalar()) fail_type(node, where, "a number");
+  try {
+    return node.as<double>();
+  } catch (const YAML::Exception&) {
+    fail_type(node, where, "a number");
+  }
+}
+
+bool decode_bool(const YAML::Node& node, const std::string& where) {
+  if (!node.IsScalar()) fail_type(node, where, "true or false");
+  try {
+    return node.as<bool>();
+  } catch (const YAML::Exception&) {
+    fail_type(node, where, "true or false");
+  }
+}
+
+std::string decode_string(const YAML::Node& node, const std::string& where) {
+  if (node.IsNull()) return "";
+  if (!node.IsScalar()) fail_type(node, where, "a text value");
+  return node.Scalar();
+}
+
+std::vector<std::string> decode_string_list(const YAML::Node& node, const std::string& where) {
+  std::vector<std::string> values;
+  if (node.IsNull()) return values;
+  if (node.IsScalar()) {  // "a,b" from the command line
+    std::stringstream stream(node.Scalar());
+    for (std::string item; std::getline(stream, item, ',');) {
+      if (!item.empty()) values.push_back(item);
+    }
+    return values;
+  }
+  if (!node.IsSequence()) fail_type(node, where, "a list");
+  for (const auto& item : node) values.push_back(decode_string(item, where));
+  return values;
+}
+
+std::vector<std::pair<std::string, YAML::Node>> flatten_yaml(const YAML::Node& root) {
+  std::vector<std::pair<std::string, YAML::Node>> out;
+  flatten_into(root, "", out);
+  return out;
+}
+
+YAML::Node nest_yaml(const std::vector<std::pair<std::string, YAML::Node>>& entries) {
+  YAML::Node root(YAML::NodeType::Map);
+  for (const auto& [key, value] : entries) {
+    std::vector<std::string> parts;
+    std::stringstream stream(key);
+    for (std::string part; std::getline(stream, part, '.');) parts.push_back(part);
+    // Walk down with fresh handles: yaml-cpp nodes are references, so reassigning one would
+    // overwrite the map it points to.
+    std::vector<YAML::Node> path{root};
+    for (size_t i = 0; i + 1 < parts.size(); ++i) path.push_back(path.back()[parts[i]]);
+    path.back()[parts.back()] = value;
+  }
+  return root;
+}
+
+std::string describe_key(const std::string& key, const std::string& source) {
+  return "key '" + key + "' (" + source + ")";
+}
+
+void check_choice(const std::string& value, const std::vector<std::string>& allowed, const std::string& where) {
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  throw Error(fmt::format("{}: '{}' is not one of: {}", where, value, list));
+}
+
+void fail_unknown_key(const std::string& key, const std::string& source, const std::vector<std::string>& known_keys) {
+  std::string best;
+  size_t best_distance = SIZE_MAX;
+  for (const auto& k : known_keys) {
+    const size_t d = edit_distance(key, k);
+    if (d < best_distance) {
+      best_distance = d;
+      best = k;
+    }
+  }
+  std::string hint = best_distance <= std::max<size_t>(3, key.size() / 3) ? fmt::format("; did you mean '{}'?", best)
+                                                                         : "; run with --help for the list of keys";
+  throw Error(fmt::format("{}: unknown key '{}'{}", source, key, hint));
+}
+
+YAML::Node load_yaml_file(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw Error(fmt::format("cannot open config file '{}'", path));
+  try {
+    return YAML::Load(file);
+  } catch (const YAML::ParserException& e) {
+    throw Error(fmt::format("{}:{}:{}: YAML syntax error: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+}
+
+}  // namespace sg2::config

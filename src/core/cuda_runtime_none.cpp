@@ -1,0 +1,12 @@
+// Built without the CUDA toolkit: no CUDA runtime to ask.
+#include "sg2/core/system.h"
+
+namespace sg2 {
+
+CudaRuntimeInfo query_cuda_runtime() {
+  CudaRuntimeInfo info;
+  info.error = "built without the CUDA toolkit (SG2_WITH_CUDA=OFF)";
+  return info;
+}
+
+}  // namespace sg2

@@ -1,0 +1,14 @@
+#include "sg2/core/error.h"
+
+#include <cstring>
+
+namespace sg2::detail {
+
+void fail_check(const char* expression, const char* file, int line, const std::string& message) {
+  const char* base = std::strrchr(file, '/');
+  std::string where = fmt::format("{}:{}", base ? base + 1 : file, line);
+  (void)expression;  // the message says what was expected; the location is for developers
+  throw Error(fmt::format("{} [{}]", message, where));
+}
+
+}  // namespace sg2::detail

@@ -1,0 +1,97 @@
+#include "sg2/core/system.h"
+
+#include "sg2/core/error.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace sg2 {
+
+double peak_rss_gib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is in KiB
+}
+
+double current_rss_gib() {
+  std::ifstream statm("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  statm >> pages_total >> pages_resident;
+  return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0 * 1024.0);
+}
+
+std::string hostname() {
+  char name[256] = {0};
+  gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+namespace {
+std::atomic<int> g_stop_signal{0};
+
+void on_stop_signal(int signal_number) {
+  if (g_stop_signal.exchange(signal_number) != 0) {
+    ::signal(signal_number, SIG_DFL);  // second signal: default action
+    ::raise(signal_number);
+  }
+}
+}  // namespace
+
+void install_stop_signal_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+bool stop_requested() { return g_stop_signal.load() != 0; }
+int stop_signal() { return g_stop_signal.load(); }
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<int64_t>(std::llround(seconds));
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m {:02d}s", s / 60, s % 60);
+  if (s < 86400) return fmt::format("{}h {:02d}m {:02d}s", s / 3600, (s / 60) % 60, s % 60);
+  return fmt::format("{}d {:02d}h {:02d}m", s / 86400, (s / 3600) % 24, (s / 60) % 60);
+}
+
+namespace {
+int64_t parse_index(const std::string& item, const std::string& what) {
+  size_t used = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(item, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  SG2_CHECK(used == item.size() && !item.empty(), "{}: '{}' is not an integer (expected e.g. 0-63,100)", what, item);
+  return value;
+}
+}  // namespace
+
+std::vector<int64_t> parse_index_list(const std::string& text, const std::string& what) {
+  std::vector<int64_t> out;
+  std::stringstream stream(text);
+  for (std::string item; std::getline(stream, item, ',');) {
+    const auto dash = item.find('-', 1);
+    if (dash == std::string::npos) {
+      out.push_back(parse_index(item, what));
+      continue;
+    }
+    const int64_t first = parse_index(item.substr(0, dash), what);
+    const int64_t last = parse_index(item.substr(dash + 1), what);
+    SG2_CHECK(first <= last, "{}: range '{}' runs backwards", what, item);
+    for (int64_t i = first; i <= last; ++i) out.push_back(i);
+  }
+  SG2_CHECK(!out.empty(), "{}: empty list", what);
+  return out;
+}
+
+}  // namespace sg2

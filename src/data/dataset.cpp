@@ -1,0 +1,45 @@
+#include "sg2/data/dataset.h"
+
+#include "sg2/core/error.h"
+#include "sg2/data/fashion_mnist.h"
+#include "sg2/data/synthetic.h"
+
+#include <filesystem>
+
+namespace sg2::data {
+
+int64_t Dataset::resolution() const {
+  const ImageShape s = shape();
+  SG2_CHECK(s.height == s.width, "dataset '{}' has non-square images ({}x{})", name(), s.height, s.width);
+  return s.height;
+}
+
+std::shared_ptr<Dataset> open_dataset(const DatasetOptions& options) {
+  const std::string& path = options.path;
+  SG2_CHECK(!path.empty(), "data.path is empty: point it at a dataset directory (e.g. {})", kFashionMnistDir);
+  if (path == kSyntheticPath) {
+    SG2_CHECK(options.resolution > 0, "data.path = synthetic needs data.resolution");
+    const int64_t count = options.max_images > 0 ? options.max_images : 4096;
+    return std::make_shared<SyntheticDataset>(count, options.resolution, options.channels > 0 ? options.channels : 3,
+                                              options.use_labels ? 10 : 0);
+  }
+  SG2_CHECK(std::filesystem::exists(path), "data.path '{}' does not exist", path);
+  std::shared_ptr<Dataset> dataset;
+  if (FashionMnistDataset::looks_like(path)) {
+    dataset = std::make_shared<FashionMnistDataset>(path, options.split, options.use_labels, options.max_images);
+  }
+  SG2_CHECK(dataset != nullptr,
+            "data.path '{}': no dataset format recognised (expected the Fashion-MNIST IDX files "
+            "train-images-idx3-ubyte[.gz] etc.)",
+            path);
+  SG2_CHECK(dataset->size() > 0, "data.path '{}': the dataset is empty", path);
+  SG2_CHECK(options.resolution == 0 || dataset->resolution() == options.resolution,
+            "data.resolution = {} but the dataset at '{}' has {}x{} images", options.resolution, path,
+            dataset->resolution(), dataset->resolution());
+  SG2_CHECK(options.channels == 0 || dataset->shape().channels == options.channels,
+            "data.channels = {} but the dataset at '{}' has {}-channel images", options.channels, path,
+            dataset->shape().channels);
+  return dataset;
+}
+
+}  // namespace sg2::data

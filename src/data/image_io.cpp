@@ -1,0 +1,128 @@
+#include "sg2/data/image_io.h"
+
+#include "sg2/core/error.h"
+
+#include <png.h>
+
+#include <csetjmp>
+#include <cstdio>
+#include <memory>
+
+namespace sg2::data {
+
+namespace {
+
+using FilePtr = std::unique_ptr<FILE, int (*)(FILE*)>;
+
+FilePtr open_file(const std::string& path, const char* mode) {
+  FILE* f = std::fopen(path.c_str(), mode);
+  SG2_CHECK(f != nullptr, "cannot open '{}' for {}", path, mode[0] == 'w' ? "writing" : "reading");
+  return FilePtr(f, &std::fclose);
+}
+
+// libpng reports errors through longjmp; this keeps its message for the exception.
+struct PngErrorMessage {
+  std::string text;
+};
+void on_png_error(png_structp png, png_const_charp message) {
+  static_cast<PngErrorMessage*>(png_get_error_ptr(png))->text = message;
+  png_longjmp(png, 1);
+}
+void on_png_warning(png_structp, png_const_charp) {}
+
+int color_type_for(int64_t channels) {
+  switch (channels) {
+    case 1: return PNG_COLOR_TYPE_GRAY;
+    case 3: return PNG_COLOR_TYPE_RGB;
+    case 4: return PNG_COLOR_TYPE_RGBA;
+    default: SG2_FAIL("PNG images need 1, 3 or 4 channels, got {}", channels);
+  }
+}
+
+}  // namespace
+
+void write_png(const std::string& path, const Image& image) {
+  const int color_type = color_type_for(image.channels);
+  SG2_CHECK(static_cast<int64_t>(image.pixels.size()) == image.width * image.height * image.channels,
+            "write_png '{}': {} bytes for a {}x{}x{} image", path, image.pixels.size(), image.width, image.height,
+            image.channels);
+  FilePtr file = open_file(path, "wb");
+  PngErrorMessage error;
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &error, on_png_error, on_png_warning);
+  png_infop info = png ? png_create_info_struct(png) : nullptr;
+  SG2_CHECK(png && info, "libpng could not allocate a writer for '{}'", path);
+  std::vector<png_bytep> rows(static_cast<size_t>(image.height));
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    SG2_FAIL("writing PNG '{}' failed: {}", path, error.text);
+  }
+  png_init_io(png, file.get());
+  png_set_IHDR(png, info, static_cast<png_uint_32>(image.width), static_cast<png_uint_32>(image.height), 8, color_type,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  for (int64_t y = 0; y < image.height; ++y) {
+    rows[static_cast<size_t>(y)] = const_cast<png_bytep>(image.pixels.data() + y * image.width * image.channels);
+  }
+  png_set_rows(png, info, rows.data());
+  png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
+  png_destroy_write_struct(&png, &info);
+}
+
+Image read_png(const std::string& path) {
+  FilePtr file = open_file(path, "rb");
+  uint8_t signature[8] = {0};
+  SG2_CHECK(std::fread(signature, 1, 8, file.get()) == 8 && png_sig_cmp(signature, 0, 8) == 0, "'{}' is not a PNG file",
+            path);
+  PngErrorMessage error;
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &error, on_png_error, on_png_warning);
+  png_infop info = png ? png_create_info_struct(png) : nullptr;
+  SG2_CHECK(png && info, "libpng could not allocate a reader for '{}'", path);
+  Image image;
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    SG2_FAIL("reading PNG '{}' failed: {}", path, error.text);
+  }
+  png_init_io(png, file.get());
+  png_set_sig_bytes(png, 8);
+  // Normalise to 8-bit gray / RGB / RGBA; gray+alpha loses its alpha.
+  png_read_png(png, info, PNG_TRANSFORM_STRIP_16 | PNG_TRANSFORM_PACKING | PNG_TRANSFORM_EXPAND, nullptr);
+  image.width = png_get_image_width(png, info);
+  image.height = png_get_image_height(png, info);
+  const int stored = png_get_channels(png, info);
+  image.channels = (stored == 2) ? 1 : stored;
+  png_bytepp rows = png_get_rows(png, info);
+  image.pixels.resize(static_cast<size_t>(image.width * image.height * image.channels));
+  for (int64_t y = 0; y < image.height; ++y) {
+    for (int64_t x = 0; x < image.width; ++x) {
+      for (int64_t c = 0; c < image.channels; ++c) {
+        image.pixels[static_cast<size_t>((y * image.width + x) * image.channels + c)] = rows[y][x * stored + c];
+      }
+    }
+  }
+  png_destroy_read_struct(&png, &info, nullptr);
+  return image;
+}
+
+at::Tensor to_uint8(const at::Tensor& images, double lo, double hi) {
+  return ((images.detach().to(at::kFloat) - lo) * (255.0 / (hi - lo))).round().clamp(0, 255).to(at::kByte);
+}
+
+Image tile_grid(const at::Tensor& images_uint8, int64_t grid_w, int64_t grid_h) {
+  SG2_CHECK(images_uint8.dim() == 4 && images_uint8.size(0) == grid_w * grid_h,
+            "image grid {}x{} needs {} images of [C, H, W], got {}", grid_w, grid_h, grid_w * grid_h,
+            images_uint8.sizes());
+  const int64_t c = images_uint8.size(1), h = images_uint8.size(2), w = images_uint8.size(3);
+  // [gh, gw, C, H, W] -> [gh, H, gw, W, C]
+  at::Tensor grid = images_uint8.cpu().reshape({grid_h, grid_w, c, h, w}).permute({0, 3, 1, 4, 2}).contiguous();
+  Image image;
+  image.width = grid_w * w;
+  image.height = grid_h * h;
+  image.channels = c;
+  image.pixels.assign(grid.data_ptr<uint8_t>(), grid.data_ptr<uint8_t>() + grid.numel());
+  return image;
+}
+
+std::pair<int64_t, int64_t> default_grid_size(int64_t height, int64_t width) {
+  return {std::clamp<int64_t>(7680 / width, 7, 32), std::clamp<int64_t>(4320 / height, 4, 32)};
+}
+
+}  // namespace sg2::data

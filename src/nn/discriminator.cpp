@@ -1,0 +1,127 @@
+#include "sg2/core/error.h"
+#include "sg2/nn/networks.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace sg2::nn {
+
+namespace {
+
+ConvOptions conv_options(const DiscriminatorOptions& d, ops::Activation act, int64_t down, bool bias, double clamp) {
+  ConvOptions o;
+  o.activation = act;
+  o.down = down;
+  o.bias = bias;
+  o.conv_clamp = clamp;
+  o.resample_filter = d.resample_filter;
+  return o;
+}
+
+}  // namespace
+
+DiscriminatorBlock::DiscriminatorBlock(int64_t in_channels_, int64_t tmp_channels, int64_t out_channels,
+                                       int64_t resolution_, const DiscriminatorOptions& d)
+    : in_channels(in_channels_), resolution(resolution_), architecture(d.architecture) {
+  const auto lrelu = ops::Activation::LRelu;
+  if (in_channels == 0 || architecture == Architecture::Skip) {
+    fromrgb = register_module("fromrgb", std::make_shared<Conv2dLayer>(d.img_channels, tmp_channels, 1,
+                                                                       conv_options(d, lrelu, 1, true, d.conv_clamp)));
+  }
+  conv0 = register_module("conv0", std::make_shared<Conv2dLayer>(tmp_channels, tmp_channels, 3,
+                                                                 conv_options(d, lrelu, 1, true, d.conv_clamp)));
+  conv1 = register_module("conv1", std::make_shared<Conv2dLayer>(tmp_channels, out_channels, 3,
+                                                                 conv_options(d, lrelu, 2, true, d.conv_clamp)));
+  if (architecture == Architecture::Resnet) {
+    skip = register_module("skip", std::make_shared<Conv2dLayer>(
+                                       tmp_channels, out_channels, 1,
+                                       conv_options(d, ops::Activation::Linear, 2, /*bias=*/false, -1)));
+  }
+  resample_filter = register_buffer("resample_filter", ops::setup_filter(d.resample_filter));
+}
+
+std::pair<at::Tensor, at::Tensor> DiscriminatorBlock::forward(at::Tensor x, at::Tensor img) {
+  if (fromrgb) {
+    at::Tensor y = fromrgb->forward(img);
+    x = x.defined() ? x + y : y;
+    img = (architecture == Architecture::Skip) ? ops::downsample2d(img, resample_filter) : at::Tensor();
+  }
+  if (architecture == Architecture::Resnet) {
+    at::Tensor y = skip->forward(x, std::sqrt(0.5));
+    x = conv0->forward(x);
+    x = conv1->forward(x, std::sqrt(0.5));
+    x = y.add_(x);
+  } else {
+    x = conv0->forward(x);
+    x = conv1->forward(x);
+  }
+  return {x, img};
+}
+
+DiscriminatorEpilogue::DiscriminatorEpilogue(int64_t in_channels, int64_t cmap_dim_, const DiscriminatorOptions& d)
+    : cmap_dim(cmap_dim_),
+      mbstd_group_size(d.mbstd_group_size),
+      mbstd_num_channels(d.mbstd_num_channels),
+      architecture(d.architecture) {
+  const auto lrelu = ops::Activation::LRelu;
+  if (architecture == Architecture::Skip) {
+    fromrgb = register_module("fromrgb", std::make_shared<Conv2dLayer>(d.img_channels, in_channels, 1,
+                                                                       conv_options(d, lrelu, 1, true, -1)));
+  }
+  conv = register_module("conv", std::make_shared<Conv2dLayer>(in_channels + mbstd_num_channels, in_channels, 3,
+                                                               conv_options(d, lrelu, 1, true, d.conv_clamp)));
+  FcOptions fc_options;
+  fc_options.activation = lrelu;
+  fc = register_module("fc", std::make_shared<FullyConnectedLayer>(in_channels * 16, in_channels, fc_options));
+  out = register_module("out", std::make_shared<FullyConnectedLayer>(in_channels, cmap_dim == 0 ? 1 : cmap_dim));
+}
+
+at::Tensor DiscriminatorEpilogue::forward(const at::Tensor& x_in, const at::Tensor& img, const at::Tensor& cmap) {
+  at::Tensor x = x_in.to(at::kFloat);
+  if (fromrgb) x = x + fromrgb->forward(img.to(at::kFloat));
+  if (mbstd_num_channels > 0) x = ops::minibatch_stddev(x, mbstd_group_size, mbstd_num_channels);
+  x = conv->forward(x);             // [N, C, 4, 4]
+  x = fc->forward(x.flatten(1));    // [N, C]
+  x = out->forward(x);              // [N, max(1, cmap_dim)]
+  if (cmap_dim > 0) {
+    SG2_CHECK(cmap.defined() && cmap.size(1) == cmap_dim, "discriminator: cmap must be [N, {}]", cmap_dim);
+    x = (x * cmap).sum(1, /*keepdim=*/true) * (1.0 / std::sqrt(static_cast<double>(cmap_dim)));
+  }
+  return x;
+}
+
+Discriminator::Discriminator(const DiscriminatorOptions& o) : options(o) {
+  validate(o);
+  for (int64_t res = o.img_resolution; res > 4; res /= 2) {
+    const int64_t in_channels = res < o.img_resolution ? o.channels_at(res) : 0;
+    auto block = std::make_shared<DiscriminatorBlock>(in_channels, o.channels_at(res), o.channels_at(res / 2), res, o);
+    blocks.push_back(register_module(fmt::format("b{}", res), block));
+  }
+  const int64_t cmap_dim = (o.c_dim == 0) ? 0 : (o.cmap_dim < 0 ? o.channels_at(4) : o.cmap_dim);
+  if (o.c_dim > 0) {
+    MappingOptions m;
+    m.z_dim = 0;
+    m.c_dim = o.c_dim;
+    m.w_dim = cmap_dim;
+    m.num_ws = 0;
+    m.num_layers = o.mapping_layers;
+    m.lr_multiplier = o.mapping_lr_multiplier;
+    m.w_avg_beta = -1;
+    mapping = register_module("mapping", std::make_shared<MappingNetwork>(m));
+  }
+  epilogue = register_module("b4", std::make_shared<DiscriminatorEpilogue>(o.channels_at(4), cmap_dim, o));
+}
+
+at::Tensor Discriminator::forward(const at::Tensor& img_in, const at::Tensor& c) {
+  const int64_t r = options.img_resolution;
+  SG2_CHECK(img_in.dim() == 4 && img_in.size(1) == options.img_channels && img_in.size(2) == r && img_in.size(3) == r,
+            "discriminator: images of shape {} are not [N, {}, {}, {}]", img_in.sizes(), options.img_channels, r, r);
+  at::Tensor x, img = img_in;
+  for (auto& block : blocks) std::tie(x, img) = block->forward(x, img);
+  at::Tensor cmap;
+  if (mapping) cmap = mapping->forward(at::Tensor(), c, MappingNetwork::Run{});
+  return epilogue->forward(x, img, cmap);
+}
+
+}  // namespace sg2::nn

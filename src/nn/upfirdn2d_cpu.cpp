@@ -1,0 +1,151 @@
+// CPU kernel for upfirdn2d (see kernels.h): one pass per output row, vectorised by the compiler
+// through stride-specialised inner loops, parallel over image planes.
+#include "sg2/nn/kernels.h"
+
+#include "sg2/core/error.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/record_function.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <numeric>
+#include <vector>
+
+namespace sg2::nn::kernels {
+
+namespace {
+
+// Output positions x = x_start + j * x_step that read input src_start + j * src_step (j < count),
+// for one filter tap along one axis: the upsampled, padded coordinate v = x * down + tap - pad0
+// must land on an input sample (v >= 0, v < in_len * up, v divisible by up).
+struct TapRun {
+  int64_t x_start = 0, x_step = 1, src_start = 0, src_step = 1, count = 0;
+};
+
+TapRun tap_run(int64_t tap, int64_t up, int64_t down, int64_t pad0, int64_t in_len, int64_t out_len) {
+  TapRun run;
+  run.x_step = up / std::gcd(up, down);
+  run.src_step = down * run.x_step / up;
+  // Smallest x >= 0 with v >= 0, then advance to the first x whose v is divisible by up.
+  int64_t x = std::max<int64_t>(0, (pad0 - tap + down - 1) / down);
+  int64_t tries = 0;
+  while (x < out_len && ((x * down + tap - pad0) % up) != 0 && tries++ < up) ++x;
+  if (x >= out_len || ((x * down + tap - pad0) % up) != 0) return run;
+  run.x_start = x;
+  run.src_start = (x * down + tap - pad0) / up;
+  if (run.src_start >= in_len) return run;
+  const int64_t by_output = (out_len - 1 - x) / run.x_step + 1;
+  const int64_t by_input = (in_len - 1 - run.src_start) / run.src_step + 1;
+  run.count = std::min(by_output, by_input);
+  return run;
+}
+
+template <int XStep, int SrcStep>
+void axpy_strided(float* __restrict out, const float* __restrict in, float w, int64_t count) {
+  for (int64_t j = 0; j < count; ++j) out[j * XStep] += w * in[j * SrcStep];
+}
+
+void axpy_run(float* out_row, const float* in_row, float w, const TapRun& r) {
+  float* out = out_row + r.x_start;
+  const float* in = in_row + r.src_start;
+  if (r.x_step == 1 && r.src_step == 1) return axpy_strided<1, 1>(out, in, w, r.count);
+  if (r.x_step == 1 && r.src_step == 2) return axpy_strided<1, 2>(out, in, w, r.count);
+  if (r.x_step == 2 && r.src_step == 1) return axpy_strided<2, 1>(out, in, w, r.count);
+  for (int64_t j = 0; j < r.count; ++j) out[j * r.x_step] += w * in[j * r.src_step];
+}
+
+}  // namespace
+
+at::Tensor upfirdn2d_forward(const at::Tensor& x_in, const at::Tensor& f_in, const ops::FirParams& p) {
+  SG2_CHECK(x_in.dim() == 4 && supported(x_in), "upfirdn2d kernel expects a float32 CPU tensor [N, C, H, W]");
+  SG2_CHECK(f_in.dim() == 2, "upfirdn2d kernel expects a 2-D filter");
+  const at::Tensor x = x_in.contiguous();
+  const int64_t planes = x.size(0) * x.size(1), in_h = x.size(2), in_w = x.size(3);
+  const int64_t fh = f_in.size(0), fw = f_in.size(1);
+  const auto [px0, px1, py0, py1] = p.padding;
+  const int64_t out_h = (in_h * p.up + py0 + py1 - fh) / p.down + 1;
+  const int64_t out_w = (in_w * p.up + px0 + px1 - fw) / p.down + 1;
+  SG2_CHECK(in_h * p.up + py0 + py1 >= fh && in_w * p.up + px0 + px1 >= fw && out_h > 0 && out_w > 0,
+            "upfirdn2d: input {}x{} with padding {} is smaller than the {}x{} filter", in_h, in_w, p.padding, fh, fw);
+
+  // Correlation taps: the filter flipped (true convolution) unless flip_filter, times the gain.
+  at::Tensor taps = (f_in.to(at::kCPU, at::kFloat) * p.gain);
+  if (!p.flip_filter) taps = taps.flip({0, 1});
+  taps = taps.contiguous();
+  const float* g = taps.data_ptr<float>();
+  std::vector<TapRun> runs_x;
+  for (int64_t kx = 0; kx < fw; ++kx) runs_x.push_back(tap_run(kx, p.up, p.down, px0, in_w, out_w));
+
+  at::Tensor y = at::zeros({x.size(0), x.size(1), out_h, out_w}, x.options());
+  const float* in = x.data_ptr<float>();
+  float* out = y.data_ptr<float>();
+  at::parallel_for(0, planes, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const float* in_plane = in + plane * in_h * in_w;
+      float* out_plane = out + plane * out_h * out_w;
+      for (int64_t oy = 0; oy < out_h; ++oy) {
+        float* out_row = out_plane + oy * out_w;
+        for (int64_t ky = 0; ky < fh; ++ky) {
+          const int64_t vy = oy * p.down + ky - py0;  // row in upsampled coordinates
+          if (vy < 0 || vy >= in_h * p.up || vy % p.up != 0) continue;
+          const float* in_row = in_plane + (vy / p.up) * in_w;
+          for (int64_t kx = 0; kx < fw; ++kx) axpy_run(out_row, in_row, g[ky * fw + kx], runs_x[static_cast<size_t>(kx)]);
+        }
+      }
+    }
+  });
+  return y;
+}
+
+ops::FirParams upfirdn2d_adjoint(const ops::FirParams& p, int64_t fh, int64_t fw, int64_t in_h, int64_t in_w,
+                                 int64_t out_h, int64_t out_w) {
+  // y[j] = sum_k g[k] u[j*down + k - p0]  =>  dx[i] = sum_k flip(g)[k] w[i*up + k - (K-1-p0)]
+  // with w = dy upsampled by `down`; the end padding makes the output exactly in_len long.
+  const auto [px0, px1, py0, py1] = p.padding;
+  ops::FirParams a;
+  a.up = p.down;
+  a.down = p.up;
+  a.flip_filter = !p.flip_filter;
+  a.gain = p.gain;
+  a.padding = {fw - px0 - 1, in_w * p.up - out_w * p.down + px0 - p.up + 1, fh - py0 - 1,
+               in_h * p.up - out_h * p.down + py0 - p.up + 1};
+  return a;
+}
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+struct Upfirdn2dFunction : public torch::autograd::Function<Upfirdn2dFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& f, int64_t up, int64_t down,
+                            int64_t px0, int64_t px1, int64_t py0, int64_t py1, bool flip_filter, double gain) {
+    ops::FirParams p{up, down, {px0, px1, py0, py1}, flip_filter, gain};
+    at::Tensor y = upfirdn2d_forward(x, f, p);
+    ctx->save_for_backward({f});
+    ctx->saved_data["params"] = std::vector<int64_t>{up, down, px0, px1, py0, py1, flip_filter ? 1 : 0,
+                                                     x.size(2), x.size(3), y.size(2), y.size(3)};
+    ctx->saved_data["gain"] = gain;
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const at::Tensor f = ctx->get_saved_variables()[0];
+    const auto v = ctx->saved_data["params"].toIntVector();
+    ops::FirParams p{v[0], v[1], {v[2], v[3], v[4], v[5]}, v[6] != 0, ctx->saved_data["gain"].toDouble()};
+    const ops::FirParams a = upfirdn2d_adjoint(p, f.size(0), f.size(1), v[7], v[8], v[9], v[10]);
+    at::Tensor dx = kernels::upfirdn2d(grads[0], f, a);  // differentiable again
+    return {dx, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor upfirdn2d(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p) {
+  RECORD_FUNCTION("sg2::upfirdn2d", std::vector<c10::IValue>());
+  return Upfirdn2dFunction::apply(x, f, p.up, p.down, p.padding[0], p.padding[1], p.padding[2], p.padding[3],
+                                  p.flip_filter, p.gain);
+}
+
+}  // namespace sg2::nn::kernels

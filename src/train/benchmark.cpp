@@ -1,0 +1,115 @@
+#include "sg2/train/benchmark.h"
+
+#include "sg2/core/system.h"
+#include "sg2/core/timer.h"
+#include "sg2/train/device_memory.h"
+#include "sg2/train/op_profile.h"
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+
+#include <numeric>
+#include <sstream>
+
+namespace sg2::train {
+
+namespace {
+
+void synchronize(const at::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+double time_call(const at::Device& device, const std::function<void()>& call) {
+  synchronize(device);
+  Stopwatch watch;
+  call();
+  synchronize(device);
+  return watch.seconds();
+}
+
+int64_t steps_per_cycle(const Trainer& trainer) {
+  int64_t cycle = 1;
+  for (const auto& phase : trainer.phases()) cycle = std::lcm(cycle, phase.interval);
+  return cycle;
+}
+
+// "  name   12.3 ms  45.6 %" rows, largest first.
+std::string format_top(const std::map<std::string, double>& seconds, const std::string& title, size_t limit) {
+  if (seconds.empty()) return "";
+  std::vector<std::pair<double, std::string>> rows;
+  double total = 0;
+  for (const auto& [name, s] : seconds) {
+    rows.emplace_back(s, name);
+    total += s;
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  std::string out = title + "\n";
+  for (size_t i = 0; i < rows.size() && i < limit; ++i) {
+    out += fmt::format("  {:<48} {:>9.1f} ms {:>6.1f} %\n", rows[i].second, rows[i].first * 1e3,
+                       100.0 * rows[i].first / std::max(total, 1e-12));
+  }
+  return out;
+}
+
+}  // namespace
+
+BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
+  BenchResult result;
+  const at::Device device = trainer.device();
+  result.batch = trainer.config().train.batch;
+  for (int i = 0; i < options.warmup_steps; ++i) trainer.step();
+
+  // Each phase on its own, on fresh inputs.
+  for (size_t i = 0; i < trainer.phases().size(); ++i) {
+    PhaseTiming timing{trainer.phases()[i].name, trainer.phases()[i].interval, 0};
+    for (int r = 0; r < options.phase_repeats; ++r) {
+      const StepInputs inputs = trainer.prepare_inputs();
+      timing.seconds += time_call(device, [&] { trainer.run_phase(i, inputs); });
+    }
+    timing.seconds /= options.phase_repeats;
+    result.phases.push_back(timing);
+  }
+
+  // Whole steps, regularization at its real frequency, optionally split by op family.
+  trainer.stats().finish();
+  reset_device_peak_memory(device);
+  result.timed_steps = steps_per_cycle(trainer) * options.step_cycles;
+  trainer.progress().batch_idx -= trainer.progress().batch_idx % steps_per_cycle(trainer);
+  std::unique_ptr<OpProfile> profile = options.op_families ? std::make_unique<OpProfile>() : nullptr;
+  const double seconds = time_call(device, [&] {
+    for (int64_t s = 0; s < result.timed_steps; ++s) trainer.step();
+  });
+  result.step_seconds = seconds / static_cast<double>(result.timed_steps);
+  if (profile) {
+    for (const auto& [family, s] : profile->seconds_by_family()) {
+      result.family_seconds[family] = s / static_cast<double>(result.timed_steps);
+    }
+    for (const auto& [op, s] : profile->seconds_by_op()) result.op_seconds[op] = s / static_cast<double>(result.timed_steps);
+  }
+  result.peak_rss_gib = peak_rss_gib();
+  result.peak_device_gib = device_peak_memory_gib(device);
+  return result;
+}
+
+std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
+  std::ostringstream out;
+  const auto& c = trainer.config();
+  out << fmt::format("preset {}  resolution {}  batch {}  device {}  threads {}\n", c.run.preset,
+                     trainer.dataset().resolution(), r.batch, trainer.device().str(), at::get_num_threads());
+  out << fmt::format("{:<10} {:>10} {:>10} {:>10}\n", "phase", "ms/call", "img/s", "every");
+  for (const auto& p : r.phases) {
+    out << fmt::format("{:<10} {:>10.1f} {:>10.2f} {:>10}\n", p.name, p.seconds * 1e3, r.batch / p.seconds,
+                       fmt::format("{} step{}", p.interval, p.interval > 1 ? "s" : ""));
+  }
+  const double img_per_s = static_cast<double>(r.batch) / r.step_seconds;
+  out << fmt::format("step       {:>10.1f} {:>10.2f}   (mean of {} steps, regularization amortised)\n",
+                     r.step_seconds * 1e3, img_per_s, r.timed_steps);
+  out << fmt::format("throughput {:.2f} img/s, {:.2f} s/kimg; peak RSS {:.2f} GiB, peak device memory {:.2f} GiB\n",
+                     img_per_s, 1000.0 / img_per_s, r.peak_rss_gib, r.peak_device_gib);
+  out << format_top(r.family_seconds, "time per step by op family (top-level ops; autograd nodes include their kernels):",
+                    r.family_seconds.size());
+  out << format_top(r.op_seconds, "most expensive ops per step:", 12);
+  return out.str();
+}
+
+}  // namespace sg2::train

@@ -1,0 +1,129 @@
+#include "sg2/train/command_line.h"
+
+#include "sg2/core/error.h"
+#include "sg2/core/logging.h"
+#include "sg2/core/system.h"
+#include "sg2/train/run_dir.h"
+#include "sg2/train/snapshot.h"
+#include "sg2/train/trainer.h"
+#include "sg2/train/training_loop.h"
+
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+namespace sg2::train {
+
+namespace fs = std::filesystem;
+
+void ConfigOptions::add_to(CLI::App& app) {
+  app.add_option("--config", config_file_, "YAML preset or config file (configs/*.yaml)")->check(CLI::ExistingFile);
+  const TrainConfig defaults;
+  config::add_cli_options(train_schema(), app, cli_, defaults);
+  for (const auto& [flag, key] : std::vector<std::pair<std::string, std::string>>{{"--data", "data.path"},
+                                                                                 {"--outdir", "run.outdir"},
+                                                                                 {"--kimg", "train.total_kimg"},
+                                                                                 {"--batch", "train.batch"},
+                                                                                 {"--seed", "train.seed"}}) {
+    config::add_cli_alias(train_schema(), app, cli_, flag, key);
+  }
+  app.allow_extras();  // unknown --keys get a suggestion in resolve()
+  app_ = &app;
+}
+
+TrainConfig ConfigOptions::resolve(const std::string& snapshot_yaml) const {
+  const auto& schema = train_schema();
+  if (app_ != nullptr) config::reject_extras(schema, app_->remaining());
+  TrainConfig config;
+  if (!snapshot_yaml.empty()) config = schema.from_yaml_string(snapshot_yaml, "snapshot config");
+  if (!config_file_.empty()) schema.read_yaml_file(config, config_file_);
+  config::apply_cli(schema, config, cli_);
+  return config;
+}
+
+std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& c) {
+  data::DatasetOptions options;
+  options.path = c.data.path;
+  options.split = c.data.split;
+  options.use_labels = c.data.use_labels;
+  options.max_images = c.data.max_images;
+  options.resolution = c.data.resolution;
+  options.channels = c.data.channels;
+  return data::open_dataset(options);
+}
+
+void apply_thread_setting(const TrainConfig& c) {
+  const int threads = c.run.threads > 0 ? c.run.threads : static_cast<int>(std::thread::hardware_concurrency());
+  at::set_num_threads(std::max(threads, 1));
+}
+
+void TrainCommand::add_to(CLI::App& app) {
+  config_.add_to(app);
+  app.add_option("--resume", resume_,
+                 "Continue a run exactly: a snapshot file, a run directory (its latest snapshot), or 'latest'");
+  app.add_flag("--dry-run", dry_run_, "Print the resolved config and the device, then exit");
+  app.add_flag("-v,--verbose", verbose_, "More log output");
+}
+
+int TrainCommand::run() {
+  init_logging(0, verbose_);
+  install_stop_signal_handlers();
+  std::string snapshot_path, snapshot_yaml;
+  if (!resume_.empty()) {
+    snapshot_path = resolve_resume(resume_, config_.resolve().run.outdir);
+    snapshot_yaml = load_snapshot(snapshot_path).config_yaml;
+  }
+  const TrainConfig config = config_.resolve(snapshot_yaml);
+  validate(config, 1);
+  const at::Device device = resolve_device(config.run.device);
+  if (dry_run_) {
+    std::cout << train_schema().to_yaml_string(config) << "# device: " << device.str() << ", world size 1\n";
+    return 0;
+  }
+  apply_thread_setting(config);
+  auto dataset = open_configured_dataset(config);
+  Trainer trainer(config, dataset, device);
+
+  std::string run_dir;
+  if (!snapshot_path.empty()) {
+    const Snapshot snapshot = load_snapshot(snapshot_path);
+    restore_trainer(trainer, snapshot);
+    run_dir = fs::path(snapshot_path).parent_path().string();
+  } else {
+    const std::string desc = config.run.desc.empty() ? dataset->name() + "-" + config.run.preset : config.run.desc;
+    run_dir = create_run_dir(config.run.outdir, desc);
+  }
+  add_log_file(run_dir + "/log.txt");
+  std::ofstream(run_dir + "/config.yaml") << train_schema().to_yaml_string(config);
+  spdlog::info("Run directory: {}", run_dir);
+  if (!snapshot_path.empty()) spdlog::info("Resumed from {}", snapshot_path);
+  spdlog::info("Dataset: {} ({} images, {}x{}x{}, {} labels), device {}, {} CPU threads", dataset->name(),
+               dataset->size(), dataset->shape().channels, dataset->resolution(), dataset->resolution(),
+               dataset->label_dim(), device.str(), at::get_num_threads());
+  spdlog::info("G: {} parameters, D: {} parameters", nn::count_parameters(trainer.G()),
+               nn::count_parameters(trainer.D()));
+
+  TrainingLoop loop(trainer, run_dir, !snapshot_path.empty());
+  const bool completed = loop.run();
+  if (!completed) return 128 + stop_signal();
+  spdlog::info("Done. Run directory: {}", run_dir);
+  return 0;
+}
+
+int run_reporting_errors(const char* program, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const c10::Error& e) {
+    std::cerr << program << ": error: " << e.what_without_backtrace() << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << program << ": error: " << e.what() << std::endl;
+  }
+  return 1;
+}
+
+}  // namespace sg2::train

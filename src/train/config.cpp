@@ -1,0 +1,134 @@
+#include "sg2/train/config.h"
+
+#include "sg2/core/error.h"
+
+#include <cmath>
+
+namespace sg2::train {
+
+namespace {
+
+// SG2_FIELD(G.z_dim, "help") registers TrainConfig::G.z_dim under the key "G.z_dim".
+#define SG2_FIELD(path, help) s.add(#path, [](TrainConfig& c) -> auto& { return c.path; }, help)
+
+config::Schema<TrainConfig> make_schema() {
+  config::Schema<TrainConfig> s;
+  SG2_FIELD(run.outdir, "Directory that holds the run directories");
+  SG2_FIELD(run.desc, "Run directory suffix; empty: <dataset>-<preset>");
+  SG2_FIELD(run.preset, "Name of the preset this configuration came from");
+  SG2_FIELD(run.device, "Device to train on").one_of({"auto", "cpu", "cuda"});
+  SG2_FIELD(run.threads, "CPU threads per process (0: all cores)");
+  SG2_FIELD(run.image_snapshot_ticks, "Write a sample grid every N ticks (0: never)");
+  SG2_FIELD(run.network_snapshot_ticks, "Write a snapshot every N ticks (0: only at the end)");
+  SG2_FIELD(run.grid_w, "Sample grid columns (0: as the reference, 7680 / resolution clipped to 7-32)");
+  SG2_FIELD(run.grid_h, "Sample grid rows (0: as the reference, 4320 / resolution clipped to 4-32)");
+
+  SG2_FIELD(data.path, "Dataset directory (Fashion-MNIST IDX files), or 'synthetic' for generated test images");
+  SG2_FIELD(data.split, "Dataset split (Fashion-MNIST: train, test, all)");
+  SG2_FIELD(data.use_labels, "Train a conditional model on the dataset's class labels");
+  SG2_FIELD(data.mirror, "Random horizontal flips of the real images");
+  SG2_FIELD(data.max_images, "Use only the first N images (0: all)");
+  SG2_FIELD(data.resolution, "Expected image resolution (0: the dataset's; required for synthetic)");
+  SG2_FIELD(data.channels, "Expected image channels (0: the dataset's; synthetic: 3)");
+
+  SG2_FIELD(G.z_dim, "Input latent (Z) dimensionality");
+  SG2_FIELD(G.w_dim, "Intermediate latent (W) dimensionality");
+  SG2_FIELD(G.mapping_layers, "Number of mapping network layers");
+  SG2_FIELD(G.mapping_lr_multiplier, "Learning rate multiplier of the mapping network");
+  SG2_FIELD(G.w_avg_beta, "Decay of the tracked average of W (for truncation)");
+  SG2_FIELD(G.channel_base, "Generator channels at resolution r: min(channel_base / r, channel_max)");
+  SG2_FIELD(G.channel_max, "Maximum generator channels in any layer");
+  SG2_FIELD(G.architecture, "Synthesis network architecture").one_of({"orig", "skip", "resnet"});
+  SG2_FIELD(G.conv_clamp, "Clamp generator activations to +-X (< 0: off)");
+  SG2_FIELD(G.fused_modconv, "Modulated convolution as one grouped convolution (auto: in inference only)")
+      .one_of({"auto", "true", "false"});
+
+  SG2_FIELD(D.channel_base, "Discriminator channels at resolution r: min(channel_base / r, channel_max)");
+  SG2_FIELD(D.channel_max, "Maximum discriminator channels in any layer");
+  SG2_FIELD(D.architecture, "Discriminator architecture").one_of({"orig", "skip", "resnet"});
+  SG2_FIELD(D.mbstd_group_size, "Minibatch standard deviation group size (0: the whole per-round batch)");
+  SG2_FIELD(D.mbstd_num_channels, "Minibatch standard deviation features (0: off)");
+  SG2_FIELD(D.mapping_layers, "Layers of the label mapping of a conditional discriminator");
+  SG2_FIELD(D.conv_clamp, "Clamp discriminator activations to +-X (< 0: off)");
+
+  SG2_FIELD(loss.r1_gamma, "R1 regularization weight gamma");
+  SG2_FIELD(loss.pl_weight, "Path length regularization weight (0: off)");
+  SG2_FIELD(loss.pl_decay, "Decay of the path length running mean");
+  SG2_FIELD(loss.pl_batch_shrink, "Path length regularization runs on batch / N images");
+  SG2_FIELD(loss.style_mixing_prob, "Probability of style mixing per minibatch");
+
+  SG2_FIELD(optim.G_lr, "Generator learning rate");
+  SG2_FIELD(optim.D_lr, "Discriminator learning rate");
+  SG2_FIELD(optim.beta1, "Adam beta1");
+  SG2_FIELD(optim.beta2, "Adam beta2");
+  SG2_FIELD(optim.eps, "Adam epsilon");
+  SG2_FIELD(optim.G_reg_interval, "Lazy regularization: path length every N minibatches (0: every step, no lazy)");
+  SG2_FIELD(optim.D_reg_interval, "Lazy regularization: R1 every N minibatches (0: every step, no lazy)");
+
+  SG2_FIELD(train.seed, "Random seed");
+  SG2_FIELD(train.batch, "Total batch size of one step, over all processes");
+  SG2_FIELD(train.batch_gpu, "Images per process and accumulation round (0: batch / world size)");
+  SG2_FIELD(train.total_kimg, "Training length in thousands of real images");
+  SG2_FIELD(train.kimg_per_tick, "Progress interval in thousands of images");
+  SG2_FIELD(train.ema_kimg, "Half-life of the generator's moving average, in thousands of images");
+  SG2_FIELD(train.ema_rampup, "EMA ramp-up: half-life at most cur_nimg * ramp (0: off)");
+  return s;
+}
+
+#undef SG2_FIELD
+
+std::string divisors_hint(int64_t value, int64_t limit) {
+  std::string out;
+  for (int64_t d = 1; d <= value && d <= limit; ++d) {
+    if (value % d == 0) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+const config::Schema<TrainConfig>& train_schema() {
+  static const config::Schema<TrainConfig> schema = make_schema();
+  return schema;
+}
+
+int64_t batch_per_round(const TrainConfig& c, int world_size) {
+  return c.train.batch_gpu > 0 ? c.train.batch_gpu : c.train.batch / world_size;
+}
+
+int64_t rounds_per_step(const TrainConfig& c, int world_size) {
+  return c.train.batch / (batch_per_round(c, world_size) * world_size);
+}
+
+void validate(const TrainConfig& c, int world_size) {
+  const int64_t batch = c.train.batch;
+  SG2_CHECK(batch >= 1, "train.batch = {}: must be >= 1", batch);
+  SG2_CHECK(batch % world_size == 0, "train.batch = {} is not divisible by the world size {}; batches that work: {}",
+            batch, world_size, "multiples of " + std::to_string(world_size));
+  const int64_t per_round = batch_per_round(c, world_size);
+  SG2_CHECK(per_round >= 1 && (batch / world_size) % per_round == 0,
+            "train.batch_gpu = {} does not divide the per-process batch {} (train.batch {} / world size {}); "
+            "values that work: {}",
+            c.train.batch_gpu, batch / world_size, batch, world_size, divisors_hint(batch / world_size, 4096));
+  const int64_t group = c.D.mbstd_group_size;
+  SG2_CHECK(group <= 0 || per_round % std::min(group, per_round) == 0,
+            "D.mbstd_group_size = {} does not divide the per-round batch {} (train.batch_gpu); values that work: {}",
+            group, per_round, divisors_hint(per_round, 64));
+  SG2_CHECK(c.loss.pl_batch_shrink >= 1, "loss.pl_batch_shrink = {}: must be >= 1", c.loss.pl_batch_shrink);
+  SG2_CHECK(c.loss.pl_weight == 0 || per_round >= c.loss.pl_batch_shrink,
+            "loss.pl_batch_shrink = {} leaves no image of the per-round batch {}", c.loss.pl_batch_shrink, per_round);
+  SG2_CHECK(c.train.total_kimg > 0, "train.total_kimg = {}: must be > 0", c.train.total_kimg);
+  SG2_CHECK(c.train.kimg_per_tick > 0, "train.kimg_per_tick = {}: must be > 0", c.train.kimg_per_tick);
+  SG2_CHECK(c.train.ema_kimg >= 0, "train.ema_kimg = {}: must be >= 0", c.train.ema_kimg);
+  SG2_CHECK(c.optim.G_lr > 0 && c.optim.D_lr > 0, "optim.G_lr / optim.D_lr must be > 0");
+  SG2_CHECK(c.optim.beta1 >= 0 && c.optim.beta1 < 1 && c.optim.beta2 >= 0 && c.optim.beta2 < 1,
+            "optim.beta1 / optim.beta2 must lie in [0, 1)");
+  SG2_CHECK(c.optim.G_reg_interval >= 0 && c.optim.D_reg_interval >= 0, "optim.*_reg_interval must be >= 0");
+  SG2_CHECK(c.loss.style_mixing_prob >= 0 && c.loss.style_mixing_prob <= 1,
+            "loss.style_mixing_prob = {}: must lie in [0, 1]", c.loss.style_mixing_prob);
+  SG2_CHECK(c.data.resolution == 0 || (c.data.resolution >= 8 && (c.data.resolution & (c.data.resolution - 1)) == 0),
+            "data.resolution = {}: must be 0 (the dataset's) or a power of two >= 8", c.data.resolution);
+  SG2_CHECK(c.run.threads >= 0, "run.threads = {}: must be >= 0", c.run.threads);
+}
+
+}  // namespace sg2::train

@@ -1,0 +1,19 @@
+// CUDA LibTorch: peak bytes allocated by the caching allocator.
+#include "sg2/train/device_memory.h"
+
+#include <c10/cuda/CUDACachingAllocator.h>
+
+namespace sg2::train {
+
+double device_peak_memory_gib(const at::Device& device) {
+  if (!device.is_cuda()) return 0.0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  const auto& peak = stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
+  return static_cast<double>(peak.peak) / (1024.0 * 1024.0 * 1024.0);
+}
+
+void reset_device_peak_memory(const at::Device& device) {
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+}
+
+}  // namespace sg2::train

@@ -1,0 +1,94 @@
+#include "sg2/train/op_profile.h"
+
+#include "sg2/core/error.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <vector>
+
+namespace sg2::train {
+
+namespace {
+
+struct Timed : at::ObserverContext {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+};
+
+std::mutex g_mutex;
+std::map<std::string, double> g_seconds;
+std::atomic<bool> g_active{false};
+thread_local int t_depth = 0;
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction&) {
+  return (t_depth++ == 0) ? std::make_unique<Timed>() : nullptr;
+}
+
+void on_end(const at::RecordFunction& fn, at::ObserverContext* context) {
+  --t_depth;
+  if (context == nullptr) return;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - static_cast<Timed*>(context)->start).count();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_seconds[fn.name()] += seconds;
+}
+
+bool contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+OpProfile::OpProfile() {
+  SG2_CHECK(!g_active.exchange(true), "only one OpProfile can record at a time");
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_seconds.clear();
+  }
+  handle_ = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end));
+}
+
+OpProfile::~OpProfile() {
+  at::removeCallback(handle_);
+  g_active = false;
+}
+
+std::map<std::string, double> OpProfile::seconds_by_op() const {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_seconds;
+}
+
+std::string OpProfile::family_of(const std::string& op) {
+  std::string name = op;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  const bool backward = contains(name, "backward");
+  const std::string suffix = backward ? " (backward)" : "";
+  if (contains(name, "upfirdn")) return "FIR resampling" + suffix;
+  if (contains(name, "bias_act") || contains(name, "leakyrelu") || contains(name, "leaky_relu")) {
+    return "bias + activation" + suffix;
+  }
+  if (contains(name, "conv")) return "convolution" + suffix;
+  if (contains(name, "mm") || contains(name, "matmul") || contains(name, "linear")) return "matmul" + suffix;
+  if (contains(name, "foreach") || contains(name, "nan_to_num")) return "optimizer";
+  if (contains(name, "rand") || contains(name, "normal")) return "random";
+  if (contains(name, "lerp") || contains(name, "copy_")) return "copy / lerp";
+  if (contains(name, "sum") || contains(name, "mean") || contains(name, "norm") || contains(name, "max")) {
+    return "reduction" + suffix;
+  }
+  for (const char* movement : {"pad", "slice", "select", "view", "reshape", "cat", "repeat", "flip", "index",
+                               "narrow", "split", "unbind", "stack", "expand", "permute", "transpose", "clone",
+                               "contiguous", "unsqueeze", "squeeze", "to", "where"}) {
+    if (contains(name, movement)) return "data movement" + suffix;
+  }
+  for (const char* elementwise : {"mul", "add", "div", "sub", "square", "sqrt", "rsqrt", "pow", "softplus", "sign",
+                                  "neg", "exp", "log", "clamp", "relu", "fill", "zero"}) {
+    if (contains(name, elementwise)) return "elementwise" + suffix;
+  }
+  return "other";
+}
+
+std::map<std::string, double> OpProfile::seconds_by_family() const {
+  std::map<std::string, double> out;
+  for (const auto& [op, seconds] : seconds_by_op()) out[family_of(op)] += seconds;
+  return out;
+}
+
+}  // namespace sg2::train

@@ -1,0 +1,147 @@
+#include "sg2/train/snapshot.h"
+
+#include "sg2/core/error.h"
+#include "sg2/core/rng.h"
+#include "sg2/train/trainer.h"
+
+#include <ATen/core/Dict.h>
+#include <torch/serialize.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace sg2::train {
+
+int64_t Snapshot::integer(const std::string& key) const {
+  auto it = integers.find(key);
+  SG2_CHECK(it != integers.end(), "{}: snapshot has no '{}'", path, key);
+  return it->second;
+}
+
+void write_file_atomically(const std::string& path, const std::vector<char>& bytes) {
+  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  SG2_CHECK(fd >= 0, "cannot create '{}': {}", temporary, std::strerror(errno));
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = errno;
+      ::close(fd);
+      ::unlink(temporary.c_str());
+      SG2_FAIL("writing '{}' failed: {}", temporary, std::strerror(error));
+    }
+    written += static_cast<size_t>(n);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  SG2_CHECK(synced, "fsync of '{}' failed: {}", temporary, std::strerror(errno));
+  SG2_CHECK(std::rename(temporary.c_str(), path.c_str()) == 0, "renaming '{}' to '{}' failed: {}", temporary, path,
+            std::strerror(errno));
+}
+
+namespace {
+
+using Dict = c10::Dict<c10::IValue, c10::IValue>;
+
+void put_tensors(Dict& dict, const nn::NamedTensors& tensors) {
+  for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().cpu().clone());
+}
+
+}  // namespace
+
+void save_snapshot(const std::string& path, Trainer& trainer) {
+  Dict dict(c10::StringType::get(), c10::AnyType::get());
+  dict.insert("format", std::string(kSnapshotFormat));
+  dict.insert("version", kSnapshotVersion);
+  dict.insert("config", train_schema().to_yaml_string(trainer.config()));
+  const nlohmann::json networks = {{"G", nn::to_json(trainer.G().options)}, {"D", nn::to_json(trainer.D().options)}};
+  dict.insert("networks", networks.dump());
+  const Progress& p = trainer.progress();
+  dict.insert("progress.cur_nimg", p.cur_nimg);
+  dict.insert("progress.batch_idx", p.batch_idx);
+  dict.insert("progress.cur_tick", p.cur_tick);
+  dict.insert("progress.tick_start_nimg", p.tick_start_nimg);
+  dict.insert("world_size", static_cast<int64_t>(trainer.place().world_size));
+  put_tensors(dict, nn::state_dict(trainer.G(), "G."));
+  put_tensors(dict, nn::state_dict(trainer.D(), "D."));
+  put_tensors(dict, nn::state_dict(trainer.G_ema(), "G_ema."));
+  put_tensors(dict, trainer.G_opt().state("G_opt."));
+  put_tensors(dict, trainer.D_opt().state("D_opt."));
+  dict.insert("loss.pl_mean", trainer.loss().pl_mean.detach().cpu().clone());
+  {
+    std::lock_guard<std::mutex> lock(trainer.generator().mutex());
+    dict.insert("rng.step", trainer.generator().get_state());
+  }
+  write_file_atomically(path, torch::pickle_save(c10::IValue(dict)));
+}
+
+Snapshot load_snapshot(const std::string& path) {
+  c10::IValue value;
+  try {
+    value = torch::pickle_load(nn::read_file_bytes(path));
+  } catch (const c10::Error& e) {
+    SG2_FAIL("'{}' is not a readable snapshot ({})", path, e.what_without_backtrace());
+  }
+  SG2_CHECK(value.isGenericDict(), "'{}' is not a snapshot: expected a dict, found {}", path, value.tagKind());
+  Snapshot s;
+  s.path = path;
+  std::string format;
+  for (const auto& item : value.toGenericDict()) {
+    if (!item.key().isString()) continue;
+    const std::string& key = item.key().toStringRef();
+    const c10::IValue& v = item.value();
+    if (v.isTensor()) s.tensors[key] = v.toTensor();
+    if (v.isInt()) s.integers[key] = v.toInt();
+    if (v.isString() && key == "format") format = v.toStringRef();
+    if (v.isString() && key == "config") s.config_yaml = v.toStringRef();
+    if (v.isString() && key == "networks") s.networks = nlohmann::json::parse(v.toStringRef());
+  }
+  SG2_CHECK(format == kSnapshotFormat, "'{}' is not a {} file (format '{}')", path, kSnapshotFormat, format);
+  s.version = s.integer("version");
+  SG2_CHECK(s.version >= 1 && s.version <= kSnapshotVersion,
+            "'{}' has snapshot version {}; this build reads versions 1 to {}", path, s.version, kSnapshotVersion);
+  SG2_CHECK(s.networks.contains("G") && s.networks.contains("D"), "'{}': snapshot lacks the network options", path);
+  return s;
+}
+
+void restore_trainer(Trainer& trainer, const Snapshot& s) {
+  nn::load_state_dict(trainer.G(), s.tensors, "G.", s.path);
+  nn::load_state_dict(trainer.D(), s.tensors, "D.", s.path);
+  nn::load_state_dict(trainer.G_ema(), s.tensors, "G_ema.", s.path);
+  trainer.G_opt().load_state(s.tensors, "G_opt.", s.path);
+  trainer.D_opt().load_state(s.tensors, "D_opt.", s.path);
+  auto pl_mean = s.tensors.find("loss.pl_mean");
+  SG2_CHECK(pl_mean != s.tensors.end(), "{}: snapshot has no loss.pl_mean", s.path);
+  trainer.loss().pl_mean.copy_(pl_mean->second);
+  Progress& p = trainer.progress();
+  p.cur_nimg = s.integer("progress.cur_nimg");
+  p.batch_idx = s.integer("progress.batch_idx");
+  p.cur_tick = s.integer("progress.cur_tick");
+  p.tick_start_nimg = s.integer("progress.tick_start_nimg");
+  // The step generator continues where it was when the world is the same. Each rank's stream is
+  // its own, so another world size starts fresh streams keyed by (seed, rank, step).
+  auto rng = s.tensors.find("rng.step");
+  SG2_CHECK(rng != s.tensors.end(), "{}: snapshot has no rng.step", s.path);
+  std::lock_guard<std::mutex> lock(trainer.generator().mutex());
+  if (s.integer("world_size") == trainer.place().world_size) {
+    trainer.generator().set_state(rng->second);
+  } else {
+    trainer.generator().set_current_seed(mix_seed({static_cast<uint64_t>(trainer.config().train.seed),
+                                                   static_cast<uint64_t>(trainer.place().rank),
+                                                   static_cast<uint64_t>(p.batch_idx)}));
+  }
+}
+
+std::shared_ptr<nn::Generator> load_generator(const Snapshot& s, const std::string& which) {
+  auto G = std::make_shared<nn::Generator>(nn::generator_options_from_json(s.networks.at("G")));
+  nn::load_state_dict(*G, s.tensors, which + ".", s.path);
+  return G;
+}
+
+}  // namespace sg2::train

@@ -1,0 +1,159 @@
+#include "sg2/train/trainer.h"
+
+#include "sg2/core/error.h"
+
+#include <ATen/core/Generator.h>
+#include <torch/cuda.h>
+
+namespace sg2::train {
+
+nn::GeneratorOptions generator_options(const TrainConfig& c, const data::Dataset& dataset) {
+  nn::GeneratorOptions g;
+  g.z_dim = c.G.z_dim;
+  g.c_dim = dataset.label_dim();
+  g.w_dim = c.G.w_dim;
+  g.img_resolution = dataset.resolution();
+  g.img_channels = dataset.shape().channels;
+  g.mapping_layers = c.G.mapping_layers;
+  g.mapping_lr_multiplier = c.G.mapping_lr_multiplier;
+  g.w_avg_beta = c.G.w_avg_beta;
+  g.channel_base = c.G.channel_base;
+  g.channel_max = c.G.channel_max;
+  g.architecture = nn::parse_architecture(c.G.architecture);
+  g.conv_clamp = c.G.conv_clamp;
+  return g;
+}
+
+nn::DiscriminatorOptions discriminator_options(const TrainConfig& c, const data::Dataset& dataset) {
+  nn::DiscriminatorOptions d;
+  d.c_dim = dataset.label_dim();
+  d.img_resolution = dataset.resolution();
+  d.img_channels = dataset.shape().channels;
+  d.architecture = nn::parse_architecture(c.D.architecture);
+  d.channel_base = c.D.channel_base;
+  d.channel_max = c.D.channel_max;
+  d.mbstd_group_size = c.D.mbstd_group_size;
+  d.mbstd_num_channels = c.D.mbstd_num_channels;
+  d.mapping_layers = c.D.mapping_layers;
+  d.conv_clamp = c.D.conv_clamp;
+  return d;
+}
+
+at::Device resolve_device(const std::string& name, int local_rank) {
+  const bool have_cuda = torch::cuda::is_available();
+  if (name == "cpu" || (name == "auto" && !have_cuda)) return at::Device(at::kCPU);
+  SG2_CHECK(have_cuda, "run.device = cuda, but LibTorch sees no CUDA device ({})",
+            at::hasCUDA() ? "no GPU or driver found" : "this LibTorch was built without CUDA");
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank % count));
+}
+
+at::Generator make_generator(const at::Device& device, uint64_t seed) {
+  at::Generator generator = at::globalContext().defaultGenerator(device).clone();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_current_seed(seed);
+  return generator;
+}
+
+Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset> dataset, const at::Device& device,
+                 ProcessPlace place)
+    : config_(config),
+      dataset_(std::move(dataset)),
+      device_(device),
+      place_(place),
+      loader_(dataset_, data::LoaderOptions{config.train.batch, place.rank, place.world_size,
+                                            static_cast<uint64_t>(config.train.seed), config.data.mirror}),
+      generator_(make_generator(device, static_cast<uint64_t>(config.train.seed * place.world_size + place.rank))) {
+  validate(config_, place.world_size);
+  // Networks are initialised from the run seed on the CPU (identical on every rank), then moved.
+  at::manual_seed(static_cast<uint64_t>(config.train.seed));
+  G_ = std::make_shared<nn::Generator>(generator_options(config_, *dataset_));
+  D_ = std::make_shared<nn::Discriminator>(discriminator_options(config_, *dataset_));
+  G_ema_ = std::make_shared<nn::Generator>(G_->options);
+  nn::copy_state(*G_, *G_ema_);
+  for (auto* module : std::initializer_list<torch::nn::Module*>{G_.get(), D_.get(), G_ema_.get()}) {
+    module->to(device_);
+    set_requires_grad(*module, false);
+  }
+
+  LossOptions loss_options;
+  loss_options.r1_gamma = config.loss.r1_gamma;
+  loss_options.pl_weight = config.loss.pl_weight;
+  loss_options.pl_decay = config.loss.pl_decay;
+  loss_options.pl_batch_shrink = config.loss.pl_batch_shrink;
+  loss_options.style_mixing_prob = config.loss.style_mixing_prob;
+  loss_ = std::make_unique<StyleGAN2Loss>(*G_, *D_, loss_options, device_);
+  loss_->fused_modconv = (config.G.fused_modconv == "true");
+
+  // Phases as data: main every step, regularization every interval steps (lazy) or together.
+  auto add_phases = [&](bool trains_G, double lr, int64_t interval, bool has_reg) {
+    AdamOptions adam{lr, config.optim.beta1, config.optim.beta2, config.optim.eps};
+    const std::string net = trains_G ? "G" : "D";
+    auto& opt = trains_G ? G_opt_ : D_opt_;
+    torch::nn::Module& module = trains_G ? static_cast<torch::nn::Module&>(*G_) : *D_;
+    if (interval <= 0) {
+      opt = std::make_unique<Adam>(nn::named_parameters(module), adam);
+      phases_.push_back({trains_G ? Phase::Gboth : Phase::Dboth, net + "both", trains_G, 1});
+      return;
+    }
+    opt = std::make_unique<Adam>(nn::named_parameters(module), lazy_regularization(adam, interval));
+    phases_.push_back({trains_G ? Phase::Gmain : Phase::Dmain, net + "main", trains_G, 1});
+    if (has_reg) phases_.push_back({trains_G ? Phase::Greg : Phase::Dreg, net + "reg", trains_G, interval});
+  };
+  add_phases(true, config.optim.G_lr, config.optim.G_reg_interval, config.loss.pl_weight != 0);
+  add_phases(false, config.optim.D_lr, config.optim.D_reg_interval, config.loss.r1_gamma != 0);
+
+  label_table_ = data::all_labels(*dataset_).to(device_);
+}
+
+StepInputs Trainer::prepare_inputs() {
+  const int64_t per_round = batch_per_round(config_, place_.world_size);
+  const int64_t local_batch = config_.train.batch / place_.world_size;
+  const auto float_options = at::TensorOptions().device(device_).dtype(at::kFloat);
+  const auto long_options = at::TensorOptions().device(device_).dtype(at::kLong);
+
+  data::Batch batch = loader_.load(progress_.batch_idx);
+  StepInputs in;
+  at::Tensor real = batch.images.to(device_).to(at::kFloat) / 127.5 - 1;  // uint8 over the bus, float here
+  in.real_img = real.split(per_round);
+  in.real_c = batch.labels.to(device_).split(per_round);
+  for (size_t i = 0; i < phases_.size(); ++i) {
+    in.gen_z.push_back(at::randn({local_batch, G_->options.z_dim}, generator_, float_options).split(per_round));
+    at::Tensor index = at::randint(0, dataset_->size(), {local_batch}, generator_, long_options);
+    in.gen_c.push_back(label_table_.index_select(0, index).split(per_round));
+  }
+  return in;
+}
+
+void Trainer::run_phase(size_t phase_index, const StepInputs& in) {
+  const TrainingPhase& phase = phases_.at(phase_index);
+  torch::nn::Module& module = phase.trains_G ? static_cast<torch::nn::Module&>(*G_) : *D_;
+  Adam& opt = phase.trains_G ? *G_opt_ : *D_opt_;
+  opt.zero_grad();
+  set_requires_grad(module, true);
+  for (size_t round = 0; round < in.real_img.size(); ++round) {
+    RoundInputs r{in.real_img[round], in.real_c[round], in.gen_z[phase_index][round], in.gen_c[phase_index][round]};
+    loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), generator_, stats_);
+  }
+  set_requires_grad(module, false);
+  sanitize_gradients(nn::named_parameters(module));
+  opt.step();
+}
+
+void Trainer::update_generator_ema() {
+  const double beta =
+      ema_beta(config_.train.batch, config_.train.ema_kimg, config_.train.ema_rampup, progress_.cur_nimg);
+  update_ema(*G_ema_, *G_, beta);
+}
+
+void Trainer::step() {
+  const StepInputs inputs = prepare_inputs();
+  for (size_t i = 0; i < phases_.size(); ++i) {
+    if (progress_.batch_idx % phases_[i].interval == 0) run_phase(i, inputs);
+  }
+  update_generator_ema();
+  progress_.cur_nimg += config_.train.batch;
+  progress_.batch_idx += 1;
+}
+
+}  // namespace sg2::train

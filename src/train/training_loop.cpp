@@ -1,0 +1,146 @@
+#include "sg2/train/training_loop.h"
+
+#include "sg2/core/error.h"
+#include "sg2/core/system.h"
+#include "sg2/train/device_memory.h"
+#include "sg2/train/run_dir.h"
+#include "sg2/train/snapshot.h"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+
+namespace sg2::train {
+
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double unix_time() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool inference_fused(const TrainConfig& c) { return c.G.fused_modconv != "false"; }
+
+std::string mean_of(const std::map<std::string, StatValue>& stats, const std::string& name) {
+  auto it = stats.find(name);
+  return (it == stats.end() || it->second.count == 0) ? std::string("-") : fmt::format("{:.4f}", it->second.mean);
+}
+
+}  // namespace
+
+TrainingLoop::TrainingLoop(Trainer& trainer, std::string run_dir, bool resumed)
+    : trainer_(trainer), run_dir_(std::move(run_dir)), resumed_(resumed) {
+  const TrainConfig& c = trainer_.config();
+  if (is_rank0()) {
+    grid_ = setup_sample_grid(trainer_.dataset(), c.run.grid_w, c.run.grid_h, c.G.z_dim,
+                              static_cast<uint64_t>(c.train.seed), trainer_.device());
+    stats_jsonl_.open(run_dir_ + "/stats.jsonl", std::ios::app);
+    SG2_CHECK(stats_jsonl_.good(), "cannot open '{}/stats.jsonl'", run_dir_);
+  }
+}
+
+void TrainingLoop::write_initial_images() {
+  if (!is_rank0() || resumed_) return;
+  const TrainConfig& c = trainer_.config();
+  save_grid_png(grid_.reals, grid_, run_dir_ + "/reals.png");
+  const at::Tensor fakes =
+      render_grid(trainer_.G_ema(), grid_, batch_per_round(c, trainer_.place().world_size), inference_fused(c));
+  save_grid_png(fakes, grid_, run_dir_ + "/fakes_init.png");
+}
+
+bool TrainingLoop::run() {
+  const TrainConfig& c = trainer_.config();
+  Progress& p = trainer_.progress();
+  const auto total_nimg = static_cast<int64_t>(c.train.total_kimg * 1000);
+  start_time_ = now_seconds();
+  write_initial_images();
+  spdlog::info("Training for {} kimg{}...", c.train.total_kimg,
+               resumed_ ? fmt::format(" (resuming at {:.1f} kimg, tick {})", p.cur_nimg / 1e3, p.cur_tick) : "");
+  if (p.cur_nimg >= total_nimg) {
+    spdlog::info("Already trained for {:.1f} kimg; raise train.total_kimg to continue.", p.cur_nimg / 1e3);
+    return true;
+  }
+  p.tick_start_nimg = resumed_ ? p.tick_start_nimg : p.cur_nimg;
+  tick_start_time_ = now_seconds();
+  maintenance_seconds_ = tick_start_time_ - start_time_;
+  reset_device_peak_memory(trainer_.device());
+  for (;;) {
+    trainer_.step();
+    const bool done = p.cur_nimg >= total_nimg;
+    const bool stopping = stop_requested();
+    const auto tick_nimg = static_cast<int64_t>(c.train.kimg_per_tick * 1000);
+    if (!done && !stopping && p.cur_tick != 0 && p.cur_nimg < p.tick_start_nimg + tick_nimg) continue;
+    end_tick(done, stopping);
+    if (done || stopping) return done;
+  }
+}
+
+void TrainingLoop::end_tick(bool done, bool stopping) {
+  const TrainConfig& c = trainer_.config();
+  Progress& p = trainer_.progress();
+  const double tick_end = now_seconds();
+  StatsCollector& stats = trainer_.stats();
+  stats.report_scalar("Progress/tick", static_cast<double>(p.cur_tick));
+  stats.report_scalar("Progress/kimg", p.cur_nimg / 1e3);
+  stats.report_scalar("Timing/total_sec", tick_end - start_time_);
+  stats.report_scalar("Timing/sec_per_tick", tick_end - tick_start_time_);
+  stats.report_scalar("Timing/sec_per_kimg",
+                      (tick_end - tick_start_time_) / std::max<double>(p.cur_nimg - p.tick_start_nimg, 1) * 1e3);
+  stats.report_scalar("Timing/maintenance_sec", maintenance_seconds_);
+  stats.report_scalar("Resources/cpu_mem_gb", current_rss_gib());
+  stats.report_scalar("Resources/peak_gpu_mem_gb", device_peak_memory_gib(trainer_.device()));
+  reset_device_peak_memory(trainer_.device());
+  const auto values = stats.finish();
+  if (is_rank0()) {
+    spdlog::info(status_line(values, tick_end - tick_start_time_));
+    write_stats_line(values);
+  }
+
+  const bool last = done || stopping;
+  if (is_rank0() && c.run.image_snapshot_ticks > 0 && (last || p.cur_tick % c.run.image_snapshot_ticks == 0)) {
+    const at::Tensor fakes =
+        render_grid(trainer_.G_ema(), grid_, batch_per_round(c, trainer_.place().world_size), inference_fused(c));
+    save_grid_png(fakes, grid_, fmt::format("{}/fakes{:06d}.png", run_dir_, p.cur_nimg / 1000));
+  }
+  const bool snapshot_due = c.run.network_snapshot_ticks > 0 && p.cur_tick % c.run.network_snapshot_ticks == 0;
+  p.cur_tick += 1;  // the snapshot resumes with the next tick
+  p.tick_start_nimg = p.cur_nimg;
+  if (is_rank0() && (last || snapshot_due)) {
+    const std::string path = run_dir_ + "/" + snapshot_name(p.cur_nimg);
+    save_snapshot(path, trainer_);
+    spdlog::info("Wrote {}", path);
+  }
+  if (stopping) spdlog::warn("Stopped by signal {} at {:.1f} kimg; resume with --resume {}", stop_signal(),
+                             p.cur_nimg / 1e3, run_dir_);
+  tick_start_time_ = now_seconds();
+  maintenance_seconds_ = tick_start_time_ - tick_end;
+}
+
+std::string TrainingLoop::status_line(const std::map<std::string, StatValue>& stats, double tick_seconds) const {
+  const Progress& p = trainer_.progress();
+  const double total_seconds = now_seconds() - start_time_;
+  const double sec_per_kimg = stats.at("Timing/sec_per_kimg").mean;
+  const double remaining_kimg = std::max(0.0, trainer_.config().train.total_kimg - p.cur_nimg / 1e3);
+  return fmt::format(
+      "tick {:<5d} kimg {:<8.1f} time {:<12s} sec/tick {:<7.1f} sec/kimg {:<7.2f} maintenance {:<6.1f} "
+      "cpumem {:<6.2f} gpumem {:<6.2f} G {} D {} r1 {} pl {} eta {}",
+      p.cur_tick, p.cur_nimg / 1e3, format_duration(total_seconds), tick_seconds, sec_per_kimg, maintenance_seconds_,
+      current_rss_gib(), stats.at("Resources/peak_gpu_mem_gb").mean, mean_of(stats, "Loss/G/loss"),
+      mean_of(stats, "Loss/D/loss"), mean_of(stats, "Loss/r1_penalty"), mean_of(stats, "Loss/pl_penalty"),
+      format_duration(remaining_kimg * sec_per_kimg));
+}
+
+void TrainingLoop::write_stats_line(const std::map<std::string, StatValue>& stats) {
+  nlohmann::json line;
+  for (const auto& [name, value] : stats) line[name] = {{"num", value.count}, {"mean", value.mean}, {"std", value.std}};
+  line["timestamp"] = unix_time();
+  stats_jsonl_ << line.dump() << "\n";
+  stats_jsonl_.flush();
+}
+
+}  // namespace sg2::train

@@ -1,0 +1,192 @@
+// Parity checker: rebuilds G and D from a fixture's JSON, loads the reference state dicts from the
+// fixture's .pt and evaluates every entry of the fixture format (../shared/fixtures/README.md) with
+// the project's own networks and loss terms. Prints the relative error of each entry and exits 1 if
+// any exceeds its tolerance (1e-4 forward outputs and losses, 1e-3 gradients).
+//
+//   parity_check FIXTURE.pt FIXTURE.json
+#include "sg2/core/error.h"
+#include "sg2/nn/networks.h"
+#include "sg2/nn/state_dict.h"
+#include "sg2/train/loss.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <set>
+
+namespace {
+
+using sg2::nn::TensorMap;
+
+constexpr double kForwardTolerance = 1e-4;
+constexpr double kGradientTolerance = 1e-3;
+
+class Report {
+ public:
+  explicit Report(const TensorMap& fixture) : fixture_(fixture) {}
+
+  // Compares `ours` with fixture[key]: max |a - b| / max |b| (absolute error when b is all zero).
+  void compare(const std::string& key, const at::Tensor& ours, double tolerance) {
+    checked_.insert(key);
+    auto it = fixture_.find(key);
+    if (it == fixture_.end()) return;
+    const at::Tensor expected = it->second.to(at::kDouble);
+    if (!ours.defined() || ours.sizes() != expected.sizes()) {
+      fmt::print("FAIL  {:<58} shape {} vs expected {}\n", key, ours.defined() ? ours.sizes() : at::IntArrayRef{},
+                 expected.sizes());
+      ++failures_;
+      return;
+    }
+    const double scale = expected.abs().max().item<double>();
+    const double diff = (ours.detach().to(at::kDouble) - expected).abs().max().item<double>();
+    const double error = scale > 0 ? diff / scale : diff;
+    const bool ok = error <= tolerance;
+    failures_ += ok ? 0 : 1;
+    ++compared_;
+    fmt::print("{}  {:<58} rel err {:.3e} (tol {:.0e})\n", ok ? "ok  " : "FAIL", key, error, tolerance);
+  }
+
+  // Compares every fixture key "grad.<phase>.<net>.<param>" with the gradient of that parameter.
+  void compare_gradients(const std::string& phase, const std::string& net, torch::nn::Module& module) {
+    for (auto& [name, param] : sg2::nn::named_parameters(module, net + ".")) {
+      const std::string key = "grad." + phase + "." + name;
+      if (!fixture_.count(key)) continue;  // the reference had no gradient for it
+      compare(key, param.grad().defined() ? param.grad() : at::zeros_like(param), kGradientTolerance);
+    }
+  }
+
+  int finish() {
+    std::vector<std::string> unchecked;
+    for (const auto& [key, value] : fixture_) {
+      const bool weights = key.rfind("G.", 0) == 0 || key.rfind("D.", 0) == 0 || key.rfind("in.", 0) == 0;
+      if (!weights && !checked_.count(key)) unchecked.push_back(key);
+    }
+    for (const auto& key : unchecked) fmt::print("FAIL  {:<58} not evaluated by this checker\n", key);
+    failures_ += static_cast<int>(unchecked.size());
+    fmt::print("{} entries compared, {} failed\n", compared_, failures_);
+    return failures_ == 0 ? 0 : 1;
+  }
+
+ private:
+  const TensorMap& fixture_;
+  std::set<std::string> checked_;
+  int compared_ = 0;
+  int failures_ = 0;
+};
+
+const at::Tensor& input(const TensorMap& fixture, const std::string& key) {
+  auto it = fixture.find(key);
+  SG2_CHECK(it != fixture.end(), "fixture has no '{}'", key);
+  return it->second;
+}
+
+void zero_grads(torch::nn::Module& module) {
+  for (auto& p : module.parameters()) p.mutable_grad() = at::Tensor();
+}
+
+sg2::nn::SynthesisRun const_noise() {
+  sg2::nn::SynthesisRun run;
+  run.noise_mode = sg2::nn::NoiseMode::Const;
+  return run;
+}
+
+void check_forward(Report& report, const TensorMap& fx, sg2::nn::Generator& G, sg2::nn::Discriminator& D,
+                   double psi) {
+  at::NoGradGuard no_grad;
+  const at::Tensor &z = input(fx, "in.z"), &c = input(fx, "in.c");
+  at::Tensor ws = G.mapping->forward(z, c, {});
+  sg2::nn::MappingNetwork::Run truncated;
+  truncated.truncation_psi = psi;
+  at::Tensor ws_trunc = G.mapping->forward(z, c, truncated);
+  report.compare("out.ws", ws, kForwardTolerance);
+  report.compare("out.ws_trunc07", ws_trunc, kForwardTolerance);
+  report.compare("out.img", G.synthesis->forward(ws, const_noise()), kForwardTolerance);
+  report.compare("out.img_trunc07", G.synthesis->forward(ws_trunc, const_noise()), kForwardTolerance);
+  report.compare("out.logits_fake", D.forward(input(fx, "out.img"), c), kForwardTolerance);
+  report.compare("out.logits_real", D.forward(input(fx, "in.real"), c), kForwardTolerance);
+}
+
+void check_generator_main(Report& report, const TensorMap& fx, sg2::nn::Generator& G, sg2::nn::Discriminator& D) {
+  zero_grads(G);
+  const at::Tensor &z = input(fx, "in.z"), &c = input(fx, "in.c");
+  at::Tensor img = G.synthesis->forward(G.mapping->forward(z, c, {}), const_noise());
+  at::Tensor loss = sg2::train::softplus_neg(D.forward(img, c)).mean();
+  loss.backward();
+  report.compare("loss.Gmain", loss, kForwardTolerance);
+  report.compare_gradients("Gmain", "G", G);
+}
+
+void check_discriminator(Report& report, const TensorMap& fx, sg2::nn::Discriminator& D, double gamma) {
+  const at::Tensor& c = input(fx, "in.c");
+  zero_grads(D);
+  at::Tensor loss = at::softplus(D.forward(input(fx, "out.img"), c)).mean() +
+                    sg2::train::softplus_neg(D.forward(input(fx, "in.real"), c)).mean();
+  loss.backward();
+  report.compare("loss.Dmain", loss, kForwardTolerance);
+  report.compare_gradients("Dmain", "D", D);
+
+  zero_grads(D);
+  at::Tensor real = input(fx, "in.real").detach().clone().requires_grad_(true);
+  at::Tensor penalty = sg2::train::r1_penalty(D, real, c).second;
+  at::Tensor loss_r1 = (penalty * (gamma / 2)).mean();
+  loss_r1.backward();
+  report.compare("loss.r1_penalty", penalty, kForwardTolerance);
+  report.compare("loss.Dr1", loss_r1, kForwardTolerance);
+  report.compare_gradients("Dr1", "D", D);
+}
+
+void check_path_length(Report& report, const TensorMap& fx, sg2::nn::Generator& G, double weight, double decay) {
+  zero_grads(G);
+  const at::Tensor &z = input(fx, "in.z"), &c = input(fx, "in.c");
+  at::Tensor ws = G.mapping->forward(z, c, {});
+  at::Tensor img = G.synthesis->forward(ws, const_noise());
+  at::Tensor lengths = sg2::train::path_lengths(img, ws, input(fx, "in.pl_noise"));
+  at::Tensor penalty = sg2::train::path_length_penalty(lengths, at::zeros({}), decay).first;
+  at::Tensor loss = (penalty * weight).mean();
+  loss.backward();
+  report.compare("loss.pl_lengths", lengths, kForwardTolerance);
+  report.compare("loss.Gpl", loss, kForwardTolerance);
+  report.compare_gradients("Gpl", "G", G);
+}
+
+int run(const std::string& pt_path, const std::string& json_path) {
+  std::ifstream json_file(json_path);
+  SG2_CHECK(json_file.good(), "cannot open '{}'", json_path);
+  const nlohmann::json config = nlohmann::json::parse(json_file);
+  std::vector<std::string> unknown;
+  const auto g_options = sg2::nn::generator_options_from_json(config.at("G"), &unknown);
+  const auto d_options = sg2::nn::discriminator_options_from_json(config.at("D"), &unknown);
+  for (const auto& key : unknown) fmt::print("note  unknown option '{}' ignored\n", key);
+
+  const TensorMap fixture = sg2::nn::load_tensor_file(pt_path);
+  auto G = std::make_shared<sg2::nn::Generator>(g_options);
+  auto D = std::make_shared<sg2::nn::Discriminator>(d_options);
+  sg2::nn::load_state_dict(*G, fixture, "G.", pt_path);
+  sg2::nn::load_state_dict(*D, fixture, "D.", pt_path);
+  fmt::print("G: {} parameters, D: {} parameters (loaded from {})\n", sg2::nn::count_parameters(*G),
+             sg2::nn::count_parameters(*D), pt_path);
+
+  Report report(fixture);
+  check_forward(report, fixture, *G, *D, config.value("truncation_psi", 0.7));
+  check_generator_main(report, fixture, *G, *D);
+  check_discriminator(report, fixture, *D, config.value("r1_gamma", 10.0));
+  check_path_length(report, fixture, *G, config.value("pl_weight", 2.0), config.value("pl_decay", 0.01));
+  return report.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: parity_check FIXTURE.pt FIXTURE.json\n";
+    return 2;
+  }
+  try {
+    return run(argv[1], argv[2]);
+  } catch (const std::exception& e) {
+    std::cerr << "parity_check: " << e.what() << "\n";
+    return 2;
+  }
+}

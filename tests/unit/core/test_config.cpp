@@ -1,0 +1,157 @@
+// The config schema: one definition gives YAML reading, writing, CLI flags and errors naming keys.
+#include "sg2/core/config_cli.h"
+#include "sg2/core/config_schema.h"
+#include "test_support.h"
+
+#include <fstream>
+
+namespace sg2::config {
+namespace {
+
+struct Sample {
+  struct Net {
+    int64_t width = 64;
+    std::string kind = "skip";
+  } net;
+  double rate = 0.002;
+  bool flag = false;
+  std::vector<std::string> items{"a"};
+};
+
+const Sample kDefaults;
+
+const Schema<Sample>& schema() {
+  static const Schema<Sample> s = [] {
+    Schema<Sample> out;
+    out.add("net.width", [](Sample& c) -> auto& { return c.net.width; }, "Width");
+    out.add("net.kind", [](Sample& c) -> auto& { return c.net.kind; }, "Kind").one_of({"skip", "resnet"});
+    out.add("rate", [](Sample& c) -> auto& { return c.rate; }, "Rate");
+    out.add("flag", [](Sample& c) -> auto& { return c.flag; }, "Flag");
+    out.add("items", [](Sample& c) -> auto& { return c.items; }, "Items");
+    return out;
+  }();
+  return s;
+}
+
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ConfigSchema, ReadsNestedYaml) {
+  Sample c;
+  schema().read_yaml(c, YAML::Load("net: {width: 128, kind: resnet}\nrate: 0.01\nflag: true\nitems: [x, y]"), "t");
+  EXPECT_EQ(c.net.width, 128);
+  EXPECT_EQ(c.net.kind, "resnet");
+  EXPECT_DOUBLE_EQ(c.rate, 0.01);
+  EXPECT_TRUE(c.flag);
+  EXPECT_EQ(c.items, (std::vector<std::string>{"x", "y"}));
+}
+
+TEST(ConfigSchema, WritesWhatItReads) {
+  Sample c;
+  c.net.width = 7;
+  c.rate = 0.0025;
+  c.items = {"p", "q"};
+  const std::string text = schema().to_yaml_string(c);
+  EXPECT_NE(text.find("rate: 0.0025"), std::string::npos) << text;  // shortest round-trip form
+  const Sample back = schema().from_yaml_string(text, "round trip");
+  EXPECT_EQ(back.net.width, 7);
+  EXPECT_DOUBLE_EQ(back.rate, 0.0025);
+  EXPECT_EQ(back.items, c.items);
+}
+
+TEST(ConfigSchema, UnknownKeyNamesItAndSuggests) {
+  Sample c;
+  const std::string message = error_of([&] { schema().read_yaml(c, YAML::Load("net: {widht: 3}"), "f.yaml"); });
+  EXPECT_NE(message.find("f.yaml"), std::string::npos) << message;
+  EXPECT_NE(message.find("net.widht"), std::string::npos) << message;
+  EXPECT_NE(message.find("did you mean 'net.width'"), std::string::npos) << message;
+}
+
+TEST(ConfigSchema, WrongTypeNamesKeyAndSource) {
+  Sample c;
+  const std::string message = error_of([&] { schema().read_yaml(c, YAML::Load("net: {width: wide}"), "f.yaml"); });
+  EXPECT_NE(message.find("net.width"), std::string::npos) << message;
+  EXPECT_NE(message.find("f.yaml"), std::string::npos) << message;
+  EXPECT_NE(message.find("integer"), std::string::npos) << message;
+  EXPECT_NE(error_of([&] { schema().read_yaml(c, YAML::Load("flag: maybe"), "f"); }).find("true or false"),
+            std::string::npos);
+}
+
+TEST(ConfigSchema, ChoicesAreEnforced) {
+  Sample c;
+  const std::string message = error_of([&] { schema().read_yaml(c, YAML::Load("net: {kind: orig}"), "f"); });
+  EXPECT_NE(message.find("not one of: skip, resnet"), std::string::npos) << message;
+  EXPECT_EQ(c.net.kind, "skip");
+}
+
+TEST(ConfigSchema, YamlSyntaxErrorNamesFileAndLine) {
+  test::TempDir dir;
+  std::ofstream(dir.file("bad.yaml")) << "net:\n  width: [1, 2\n";
+  Sample c;
+  const std::string message = error_of([&] { schema().read_yaml_file(c, dir.file("bad.yaml")); });
+  EXPECT_NE(message.find("bad.yaml:"), std::string::npos) << message;
+}
+
+TEST(ConfigCli, FlagsOverrideFileValues) {
+  test::TempDir dir;
+  std::ofstream(dir.file("c.yaml")) << "net: {width: 32}\nrate: 0.5\n";
+  CLI::App app;
+  CliValues values;
+  add_cli_options(schema(), app, values, kDefaults);
+  const char* argv[] = {"prog", "--net.width", "256", "--items", "[u, v]"};
+  app.parse(5, const_cast<char**>(argv));
+  Sample c;
+  schema().read_yaml_file(c, dir.file("c.yaml"));
+  apply_cli(schema(), c, values);
+  EXPECT_EQ(c.net.width, 256);       // the flag wins over the file
+  EXPECT_DOUBLE_EQ(c.rate, 0.5);     // the file wins over the default
+  EXPECT_EQ(c.items, (std::vector<std::string>{"u", "v"}));
+  EXPECT_TRUE(cli_has(values, "net.width"));
+  EXPECT_FALSE(cli_has(values, "rate"));
+}
+
+TEST(ConfigCli, BadFlagValueNamesTheFlag) {
+  CLI::App app;
+  CliValues values;
+  add_cli_options(schema(), app, values, kDefaults);
+  const char* argv[] = {"prog", "--rate", "fast"};
+  app.parse(3, const_cast<char**>(argv));
+  Sample c;
+  const std::string message = error_of([&] { apply_cli(schema(), c, values); });
+  EXPECT_NE(message.find("command line --rate"), std::string::npos) << message;
+}
+
+TEST(ConfigCli, AliasesAndUnknownFlags) {
+  CLI::App app;
+  CliValues values;
+  add_cli_options(schema(), app, values, kDefaults);
+  add_cli_alias(schema(), app, values, "--width", "net.width");
+  app.allow_extras();
+  const char* argv[] = {"prog", "--width", "9", "--net.widht", "3"};
+  app.parse(5, const_cast<char**>(argv));
+  Sample c;
+  apply_cli(schema(), c, values);
+  EXPECT_EQ(c.net.width, 9);
+  EXPECT_TRUE(cli_has(values, "net.width"));
+  const std::string message = error_of([&] { reject_extras(schema(), app.remaining()); });
+  EXPECT_NE(message.find("did you mean 'net.width'"), std::string::npos) << message;
+}
+
+TEST(ConfigCli, HelpShowsDefaultsAndChoices) {
+  CLI::App app;
+  CliValues values;
+  add_cli_options(schema(), app, values, kDefaults);
+  const std::string help = app.help();
+  EXPECT_NE(help.find("--net.width"), std::string::npos);
+  EXPECT_NE(help.find("[default: 64]"), std::string::npos) << help;
+  EXPECT_NE(help.find("{skip|resnet}"), std::string::npos) << help;
+}
+
+}  // namespace
+}  // namespace sg2::config

@@ -1,0 +1,166 @@
+// Layers and networks: equalized learning rate, reference key lists, architectures, state dicts.
+#include "sg2/core/error.h"
+#include "sg2/nn/networks.h"
+#include "sg2/nn/state_dict.h"
+#include "test_support.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace sg2::nn {
+namespace {
+
+TEST(EqualizedLr, FullyConnectedScalesAtRunTime) {
+  FcOptions o;
+  o.lr_multiplier = 0.01;
+  FullyConnectedLayer layer(4, 1, o);
+  EXPECT_NEAR(layer.weight_gain, 0.01 / 2.0, 1e-12);  // lr_multiplier / sqrt(fan_in)
+  {
+    at::NoGradGuard no_grad;
+    layer.weight.fill_(2.0);  // effective weight 2 * 0.005 = 0.01
+    layer.bias.fill_(3.0);    // effective bias 3 * 0.01
+  }
+  const at::Tensor y = layer.forward(at::tensor({1.f, 2.f, 3.f, 4.f}).reshape({1, 4}));
+  EXPECT_NEAR(y.item<float>(), 10 * 0.01 + 0.03, 1e-6);
+}
+
+TEST(EqualizedLr, InitialisationIsUnitGaussianOverLrMultiplier) {
+  at::manual_seed(0);
+  FcOptions o;
+  o.lr_multiplier = 0.01;
+  FullyConnectedLayer fc(256, 256, o);
+  EXPECT_NEAR(fc.weight.std().item<double>(), 100.0, 2.0);  // randn / lr_multiplier
+  Conv2dLayer conv(64, 32, 3);
+  EXPECT_NEAR(conv.weight_gain, 1.0 / std::sqrt(64.0 * 9.0), 1e-12);
+  EXPECT_NEAR(conv.weight.std().item<double>(), 1.0, 0.02);
+  EXPECT_EQ(conv.bias.abs().sum().item<double>(), 0.0);
+}
+
+void expect_keys_match(const std::string& file) {
+  std::ifstream in(test::shared_dir() + "/reference/" + file);
+  ASSERT_TRUE(in.good()) << file;
+  const auto expected = nlohmann::ordered_json::parse(in);  // keeps the file's key order
+  GeneratorOptions g;
+  // Resolution: the largest synthesis block named in the list.
+  int64_t resolution = 4;
+  for (const auto& item : expected.at("G").items()) {
+    if (item.key().rfind("synthesis.b", 0) == 0) {
+      resolution = std::max<int64_t>(resolution, std::stoll(item.key().substr(11, item.key().find('.', 11) - 11)));
+    }
+  }
+  g.img_resolution = resolution;
+  DiscriminatorOptions d;
+  d.img_resolution = resolution;
+  Generator G(g);
+  Discriminator D(d);
+  for (const auto& [net, module] : {std::pair<const char*, torch::nn::Module*>{"G", &G}, {"D", &D}}) {
+    const auto ours = state_dict(*module);
+    const auto& reference = expected.at(net);
+    ASSERT_EQ(ours.size(), reference.size()) << net;
+    size_t index = 0;
+    for (const auto& item : reference.items()) {  // same keys, same order, same shapes
+      EXPECT_EQ(ours[index].first, item.key()) << net << " key " << index;
+      EXPECT_EQ(ours[index].second.sizes().vec(), item.value().get<std::vector<int64_t>>()) << item.key();
+      ++index;
+    }
+  }
+  EXPECT_EQ(count_parameters(G), expected.at("G_params").get<int64_t>());
+  EXPECT_EQ(count_parameters(D), expected.at("D_params").get<int64_t>());
+}
+
+TEST(ReferenceKeys, ConfigF256) { expect_keys_match("keys_configf_256.json"); }
+TEST(ReferenceKeys, ConfigF1024) { expect_keys_match("keys_configf_1024.json"); }
+
+TEST(Networks, EveryArchitectureAndConditioningRuns) {
+  at::manual_seed(1);
+  for (auto arch : {Architecture::Orig, Architecture::Skip, Architecture::Resnet}) {
+    GeneratorOptions g;
+    g.z_dim = g.w_dim = 16;
+    g.c_dim = 3;
+    g.img_resolution = 16;
+    g.img_channels = 3;
+    g.channel_base = 128;
+    g.channel_max = 16;
+    g.mapping_layers = 2;
+    g.architecture = arch;
+    DiscriminatorOptions d;
+    d.c_dim = 3;
+    d.img_resolution = 16;
+    d.channel_base = 128;
+    d.channel_max = 16;
+    d.architecture = arch;
+    d.mbstd_group_size = 0;
+    Generator G(g);
+    Discriminator D(d);
+    const at::Tensor z = at::randn({4, 16}), c = at::eye(3).index_select(0, at::tensor({0, 1, 2, 0}));
+    MappingNetwork::Run truncated;
+    truncated.truncation_psi = 0.5;
+    truncated.truncation_cutoff = 2;
+    const at::Tensor img = G.forward(z, c, truncated, SynthesisRun{});
+    EXPECT_EQ(img.sizes(), at::IntArrayRef({4, 3, 16, 16})) << to_string(arch);
+    EXPECT_EQ(D.forward(img, c).sizes(), at::IntArrayRef({4, 1})) << to_string(arch);
+  }
+}
+
+TEST(Networks, TruncationPullsTowardsTheAverage) {
+  GeneratorOptions g;
+  g.z_dim = g.w_dim = 8;
+  g.img_resolution = 8;
+  g.channel_base = 64;
+  g.channel_max = 8;
+  Generator G(g);
+  const at::Tensor z = at::randn({5, 8});
+  MappingNetwork::Run update;
+  update.update_w_avg = true;
+  const at::Tensor ws = G.mapping->forward(z, at::Tensor(), update);
+  MappingNetwork::Run half;
+  half.truncation_psi = 0.5;
+  const at::Tensor truncated = G.mapping->forward(z, at::Tensor(), half);
+  const at::Tensor w_avg = G.mapping->w_avg;
+  EXPECT_TRUE(at::allclose(truncated, w_avg + 0.5 * (ws - w_avg), 1e-5, 1e-6));
+  EXPECT_GT(w_avg.abs().sum().item<double>(), 0.0);  // the update moved w_avg away from zero
+}
+
+TEST(StateDict, LoadReportsMissingMismatchedAndUnexpectedKeys) {
+  GeneratorOptions g;
+  g.z_dim = g.w_dim = 8;
+  g.img_resolution = 8;
+  g.channel_base = 64;
+  g.channel_max = 8;
+  Generator G(g);
+  TensorMap source;
+  for (const auto& [name, tensor] : state_dict(G, "G.")) source[name] = tensor.clone();
+  source.erase("G.mapping.fc0.bias");
+  source["G.synthesis.b8.conv1.weight"] = at::zeros({1});
+  source["G.synthesis.b8.extra"] = at::zeros({1});
+  try {
+    load_state_dict(G, source, "G.", "weights.pt");
+    FAIL();
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("weights.pt"), std::string::npos) << m;
+    EXPECT_NE(m.find("missing keys (1):\n    G.mapping.fc0.bias"), std::string::npos) << m;
+    EXPECT_NE(m.find("G.synthesis.b8.conv1.weight (file [1], network [8, 8, 3, 3])"), std::string::npos) << m;
+    EXPECT_NE(m.find("unexpected keys (1):\n    G.synthesis.b8.extra"), std::string::npos) << m;
+  }
+}
+
+TEST(Options, JsonRoundTripAndValidation) {
+  GeneratorOptions g;
+  g.img_resolution = 64;
+  g.architecture = Architecture::Resnet;
+  const GeneratorOptions back = generator_options_from_json(to_json(g));
+  EXPECT_EQ(back.img_resolution, 64);
+  EXPECT_EQ(back.architecture, Architecture::Resnet);
+  std::vector<std::string> unknown;
+  nlohmann::json j = to_json(g);
+  j["surprise"] = 1;
+  generator_options_from_json(j, &unknown);
+  EXPECT_EQ(unknown, std::vector<std::string>{"G.surprise"});
+  j["img_resolution"] = 48;
+  EXPECT_THROW(generator_options_from_json(j), Error);
+}
+
+}  // namespace
+}  // namespace sg2::nn

@@ -1,0 +1,208 @@
+// The ops against independent definitions, and the hand-written kernels against the references.
+#include "sg2/nn/kernels.h"
+#include "sg2/nn/ops.h"
+#include "test_support.h"
+
+#include <torch/csrc/autograd/autograd.h>
+
+namespace sg2::nn {
+namespace {
+
+double max_relative_error(const at::Tensor& a, const at::Tensor& b) {
+  const double scale = b.abs().max().item<double>();
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>() / std::max(scale, 1e-30);
+}
+
+// upfirdn2d from its definition: zero-insertion upsampling, padding, true convolution with f (or
+// correlation with flip_filter), times gain, then keeping every down-th sample. Double precision.
+at::Tensor upfirdn2d_direct(const at::Tensor& x_in, const at::Tensor& f_in, const ops::FirParams& p) {
+  const at::Tensor x = x_in.to(at::kDouble), f = f_in.to(at::kDouble);
+  const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), kh = f.size(0), kw = f.size(1);
+  const auto [px0, px1, py0, py1] = p.padding;
+  const int64_t oh = (h * p.up + py0 + py1 - kh) / p.down + 1, ow = (w * p.up + px0 + px1 - kw) / p.down + 1;
+  at::Tensor y = at::zeros({n, c, oh, ow}, at::kDouble);
+  auto X = x.accessor<double, 4>();
+  auto F = f.accessor<double, 2>();
+  auto Y = y.accessor<double, 4>();
+  auto sample = [&](int64_t b, int64_t ch, int64_t ty, int64_t tx) {  // padded, upsampled signal z[t]
+    const int64_t vy = ty - py0, vx = tx - px0;
+    if (vy < 0 || vx < 0 || vy >= h * p.up || vx >= w * p.up || vy % p.up || vx % p.up) return 0.0;
+    return X[b][ch][vy / p.up][vx / p.up];
+  };
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          double sum = 0;
+          for (int64_t ky = 0; ky < kh; ++ky)
+            for (int64_t kx = 0; kx < kw; ++kx) {
+              const double tap = p.flip_filter ? F[ky][kx] : F[kh - 1 - ky][kw - 1 - kx];
+              sum += tap * sample(b, ch, oy * p.down + ky, ox * p.down + kx);
+            }
+          Y[b][ch][oy][ox] = sum * p.gain;
+        }
+  return y;
+}
+
+std::vector<ops::FirParams> fir_cases() {
+  return {
+      {1, 1, {1, 2, 2, 1}, false, 1.0},    // filter with asymmetric padding
+      {2, 1, {2, 1, 2, 1}, false, 4.0},    // upsample2d
+      {1, 2, {1, 1, 1, 1}, false, 1.0},    // downsample2d
+      {2, 1, {0, 0, 0, 0}, true, 4.0},     // flip_filter
+      {1, 2, {-1, 2, 3, -1}, false, 2.0},  // cropping
+      {2, 2, {1, 0, 0, 1}, false, 1.0},    // up and down
+  };
+}
+
+at::Tensor asymmetric_filter() {
+  return at::tensor({1.f, 2.f, 3.f, 4.f, 0.5f, -1.f, 2.f, 1.f, 3.f, 1.f, 0.f, 2.f, 1.f, 1.f, -2.f, 0.25f}).reshape({4, 4});
+}
+
+TEST(Upfirdn2d, ReferenceAndKernelMatchTheDefinition) {
+  at::manual_seed(0);
+  const at::Tensor x = at::randn({2, 3, 7, 6});
+  for (const at::Tensor& f : {ops::setup_filter({1, 3, 3, 1}), asymmetric_filter()}) {
+    for (const auto& p : fir_cases()) {
+      const at::Tensor expected = upfirdn2d_direct(x, f, p);
+      EXPECT_LT(max_relative_error(ops::upfirdn2d_reference(x, f, p), expected), 1e-6) << "up " << p.up << " down " << p.down;
+      EXPECT_LT(max_relative_error(kernels::upfirdn2d_forward(x, f, p), expected), 1e-6) << "up " << p.up << " down " << p.down;
+    }
+  }
+}
+
+TEST(Upfirdn2d, KernelGradientIsTheAdjoint) {
+  // <A x, y> == <x, A^T y> where A^T y is the kernel's backward.
+  at::manual_seed(1);
+  const at::Tensor f = asymmetric_filter();
+  for (const auto& p : fir_cases()) {
+    at::Tensor x = at::randn({2, 2, 9, 8}, at::kDouble).to(at::kFloat).requires_grad_(true);
+    const at::Tensor out = kernels::upfirdn2d(x, f, p);
+    const at::Tensor y = at::randn(out.sizes());
+    const at::Tensor grad = torch::autograd::grad({(out * y).sum()}, {x})[0];
+    const double lhs = (out.to(at::kDouble) * y.to(at::kDouble)).sum().item<double>();
+    const double rhs = (x.detach().to(at::kDouble) * grad.to(at::kDouble)).sum().item<double>();
+    EXPECT_NEAR(lhs, rhs, 1e-4 * std::abs(lhs) + 1e-4) << "up " << p.up << " down " << p.down;
+    EXPECT_EQ(grad.sizes(), x.sizes());
+  }
+}
+
+TEST(Upfirdn2d, KernelSecondOrderGradientMatchesReference) {
+  at::manual_seed(2);
+  const at::Tensor f = ops::setup_filter({1, 3, 3, 1});
+  const ops::FirParams p{1, 2, {1, 1, 1, 1}, false, 1.0};
+  const at::Tensor x0 = at::randn({2, 3, 8, 8}), w = at::randn({2, 3, 4, 4}), v = at::randn({2, 3, 8, 8});
+  auto second_order = [&](bool reference) {
+    ops::set_reference_ops(reference);
+    at::Tensor x = x0.clone().requires_grad_(true);
+    at::Tensor loss = (ops::upfirdn2d(x.square(), f, p) * w).sum();
+    at::Tensor g = torch::autograd::grad({loss}, {x}, {}, true, true)[0];
+    at::Tensor gg = torch::autograd::grad({(g * v).sum()}, {x})[0];
+    ops::set_reference_ops(false);
+    return std::make_pair(g.detach(), gg);
+  };
+  const auto kernel = second_order(false), reference = second_order(true);
+  EXPECT_LT(max_relative_error(kernel.first, reference.first), 1e-5);
+  EXPECT_LT(max_relative_error(kernel.second, reference.second), 1e-5);
+}
+
+TEST(BiasAct, KernelMatchesReferenceToSecondOrder) {
+  at::manual_seed(3);
+  struct Case {
+    ops::Activation act;
+    double gain, clamp;
+  };
+  for (const Case& c : {Case{ops::Activation::LRelu, -1, -1}, Case{ops::Activation::Linear, 0.7, -1},
+                        Case{ops::Activation::Relu, -1, -1}, Case{ops::Activation::LRelu, 1.5, 0.8}}) {
+    ops::BiasActParams p;
+    p.act = c.act;
+    p.gain = c.gain;
+    p.clamp = c.clamp;
+    const at::Tensor x0 = at::randn({4, 5, 3, 3}), b0 = at::randn({5}), w = at::randn({4, 5, 3, 3});
+    auto run = [&](bool reference) {
+      ops::set_reference_ops(reference);
+      at::Tensor x = x0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+      at::Tensor y = ops::bias_act(x, b, p);
+      auto grads = torch::autograd::grad({(y.square() * w).sum()}, {x, b}, {}, true, true);
+      auto second = torch::autograd::grad({(grads[0] * w).sum() + grads[1].sum()}, {x, b});
+      ops::set_reference_ops(false);
+      return std::vector<at::Tensor>{y.detach(), grads[0].detach(), grads[1].detach(), second[0], second[1]};
+    };
+    const auto kernel = run(false), reference = run(true);
+    for (size_t i = 0; i < kernel.size(); ++i) {
+      EXPECT_LT(max_relative_error(kernel[i], reference[i]), 1e-5) << "output " << i << " act " << ops::to_string(c.act);
+    }
+  }
+}
+
+TEST(BiasAct, FullyConnectedLayoutAndNoBias) {
+  ops::BiasActParams p;
+  p.act = ops::Activation::LRelu;
+  const at::Tensor x = at::tensor({-1.f, 2.f, 3.f, -4.f}).reshape({2, 2});
+  const at::Tensor y = kernels::bias_act_forward(x, at::Tensor(), p);
+  const double g = std::sqrt(2.0);
+  EXPECT_NEAR(y[0][0].item<double>(), -0.2 * g, 1e-6);
+  EXPECT_NEAR(y[1][0].item<double>(), 3 * g, 1e-6);
+  EXPECT_NEAR(y[1][1].item<double>(), -0.8 * g, 1e-6);
+}
+
+TEST(Demodulation, UnitNormPerOutputChannelAndFastEqualsReference) {
+  at::manual_seed(4);
+  const at::Tensor weight = at::randn({6, 5, 3, 3}), styles = at::randn({4, 5});
+  const at::Tensor fast = ops::demodulation_coefficients(weight, styles);
+  const at::Tensor reference = ops::demodulation_coefficients_reference(weight, styles);
+  EXPECT_LT(max_relative_error(fast, reference), 1e-5);
+  // Per-sample weights w * s * d have unit L2 norm per (sample, output channel).
+  const at::Tensor w = weight.unsqueeze(0) * styles.reshape({4, 1, 5, 1, 1}) * fast.reshape({4, 6, 1, 1, 1});
+  const at::Tensor norms = w.square().sum({2, 3, 4});
+  EXPECT_LT((norms - 1).abs().max().item<double>(), 1e-5);
+}
+
+TEST(ModulatedConv, FusedEqualsUnfused) {
+  at::manual_seed(5);
+  const at::Tensor x = at::randn({3, 4, 8, 8}), weight = at::randn({5, 4, 3, 3}), styles = at::randn({3, 4});
+  const at::Tensor noise = at::randn({3, 1, 16, 16}), f = ops::setup_filter({1, 3, 3, 1});
+  ops::ModConvParams p;
+  p.up = 2;
+  p.padding = 1;
+  p.flip_weight = false;
+  p.fused = true;
+  const at::Tensor fused = ops::modulated_conv2d(x, weight, styles, noise, f, p);
+  p.fused = false;
+  const at::Tensor unfused = ops::modulated_conv2d(x, weight, styles, noise, f, p);
+  EXPECT_EQ(fused.sizes(), at::IntArrayRef({3, 5, 16, 16}));
+  EXPECT_LT(max_relative_error(fused, unfused), 1e-5);
+}
+
+TEST(MinibatchStddev, HandComputedBatch) {
+  // N=4, C=2, 1x1, groups of 2: group m holds samples m and m+2.
+  const at::Tensor x = at::tensor({1.f, 3.f, 2.f, 5.f, 3.f, 7.f, 6.f, 1.f}).reshape({4, 2, 1, 1});
+  const at::Tensor y = ops::minibatch_stddev(x, 2, 1);
+  ASSERT_EQ(y.sizes(), at::IntArrayRef({4, 3, 1, 1}));
+  // samples 0,2: stddevs 1 (1,3) and 2 (3,7) -> 1.5; samples 1,3: 2 (2,6) and 2 (5,1) -> 2.
+  const std::vector<float> expected{1.5f, 2.0f, 1.5f, 2.0f};
+  for (int64_t i = 0; i < 4; ++i) EXPECT_NEAR(y[i][2][0][0].item<float>(), expected[static_cast<size_t>(i)], 1e-5);
+  EXPECT_TRUE(y.narrow(1, 0, 2).equal(x));
+  // One group of all 4: channel 0 (1,2,3,6) has variance 3.5, channel 1 (3,5,7,1) variance 5.
+  EXPECT_NEAR(ops::minibatch_stddev(x, 0, 1)[0][2][0][0].item<float>(), (std::sqrt(3.5) + std::sqrt(5.0)) / 2, 1e-5);
+}
+
+TEST(Conv2dResample, OutputSizes) {
+  const at::Tensor f = ops::setup_filter({1, 3, 3, 1});
+  const at::Tensor x = at::randn({2, 3, 8, 8});
+  ops::ConvResampleParams p;
+  p.padding = {1, 1, 1, 1};
+  EXPECT_EQ(ops::conv2d_resample(x, at::randn({4, 3, 3, 3}), f, p).sizes(), at::IntArrayRef({2, 4, 8, 8}));
+  p.up = 2;
+  p.flip_weight = false;
+  EXPECT_EQ(ops::conv2d_resample(x, at::randn({4, 3, 3, 3}), f, p).sizes(), at::IntArrayRef({2, 4, 16, 16}));
+  p.up = 1;
+  p.down = 2;
+  p.flip_weight = true;
+  EXPECT_EQ(ops::conv2d_resample(x, at::randn({4, 3, 3, 3}), f, p).sizes(), at::IntArrayRef({2, 4, 4, 4}));
+  p.padding = {0, 0, 0, 0};
+  EXPECT_EQ(ops::conv2d_resample(x, at::randn({4, 3, 1, 1}), f, p).sizes(), at::IntArrayRef({2, 4, 4, 4}));
+}
+
+}  // namespace
+}  // namespace sg2::nn

@@ -1,0 +1,73 @@
+// The training config: presets parse, validation names keys and suggests values that work.
+#include "sg2/core/error.h"
+#include "sg2/train/config.h"
+#include "test_support.h"
+
+#include <filesystem>
+
+namespace sg2::train {
+namespace {
+
+std::string validation_error(const TrainConfig& c, int world) {
+  try {
+    validate(c, world);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TrainConfig, EveryPresetParsesAndValidates) {
+  int presets = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::source_dir() + "/configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    TrainConfig c;
+    train_schema().read_yaml_file(c, entry.path().string());
+    EXPECT_EQ(validation_error(c, 1), "") << entry.path();
+    EXPECT_EQ(c.run.preset, entry.path().stem().string()) << "run.preset should name the file";
+    ++presets;
+  }
+  EXPECT_GE(presets, 8);
+}
+
+TEST(TrainConfig, ConfigFMatchesTheDesignTable) {
+  TrainConfig c;
+  train_schema().read_yaml_file(c, test::source_dir() + "/configs/config-f.yaml");
+  EXPECT_EQ(c.G.channel_base, 32768);
+  EXPECT_EQ(c.train.batch, 32);
+  EXPECT_EQ(c.D.mbstd_group_size, 4);
+  EXPECT_DOUBLE_EQ(c.optim.G_lr, 0.002);
+  EXPECT_DOUBLE_EQ(c.loss.r1_gamma, 10);
+  EXPECT_DOUBLE_EQ(c.train.ema_kimg, 10);
+  TrainConfig cifar;
+  train_schema().read_yaml_file(cifar, test::source_dir() + "/configs/cifar.yaml");
+  EXPECT_EQ(cifar.G.mapping_layers, 2);
+  EXPECT_EQ(cifar.D.architecture, "orig");
+  EXPECT_EQ(cifar.loss.pl_weight, 0);
+  EXPECT_EQ(cifar.loss.style_mixing_prob, 0);
+  EXPECT_DOUBLE_EQ(cifar.train.ema_rampup, 0.05);
+}
+
+TEST(TrainConfig, BatchWorldAndGroupsAreCheckedTogether) {
+  TrainConfig c;
+  c.train.batch = 32;
+  EXPECT_EQ(validation_error(c, 3).find("train.batch = 32 is not divisible by the world size 3") != std::string::npos,
+            true);
+  c.train.batch_gpu = 5;
+  const std::string m = validation_error(c, 2);
+  EXPECT_NE(m.find("train.batch_gpu = 5"), std::string::npos) << m;
+  EXPECT_NE(m.find("1, 2, 4, 8, 16"), std::string::npos) << m;
+  c.train.batch_gpu = 4;
+  c.D.mbstd_group_size = 3;  // groups of min(3, 4) = 3 cannot tile a round of 4
+  const std::string g = validation_error(c, 2);
+  EXPECT_NE(g.find("D.mbstd_group_size = 3 does not divide the per-round batch 4"), std::string::npos) << g;
+  EXPECT_NE(g.find("values that work: 1, 2, 4"), std::string::npos) << g;
+  c.D.mbstd_group_size = 8;  // as the reference: min(8, 4) = 4 images per group
+  EXPECT_EQ(validation_error(c, 2), "");
+  EXPECT_EQ(rounds_per_step(c, 2), 4);
+  c.data.resolution = 48;
+  EXPECT_NE(validation_error(c, 2).find("data.resolution = 48"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sg2::train

@@ -1,0 +1,102 @@
+// Adam against LibTorch's own torch::optim::Adam and the closed form, the lazy-regularization
+// correction, gradient sanitising and the EMA.
+#include "sg2/core/error.h"
+#include "sg2/train/optim.h"
+#include "test_support.h"
+
+#include <torch/optim/adam.h>
+
+namespace sg2::train {
+namespace {
+
+TEST(Adam, MatchesLibTorchAdamOverSeveralSteps) {
+  at::manual_seed(0);
+  at::Tensor ours = at::randn({5, 3}).requires_grad_(true);
+  at::Tensor theirs = ours.detach().clone().requires_grad_(true);
+  AdamOptions o{0.01, 0.5, 0.99, 1e-8};
+  Adam adam({{"p", ours}}, o);
+  torch::optim::Adam reference({theirs}, torch::optim::AdamOptions(0.01).betas({0.5, 0.99}).eps(1e-8));
+  for (int step = 0; step < 5; ++step) {
+    const at::Tensor grad = at::randn({5, 3});
+    ours.mutable_grad() = grad.clone();
+    theirs.mutable_grad() = grad.clone();
+    adam.step();
+    reference.step();
+  }
+  EXPECT_LT((ours - theirs).abs().max().item<double>(), 1e-7);
+}
+
+TEST(Adam, ClosedFormWithBeta1Zero) {
+  at::Tensor p = at::zeros({2}).requires_grad_(true);
+  Adam adam({{"p", p}}, AdamOptions{0.1, 0.0, 0.99, 1e-8});
+  p.mutable_grad() = at::tensor({3.0f, -0.5f});
+  adam.step();  // m = g, v = 0.01 g^2, v_hat = g^2: step = -lr g / (|g| + eps)
+  EXPECT_NEAR(p[0].item<double>(), -0.1, 1e-6);
+  EXPECT_NEAR(p[1].item<double>(), 0.1, 1e-6);
+  p.mutable_grad() = at::tensor({1.0f, 1.0f});
+  adam.step();  // v = 0.99 * 0.01 * g1^2 + 0.01 * g2^2, bias correction 1 - 0.99^2
+  const double v0 = (0.99 * 0.01 * 9.0 + 0.01 * 1.0) / (1 - 0.99 * 0.99);
+  EXPECT_NEAR(p[0].item<double>(), -0.1 - 0.1 / (std::sqrt(v0) + 1e-8), 1e-6);
+}
+
+TEST(Adam, SkipsParametersWithoutGradientAndRoundTripsState) {
+  at::Tensor a = at::ones({2}).requires_grad_(true), b = at::ones({2}).requires_grad_(true);
+  Adam adam({{"a", a}, {"b", b}}, AdamOptions{});
+  a.mutable_grad() = at::ones({2});
+  adam.step();
+  EXPECT_TRUE(b.equal(at::ones({2})));
+  nn::TensorMap state;
+  for (const auto& [k, v] : adam.state("opt.")) state[k] = v.clone();
+  EXPECT_EQ(state.at("opt.a.step").item<int64_t>(), 1);
+  EXPECT_EQ(state.at("opt.b.step").item<int64_t>(), 0);
+  Adam restored({{"a", a}, {"b", b}}, AdamOptions{});
+  restored.load_state(state, "opt.", "test");
+  EXPECT_TRUE(restored.state("opt.")[1].second.equal(state.at("opt.a.exp_avg_sq")));
+  state.erase("opt.b.exp_avg");
+  EXPECT_THROW(restored.load_state(state, "opt.", "test"), Error);
+}
+
+TEST(LazyRegularization, CorrectsLearningRateAndBetas) {
+  const AdamOptions d = lazy_regularization(AdamOptions{0.002, 0.0, 0.99, 1e-8}, 16);
+  EXPECT_NEAR(d.lr, 0.0018823529411764706, 1e-15);
+  EXPECT_NEAR(d.beta2, 0.9905854573074332, 1e-15);
+  EXPECT_EQ(d.beta1, 0.0);
+  const AdamOptions g = lazy_regularization(AdamOptions{0.002, 0.0, 0.99, 1e-8}, 4);
+  EXPECT_NEAR(g.lr, 0.0016, 1e-15);
+  EXPECT_NEAR(g.beta2, 0.9919919678228657, 1e-15);
+  EXPECT_EQ(lazy_regularization(AdamOptions{}, 0).lr, AdamOptions{}.lr);
+}
+
+TEST(Ema, BetaFromHalfLifeAndRampup) {
+  EXPECT_NEAR(ema_beta(32, 10, 0, 1000000), 0.9977843871238888, 1e-15);
+  EXPECT_NEAR(ema_beta(32, 10, 0.05, 1000), 0.6417129487814521, 1e-15);  // ramp-up: 1000 * 0.05 images
+}
+
+TEST(Ema, LerpsParametersAndCopiesBuffers) {
+  struct Net : torch::nn::Module {
+    at::Tensor w, buf;
+    Net() {
+      w = register_parameter("w", at::zeros({2}));
+      buf = register_buffer("buf", at::zeros({1}));
+    }
+  };
+  Net ema, current;
+  {
+    at::NoGradGuard no_grad;
+    current.w.fill_(1.0);
+    current.buf.fill_(5.0);
+  }
+  update_ema(ema, current, 0.75);  // ema = lerp(current, ema, 0.75) = 0.25 * current
+  EXPECT_NEAR(ema.w[0].item<double>(), 0.25, 1e-7);
+  EXPECT_EQ(ema.buf.item<float>(), 5.0f);
+}
+
+TEST(SanitizeGradients, ReplacesNanAndInf) {
+  at::Tensor p = at::zeros({3}).requires_grad_(true);
+  p.mutable_grad() = at::tensor({NAN, INFINITY, -INFINITY});
+  sanitize_gradients({{"p", p}});
+  EXPECT_TRUE(p.grad().equal(at::tensor({0.0f, 1e5f, -1e5f})));
+}
+
+}  // namespace
+}  // namespace sg2::train

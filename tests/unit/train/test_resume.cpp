@@ -1,0 +1,67 @@
+// Snapshots continue a run exactly: the same losses and weights as an uninterrupted run.
+#include "sg2/train/command_line.h"
+#include "sg2/train/snapshot.h"
+#include "sg2/train/trainer.h"
+#include "test_support.h"
+#include "tiny_config.h"
+
+namespace sg2::train {
+namespace {
+
+// Per-step means of every statistic, in a fixed order.
+std::vector<double> run_steps(Trainer& trainer, int steps) {
+  std::vector<double> values;
+  for (int i = 0; i < steps; ++i) {
+    trainer.step();
+    for (const auto& [name, stat] : trainer.stats().finish()) values.push_back(stat.mean);
+  }
+  return values;
+}
+
+std::shared_ptr<Trainer> make_trainer(const TrainConfig& c) {
+  return std::make_shared<Trainer>(c, open_configured_dataset(c), at::Device(at::kCPU));
+}
+
+TEST(Resume, SnapshotContinuesWithIdenticalLosses) {
+  test::TempDir dir;
+  const TrainConfig c = test::tiny_config();
+  apply_thread_setting(c);
+  auto uninterrupted = make_trainer(c);
+  run_steps(*uninterrupted, 3);
+  save_snapshot(dir.file("snap.pt"), *uninterrupted);
+  const std::vector<double> expected = run_steps(*uninterrupted, 5);
+
+  auto resumed = make_trainer(c);
+  restore_trainer(*resumed, load_snapshot(dir.file("snap.pt")));
+  EXPECT_EQ(resumed->progress().batch_idx, 3);
+  EXPECT_EQ(resumed->progress().cur_nimg, 24);
+  const std::vector<double> actual = run_steps(*resumed, 5);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) EXPECT_EQ(actual[i], expected[i]) << "statistic " << i;
+  const auto a = nn::state_dict(uninterrupted->G_ema()), b = nn::state_dict(resumed->G_ema());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].second.equal(b[i].second)) << a[i].first;
+  EXPECT_TRUE(uninterrupted->loss().pl_mean.equal(resumed->loss().pl_mean));
+}
+
+TEST(Resume, SnapshotHoldsEverythingAndRejectsOtherFiles) {
+  test::TempDir dir;
+  const TrainConfig c = test::tiny_config();
+  auto trainer = make_trainer(c);
+  trainer->step();
+  save_snapshot(dir.file("snap.pt"), *trainer);
+  const Snapshot s = load_snapshot(dir.file("snap.pt"));
+  EXPECT_EQ(s.version, kSnapshotVersion);
+  EXPECT_EQ(s.integer("progress.cur_nimg"), 8);
+  EXPECT_TRUE(s.tensors.count("G_opt.synthesis.b4.conv1.weight.exp_avg_sq"));
+  EXPECT_TRUE(s.tensors.count("D_opt.b4.out.bias.step"));
+  EXPECT_TRUE(s.tensors.count("G_ema.mapping.w_avg"));
+  EXPECT_TRUE(s.tensors.count("rng.step"));
+  EXPECT_EQ(train_schema().from_yaml_string(s.config_yaml, "snapshot").G.channel_base, 256);
+  EXPECT_EQ(load_generator(s)->options.z_dim, 32);
+  EXPECT_THROW(load_snapshot(test::shared_dir() + "/fixtures/parity_tiny.pt"), Error);
+  std::ofstream(dir.file("junk.pt")) << "junk";
+  EXPECT_THROW(load_snapshot(dir.file("junk.pt")), Error);
+}
+
+}  // namespace
+}  // namespace sg2::train

@@ -1,0 +1,73 @@
+// The tick loop writes a complete run directory; run directories and --resume resolution; generation.
+#include "sg2/core/rng.h"
+#include "sg2/data/image_io.h"
+#include "sg2/train/command_line.h"
+#include "sg2/train/generate.h"
+#include "sg2/train/run_dir.h"
+#include "sg2/train/snapshot.h"
+#include "sg2/train/training_loop.h"
+#include "test_support.h"
+#include "tiny_config.h"
+
+#include <filesystem>
+#include <fstream>
+
+namespace sg2::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+int count_lines(const std::string& path) {
+  std::ifstream in(path);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  return lines;
+}
+
+TEST(TrainingLoop, WritesGridsStatsAndSnapshots) {
+  test::TempDir dir;
+  TrainConfig c = test::tiny_config();
+  c.train.total_kimg = 0.048;  // 6 steps of 8
+  c.train.kimg_per_tick = 0.016;
+  c.run.image_snapshot_ticks = 2;
+  c.run.network_snapshot_ticks = 2;
+  Trainer trainer(c, open_configured_dataset(c), at::Device(at::kCPU));
+  const std::string run_dir = create_run_dir(dir.path(), "tiny");
+  EXPECT_EQ(fs::path(run_dir).filename(), "00000-tiny");
+  EXPECT_TRUE(TrainingLoop(trainer, run_dir, false).run());
+
+  // Ticks end after steps 1, 3, 5 and 6 (tick 0 ends after the first step, as in the reference).
+  EXPECT_EQ(count_lines(run_dir + "/stats.jsonl"), 4);
+  const data::Image reals = data::read_png(run_dir + "/reals.png");
+  EXPECT_EQ(reals.width, 4 * 32);
+  EXPECT_EQ(reals.height, 2 * 32);
+  EXPECT_EQ(reals.channels, 1);
+  EXPECT_TRUE(fs::exists(run_dir + "/fakes_init.png"));
+  EXPECT_TRUE(fs::exists(run_dir + "/fakes000000.png"));
+  EXPECT_EQ(latest_snapshot_in(run_dir), run_dir + "/" + snapshot_name(48));
+  EXPECT_EQ(load_snapshot(latest_snapshot_in(run_dir)).integer("progress.cur_tick"), 4);
+  EXPECT_EQ(resolve_resume("latest", dir.path()), latest_snapshot_in(run_dir));
+  EXPECT_EQ(resolve_resume(run_dir, dir.path()), latest_snapshot_in(run_dir));
+  EXPECT_EQ(fs::path(create_run_dir(dir.path(), "next")).filename(), "00001-next");
+  EXPECT_THROW(resolve_resume(dir.file("nothing"), dir.path()), Error);
+
+  GenerateOptions g;
+  g.network = latest_snapshot_in(run_dir);
+  g.seeds = {0, 1, 2};
+  g.outdir = dir.file("gen");
+  g.truncation_psi = 0.7;
+  const auto written = generate_images(g);
+  ASSERT_EQ(written.size(), 4u);
+  EXPECT_EQ(data::read_png(written[0]).width, 32);
+  EXPECT_EQ(data::read_png(written.back()).width, 2 * 32);  // 3 images in a 2x2 grid
+}
+
+TEST(Generate, LatentsAreNumpyCompatible) {
+  const at::Tensor z = latents_for_seeds({0, 42}, 3);
+  EXPECT_NEAR(z[0][0].item<double>(), 1.764052345967664, 1e-6);
+  EXPECT_NEAR(z[1][1].item<double>(), -0.13826430117118466, 1e-6);
+  EXPECT_THROW(latents_for_seeds({-1}, 3), Error);
+}
+
+}  // namespace
+}  // namespace sg2::train
