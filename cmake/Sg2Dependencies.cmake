@@ -21,6 +21,8 @@ endmacro()
 
 sg2_require(Threads DEBIAN libc6-dev)
 sg2_require(Torch DEBIAN libtorch-dev)
+# at::parallel_for is a header template: without OpenMP in our own translation units it runs serially.
+sg2_require(OpenMP DEBIAN libgomp1 COMPONENTS CXX)
 sg2_require(yaml-cpp DEBIAN libyaml-cpp-dev)
 sg2_require(fmt DEBIAN libfmt-dev)
 sg2_require(spdlog DEBIAN libspdlog-dev)
@@ -31,7 +33,7 @@ sg2_require(ZLIB DEBIAN zlib1g-dev)
 
 # LibTorch as one interface target. TORCH_CXX_FLAGS carries the ABI define.
 add_library(sg2_torch INTERFACE)
-target_link_libraries(sg2_torch INTERFACE ${TORCH_LIBRARIES})
+target_link_libraries(sg2_torch INTERFACE ${TORCH_LIBRARIES} OpenMP::OpenMP_CXX)
 separate_arguments(_sg2_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(sg2_torch INTERFACE ${_sg2_torch_flags})
 if(TARGET torch_cuda OR TARGET c10_cuda)
@@ -77,6 +79,12 @@ endif()
 find_package(MPI QUIET COMPONENTS CXX)
 sg2_resolve_switch(SG2_WITH_MPI "${MPI_CXX_FOUND}" "MPI (Debian: libopenmpi-dev openmpi-bin)")
 
+# tcmalloc (gperftools) for the executables: LibTorch allocates and frees many large tensors per
+# step; glibc returns them to the kernel each time (page faults), tcmalloc keeps them.
+set(SG2_WITH_TCMALLOC AUTO CACHE STRING "Link the executables with tcmalloc (AUTO|ON|OFF)")
+find_library(SG2_TCMALLOC_LIBRARY NAMES tcmalloc_minimal tcmalloc)
+sg2_resolve_switch(SG2_WITH_TCMALLOC "${SG2_TCMALLOC_LIBRARY}" "tcmalloc (Debian: libgoogle-perftools-dev)")
+
 function(sg2_print_summary)
   message(STATUS "StyleGAN2-cpp configuration:")
   message(STATUS "  build type        ${CMAKE_BUILD_TYPE}")
@@ -84,6 +92,7 @@ function(sg2_print_summary)
   message(STATUS "  CUDA toolkit      ${SG2_WITH_CUDA_ENABLED} ${CUDAToolkit_VERSION}")
   message(STATUS "  NCCL              ${SG2_WITH_NCCL_ENABLED} ${NCCL_VERSION}")
   message(STATUS "  MPI               ${SG2_WITH_MPI_ENABLED} ${MPI_CXX_VERSION}")
+  message(STATUS "  tcmalloc          ${SG2_WITH_TCMALLOC_ENABLED} ${SG2_TCMALLOC_LIBRARY}")
   message(STATUS "  tests             ${SG2_BUILD_TESTS}")
   message(STATUS "  ccache            ${SG2_CCACHE}")
 endfunction()

@@ -12,12 +12,21 @@ function(sg2_add_module name)
   add_library(sg2::${name} ALIAS sg2_${name})
 endfunction()
 
+# sg2_link_allocator(TARGET): links tcmalloc into an executable when enabled (no symbol is
+# referenced, so --no-as-needed keeps it).
+function(sg2_link_allocator target)
+  if(SG2_WITH_TCMALLOC_ENABLED)
+    target_link_libraries(${target} PRIVATE -Wl,--no-as-needed ${SG2_TCMALLOC_LIBRARY} -Wl,--as-needed)
+  endif()
+endfunction()
+
 # sg2_add_app(NAME SOURCES ... DEPS ...): an executable under bin/.
 function(sg2_add_app name)
   cmake_parse_arguments(_app "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${_app_SOURCES})
   target_link_libraries(${name} PRIVATE ${_app_DEPS})
   target_compile_options(${name} PRIVATE ${SG2_WARNINGS})
+  sg2_link_allocator(${name})
 endfunction()
 
 # sg2_add_test_binary(NAME SOURCES ... DEPS ... [LABELS ...]): one gtest binary per module,
@@ -26,6 +35,7 @@ function(sg2_add_test_binary name)
   cmake_parse_arguments(_t "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${_t_SOURCES})
   target_link_libraries(${name} PRIVATE ${_t_DEPS} GTest::gtest GTest::gtest_main)
+  sg2_link_allocator(${name})
   target_compile_options(${name} PRIVATE ${SG2_WARNINGS})
   target_compile_definitions(${name} PRIVATE
     SG2_SOURCE_DIR="${PROJECT_SOURCE_DIR}" SG2_BINARY_DIR="${CMAKE_BINARY_DIR}")

@@ -29,8 +29,8 @@ namespace {
 at::Tensor plain_conv(const at::Tensor& x, at::Tensor w, int64_t stride, std::array<int64_t, 2> padding,
                       int64_t groups, bool transpose, bool flip_weight) {
   if (!flip_weight) w = w.flip({2, 3});
-  const std::array<int64_t, 2> strides{stride, stride}, zeros{0, 0}, ones{1, 1};
-  if (transpose) return at::conv_transpose2d(x, w, at::Tensor(), strides, padding, zeros, groups);
+  if (transpose) return transposed_conv2d(x, w, stride, padding, groups);
+  const std::array<int64_t, 2> strides{stride, stride}, ones{1, 1};
   return at::conv2d(x, w, at::Tensor(), strides, padding, ones, groups);
 }
 

@@ -1,6 +1,7 @@
 // CPU kernel for upfirdn2d (see kernels.h): one pass per output row, vectorised by the compiler
 // through stride-specialised inner loops, parallel over image planes.
 #include "sg2/nn/kernels.h"
+#include "sg2/nn/vectorize.h"
 
 #include "sg2/core/error.h"
 
@@ -41,7 +42,7 @@ TapRun tap_run(int64_t tap, int64_t up, int64_t down, int64_t pad0, int64_t in_l
 }
 
 template <int XStep, int SrcStep>
-void axpy_strided(float* __restrict out, const float* __restrict in, float w, int64_t count) {
+SG2_VECTOR_CLONES void axpy_strided(float* __restrict out, const float* __restrict in, float w, int64_t count) {
   for (int64_t j = 0; j < count; ++j) out[j * XStep] += w * in[j * SrcStep];
 }
 
@@ -54,13 +55,60 @@ void axpy_run(float* out_row, const float* in_row, float w, const TapRun& r) {
   for (int64_t j = 0; j < r.count; ++j) out[j * r.x_step] += w * in[j * r.src_step];
 }
 
+// No upsampling (the common case): copy the plane into a zero-padded scratch buffer, then every
+// output row is a dense sum of kh x kw shifted rows, one vectorised pass per tap, no bounds checks.
+struct Plane {
+  const float* data;
+  int64_t height, width, row_stride;
+};
+
+// out_row[ox] += sum_kx taps[kx] * row[ox * down + kx]; compile-time DOWN and KW (0: run time).
+template <int DOWN, int KW>
+inline void fir_row(float* __restrict out_row, const float* __restrict row, const float* __restrict taps,
+                    int64_t out_w, int64_t down_runtime, int64_t kw_runtime) {
+  const int64_t down = DOWN > 0 ? DOWN : down_runtime, kw = KW > 0 ? KW : kw_runtime;
+  for (int64_t ox = 0; ox < out_w; ++ox) {
+    float sum = 0.0f;
+    for (int64_t kx = 0; kx < kw; ++kx) sum += taps[kx] * row[ox * down + kx];
+    out_row[ox] += sum;
+  }
+}
+
+template <int DOWN, int KW>
+inline void fir_rows(const float* scratch, int64_t padded_w, float* out, int64_t out_h, int64_t out_w,
+                     const float* g, int64_t kh, int64_t kw, int64_t down) {
+  for (int64_t oy = 0; oy < out_h; ++oy) {
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      fir_row<DOWN, KW>(out + oy * out_w, scratch + (oy * down + ky) * padded_w, g + ky * kw, out_w, down, kw);
+    }
+  }
+}
+
+SG2_VECTOR_CLONES
+void fir_plane_no_up(const Plane& in, float* out, int64_t out_h, int64_t out_w, const float* g, int64_t kh,
+                     int64_t kw, int64_t down, const ops::Padding& pad, float* scratch) {
+  const auto [px0, px1, py0, py1] = pad;
+  const int64_t padded_h = in.height + py0 + py1, padded_w = in.width + px0 + px1;
+  std::fill(scratch, scratch + padded_h * padded_w, 0.0f);
+  const int64_t x_begin = std::max<int64_t>(0, -px0), x_end = std::min(in.width, padded_w - px0);
+  for (int64_t y = std::max<int64_t>(0, -py0); y < std::min(in.height, padded_h - py0) && x_end > x_begin; ++y) {
+    std::copy(in.data + y * in.row_stride + x_begin, in.data + y * in.row_stride + x_end,
+              scratch + (y + py0) * padded_w + x_begin + px0);
+  }
+  if (down == 1 && kw == 4) return fir_rows<1, 4>(scratch, padded_w, out, out_h, out_w, g, kh, kw, down);
+  if (down == 2 && kw == 4) return fir_rows<2, 4>(scratch, padded_w, out, out_h, out_w, g, kh, kw, down);
+  fir_rows<0, 0>(scratch, padded_w, out, out_h, out_w, g, kh, kw, down);
+}
+
 }  // namespace
 
 at::Tensor upfirdn2d_forward(const at::Tensor& x_in, const at::Tensor& f_in, const ops::FirParams& p) {
   SG2_CHECK(x_in.dim() == 4 && supported(x_in), "upfirdn2d kernel expects a float32 CPU tensor [N, C, H, W]");
   SG2_CHECK(f_in.dim() == 2, "upfirdn2d kernel expects a 2-D filter");
-  const at::Tensor x = x_in.contiguous();
-  const int64_t planes = x.size(0) * x.size(1), in_h = x.size(2), in_w = x.size(3);
+  // Rows must be contiguous; planes and rows may be strided (e.g. a cropped view).
+  const at::Tensor x = x_in.stride(3) == 1 ? x_in : x_in.contiguous();
+  const int64_t channels = x.size(1), planes = x.size(0) * x.size(1), in_h = x.size(2), in_w = x.size(3);
+  const int64_t stride_n = x.stride(0), stride_c = x.stride(1), stride_y = x.stride(2);
   const int64_t fh = f_in.size(0), fw = f_in.size(1);
   const auto [px0, px1, py0, py1] = p.padding;
   const int64_t out_h = (in_h * p.up + py0 + py1 - fh) / p.down + 1;
@@ -79,16 +127,28 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x_in, const at::Tensor& f_in, con
   at::Tensor y = at::zeros({x.size(0), x.size(1), out_h, out_w}, x.options());
   const float* in = x.data_ptr<float>();
   float* out = y.data_ptr<float>();
+  if (p.up == 1) {
+    const int64_t scratch_size = (in_h + py0 + py1) * (in_w + px0 + px1);
+    at::parallel_for(0, planes, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> scratch(static_cast<size_t>(scratch_size));
+      for (int64_t plane = begin; plane < end; ++plane) {
+        const Plane source{in + (plane / channels) * stride_n + (plane % channels) * stride_c, in_h, in_w, stride_y};
+        fir_plane_no_up(source, out + plane * out_h * out_w, out_h, out_w, g, fh, fw, p.down, p.padding,
+                        scratch.data());
+      }
+    });
+    return y;
+  }
   at::parallel_for(0, planes, 1, [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
-      const float* in_plane = in + plane * in_h * in_w;
+      const float* in_plane = in + (plane / channels) * stride_n + (plane % channels) * stride_c;
       float* out_plane = out + plane * out_h * out_w;
       for (int64_t oy = 0; oy < out_h; ++oy) {
         float* out_row = out_plane + oy * out_w;
         for (int64_t ky = 0; ky < fh; ++ky) {
           const int64_t vy = oy * p.down + ky - py0;  // row in upsampled coordinates
           if (vy < 0 || vy >= in_h * p.up || vy % p.up != 0) continue;
-          const float* in_row = in_plane + (vy / p.up) * in_w;
+          const float* in_row = in_plane + (vy / p.up) * stride_y;
           for (int64_t kx = 0; kx < fw; ++kx) axpy_run(out_row, in_row, g[ky * fw + kx], runs_x[static_cast<size_t>(kx)]);
         }
       }

@@ -41,7 +41,10 @@ void add_cli_options(const Schema<Config>& schema, CLI::App& app, CliValues& val
     }
     std::string& text = values.text["--" + field.key];
     CLI::Option* option =
-        app.add_option("--" + field.key, text, description)->type_name(field.type_name)->group(cli_group(field.key));
+        app.add_option("--" + field.key, text, description)
+            ->type_name(field.type_name)
+            ->group(cli_group(field.key))
+            ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a later flag overrides
     values.bindings.push_back({field.key, option, &text});
   }
 }
@@ -53,7 +56,9 @@ void add_cli_alias(const Schema<Config>& schema, CLI::App& app, CliValues& value
   const auto* field = schema.find(key);
   SG2_CHECK(field != nullptr, "alias {} names an unknown key {}", flag, key);
   std::string& text = values.text[flag];
-  CLI::Option* option = app.add_option(flag, text, field->help + " (same as --" + key + ")")->type_name(field->type_name);
+  CLI::Option* option = app.add_option(flag, text, field->help + " (same as --" + key + ")")
+                            ->type_name(field->type_name)
+                            ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   values.bindings.push_back({key, option, &text});
 }
 

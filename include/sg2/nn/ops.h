@@ -67,6 +67,15 @@ struct ConvResampleParams {
   bool flip_filter = false;
 };
 
+// Transposed convolution (the adjoint of a strided convolution). w: [I, O/groups, kh, kw] as
+// at::conv_transpose2d takes it -> [N, O, (H-1)*stride - 2*padding + kh, ...]. On the CPU, stride 2
+// without padding or groups runs as four ordinary convolutions, one per output phase (polyphase),
+// which avoid LibTorch's slow transposed-convolution path; the reference is at::conv_transpose2d.
+at::Tensor transposed_conv2d(const at::Tensor& x, const at::Tensor& w, int64_t stride, std::array<int64_t, 2> padding,
+                             int64_t groups);
+at::Tensor transposed_conv2d_reference(const at::Tensor& x, const at::Tensor& w, int64_t stride,
+                                       std::array<int64_t, 2> padding, int64_t groups);
+
 // 2-D convolution with optional up/downsampling through the FIR filter f (undefined = none).
 // x: [N, I*groups, H, W], w: [O, I, kh, kw] -> [N, O, H', W']
 at::Tensor conv2d_resample(const at::Tensor& x, const at::Tensor& w, const at::Tensor& f, ConvResampleParams p);

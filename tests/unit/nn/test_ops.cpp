@@ -187,6 +187,34 @@ TEST(MinibatchStddev, HandComputedBatch) {
   EXPECT_NEAR(ops::minibatch_stddev(x, 0, 1)[0][2][0][0].item<float>(), (std::sqrt(3.5) + std::sqrt(5.0)) / 2, 1e-5);
 }
 
+TEST(Upfirdn2d, KernelReadsStridedViews) {
+  at::manual_seed(7);
+  const at::Tensor big = at::randn({2, 3, 11, 12}), f = ops::setup_filter({1, 3, 3, 1});
+  const at::Tensor view = big.narrow(2, 1, 9).narrow(3, 0, 10);  // rows contiguous, planes strided
+  const ops::FirParams p{1, 2, {1, 1, 1, 1}, false, 1.0};
+  EXPECT_LT(max_relative_error(kernels::upfirdn2d_forward(view, f, p), upfirdn2d_direct(view, f, p)), 1e-6);
+}
+
+TEST(TransposedConv, PolyphaseMatchesReferenceForwardAndBackward) {
+  at::manual_seed(6);
+  for (int64_t k : {1, 2, 3, 4}) {
+    const at::Tensor x0 = at::randn({2, 5, 6, 7}), w0 = at::randn({5, 4, k, k});
+    const at::Tensor g = at::randn({2, 4, 2 * 5 + k, 2 * 6 + k});  // upstream gradient
+    auto run = [&](bool reference) {
+      ops::set_reference_ops(reference);
+      at::Tensor x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
+      at::Tensor y = ops::transposed_conv2d(x, w, 2, {0, 0}, 1);
+      auto grads = torch::autograd::grad({(y * g).sum()}, {x, w});
+      ops::set_reference_ops(false);
+      return std::vector<at::Tensor>{y.detach(), grads[0], grads[1]};
+    };
+    const auto fast = run(false), reference = run(true);
+    ASSERT_EQ(fast[0].sizes(), reference[0].sizes()) << "k " << k;
+    EXPECT_EQ(fast[0].size(2), 2 * 5 + k) << "k " << k;
+    for (size_t i = 0; i < fast.size(); ++i) EXPECT_LT(max_relative_error(fast[i], reference[i]), 1e-5) << "k " << k << " output " << i;
+  }
+}
+
 TEST(Conv2dResample, OutputSizes) {
   const at::Tensor f = ops::setup_filter({1, 3, 3, 1});
   const at::Tensor x = at::randn({2, 3, 8, 8});

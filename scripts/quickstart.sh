@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The README's main command: installs what is missing, builds, trains the fashion32 preset on
+# Debian's Fashion-MNIST for a few minutes on the CPU, writes sample grids, and renders 64 seeds
+# from the final snapshot. Extra arguments go to stylegan2_train (e.g. --kimg 60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh --target stylegan2_train stylegan2_generate
+bin=${BUILD_DIR:-build}/bin
+
+"$bin/stylegan2_train" --config configs/fashion32.yaml --outdir runs "$@"
+run_dir=$(ls -d runs/[0-9]*-fashion-mnist-fashion32* | sort | tail -n 1)
+snapshot=$(ls "$run_dir"/network-snapshot-*.pt | sort | tail -n 1)
+"$bin/stylegan2_generate" --network "$snapshot" --seeds 0-63 --trunc 1 --outdir "$run_dir/generated"
+
+echo
+echo "Run directory: $run_dir"
+echo "  sample grids: $(cd "$run_dir" && ls fakes*.png | tr '\n' ' ')"
+echo "  final grid:   $run_dir/$(cd "$run_dir" && ls fakes[0-9]*.png | sort | tail -n 1)"
+echo "  64 seeds:     $run_dir/generated/grid.png"
+echo "  snapshot:     $snapshot (resume with: $bin/stylegan2_train --resume $run_dir)"
