@@ -49,31 +49,29 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 YAML::Node encode_value(double value) { return YAML::Node(fmt::format("{}", value)); }
 
-int64_t decode_integer(const YAML::Node& node, const std::string& where) {
-  if (!node.IsScalar()) fail_type(node, where, "an integer");
+namespace {
+// node.as<T>() with an error naming the key and what was expected.
+template <class T>
+T decode_scalar(const YAML::Node& node, const std::string& where, const char* expected) {
+  if (!node.IsScalar()) fail_type(node, where, expected);
   try {
-    return node.as<int64_t>();
+    return node.as<T>();
   } catch (const YAML::Exception&) {
-    fail_type(node, where, "an integer");
+    fail_type(node, where, expected);
   }
+}
+}  // namespace
+
+int64_t decode_integer(const YAML::Node& node, const std::string& where) {
+  return decode_scalar<int64_t>(node, where, "an integer");
 }
 
 double decode_number(const YAML::Node& node, const std::string& where) {
-  if (!node.IsScalar()) fail_type(node, where, "a number");
-  try {
-    return node.as<double>();
-  } catch (const YAML::Exception&) {
-    fail_type(node, where, "a number");
-  }
+  return decode_scalar<double>(node, where, "a number");
 }
 
 bool decode_bool(const YAML::Node& node, const std::string& where) {
-  if (!node.IsScalar()) fail_type(node, where, "true or false");
-  try {
-    return node.as<bool>();
-  } catch (const YAML::Exception&) {
-    fail_type(node, where, "true or false");
-  }
+  return decode_scalar<bool>(node, where, "true or false");
 }
 
 std::string decode_string(const YAML::Node& node, const std::string& where) {

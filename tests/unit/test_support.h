@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "sg2/core/error.h"
+
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 
@@ -11,6 +14,16 @@ namespace sg2::test {
 
 inline std::string source_dir() { return SG2_SOURCE_DIR; }
 inline std::string shared_dir() { return SG2_SHARED_DIR; }
+
+// The message of the sg2::Error that `body` throws, or "" if it throws none.
+inline std::string error_message(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // A fresh directory under the system temp dir, removed when the object goes away.
 class TempDir {

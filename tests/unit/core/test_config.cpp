@@ -33,15 +33,6 @@ const Schema<Sample>& schema() {
   return s;
 }
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(ConfigSchema, ReadsNestedYaml) {
   Sample c;
   schema().read_yaml(c, YAML::Load("net: {width: 128, kind: resnet}\nrate: 0.01\nflag: true\nitems: [x, y]"), "t");
@@ -67,7 +58,7 @@ TEST(ConfigSchema, WritesWhatItReads) {
 
 TEST(ConfigSchema, UnknownKeyNamesItAndSuggests) {
   Sample c;
-  const std::string message = error_of([&] { schema().read_yaml(c, YAML::Load("net: {widht: 3}"), "f.yaml"); });
+  const std::string message = test::error_message([&] { schema().read_yaml(c, YAML::Load("net: {widht: 3}"), "f.yaml"); });
   EXPECT_NE(message.find("f.yaml"), std::string::npos) << message;
   EXPECT_NE(message.find("net.widht"), std::string::npos) << message;
   EXPECT_NE(message.find("did you mean 'net.width'"), std::string::npos) << message;
@@ -75,17 +66,17 @@ TEST(ConfigSchema, UnknownKeyNamesItAndSuggests) {
 
 TEST(ConfigSchema, WrongTypeNamesKeyAndSource) {
   Sample c;
-  const std::string message = error_of([&] { schema().read_yaml(c, YAML::Load("net: {width: wide}"), "f.yaml"); });
+  const std::string message = test::error_message([&] { schema().read_yaml(c, YAML::Load("net: {width: wide}"), "f.yaml"); });
   EXPECT_NE(message.find("net.width"), std::string::npos) << message;
   EXPECT_NE(message.find("f.yaml"), std::string::npos) << message;
   EXPECT_NE(message.find("integer"), std::string::npos) << message;
-  EXPECT_NE(error_of([&] { schema().read_yaml(c, YAML::Load("flag: maybe"), "f"); }).find("true or false"),
+  EXPECT_NE(test::error_message([&] { schema().read_yaml(c, YAML::Load("flag: maybe"), "f"); }).find("true or false"),
             std::string::npos);
 }
 
 TEST(ConfigSchema, ChoicesAreEnforced) {
   Sample c;
-  const std::string message = error_of([&] { schema().read_yaml(c, YAML::Load("net: {kind: orig}"), "f"); });
+  const std::string message = test::error_message([&] { schema().read_yaml(c, YAML::Load("net: {kind: orig}"), "f"); });
   EXPECT_NE(message.find("not one of: skip, resnet"), std::string::npos) << message;
   EXPECT_EQ(c.net.kind, "skip");
 }
@@ -94,7 +85,7 @@ TEST(ConfigSchema, YamlSyntaxErrorNamesFileAndLine) {
   test::TempDir dir;
   std::ofstream(dir.file("bad.yaml")) << "net:\n  width: [1, 2\n";
   Sample c;
-  const std::string message = error_of([&] { schema().read_yaml_file(c, dir.file("bad.yaml")); });
+  const std::string message = test::error_message([&] { schema().read_yaml_file(c, dir.file("bad.yaml")); });
   EXPECT_NE(message.find("bad.yaml:"), std::string::npos) << message;
 }
 
@@ -123,7 +114,7 @@ TEST(ConfigCli, BadFlagValueNamesTheFlag) {
   const char* argv[] = {"prog", "--rate", "fast"};
   app.parse(3, const_cast<char**>(argv));
   Sample c;
-  const std::string message = error_of([&] { apply_cli(schema(), c, values); });
+  const std::string message = test::error_message([&] { apply_cli(schema(), c, values); });
   EXPECT_NE(message.find("command line --rate"), std::string::npos) << message;
 }
 
@@ -139,7 +130,7 @@ TEST(ConfigCli, AliasesAndUnknownFlags) {
   apply_cli(schema(), c, values);
   EXPECT_EQ(c.net.width, 9);
   EXPECT_TRUE(cli_has(values, "net.width"));
-  const std::string message = error_of([&] { reject_extras(schema(), app.remaining()); });
+  const std::string message = test::error_message([&] { reject_extras(schema(), app.remaining()); });
   EXPECT_NE(message.find("did you mean 'net.width'"), std::string::npos) << message;
 }
 

@@ -24,15 +24,6 @@ std::vector<uint8_t> idx_header(uint8_t type, std::vector<uint32_t> dims) {
   return out;
 }
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(FashionMnist, ReadsDebianFilesPaddedTo32) {
   FashionMnistDataset train(kFashionMnistDir, "train", /*use_labels=*/true, 0);
   EXPECT_EQ(train.size(), 60000);
@@ -63,12 +54,12 @@ TEST(FashionMnist, OpenDatasetChecksResolution) {
   DatasetOptions options;
   options.path = kFashionMnistDir;
   options.resolution = 64;
-  const std::string message = error_of([&] { open_dataset(options); });
+  const std::string message = test::error_message([&] { open_dataset(options); });
   EXPECT_NE(message.find("data.resolution = 64"), std::string::npos) << message;
   EXPECT_NE(message.find("32x32"), std::string::npos) << message;
   options.resolution = 0;
   options.path = "/nonexistent";
-  EXPECT_NE(error_of([&] { open_dataset(options); }).find("/nonexistent"), std::string::npos);
+  EXPECT_NE(test::error_message([&] { open_dataset(options); }).find("/nonexistent"), std::string::npos);
 }
 
 TEST(IdxFile, RejectsBrokenFilesNamingThem) {
@@ -83,17 +74,17 @@ TEST(IdxFile, RejectsBrokenFilesNamingThem) {
 
   std::vector<uint8_t> truncated(full.begin(), full.end() - 5);
   write_bytes(dir.file("truncated"), truncated);
-  std::string message = error_of([&] { read_idx_file(dir.file("truncated")); });
+  std::string message = test::error_message([&] { read_idx_file(dir.file("truncated")); });
   EXPECT_NE(message.find("truncated"), std::string::npos) << message;
   EXPECT_NE(message.find("promises 18 bytes"), std::string::npos) << message;
 
   auto wrong_type = idx_header(0x0D, {2});
   wrong_type.resize(wrong_type.size() + 8);
   write_bytes(dir.file("float"), wrong_type);
-  EXPECT_NE(error_of([&] { read_idx_file(dir.file("float")); }).find("0x0d"), std::string::npos);
+  EXPECT_NE(test::error_message([&] { read_idx_file(dir.file("float")); }).find("0x0d"), std::string::npos);
 
   write_bytes(dir.file("short"), {0, 0});
-  EXPECT_NE(error_of([&] { read_idx_file(dir.file("short")); }).find("too short"), std::string::npos);
+  EXPECT_NE(test::error_message([&] { read_idx_file(dir.file("short")); }).find("too short"), std::string::npos);
 }
 
 TEST(IdxFile, ReadsGzipAndReportsCorruptGzip) {
@@ -109,7 +100,7 @@ TEST(IdxFile, ReadsGzipAndReportsCorruptGzip) {
   std::vector<uint8_t> gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   gz.resize(gz.size() - 6);  // cut the gzip trailer and some data
   write_bytes(dir.file("cut.gz"), gz);
-  const std::string message = error_of([&] { read_idx_file(dir.file("cut.gz")); });
+  const std::string message = test::error_message([&] { read_idx_file(dir.file("cut.gz")); });
   EXPECT_NE(message.find("cut.gz"), std::string::npos) << message;
 }
 

@@ -9,12 +9,7 @@ namespace sg2::train {
 namespace {
 
 std::string validation_error(const TrainConfig& c, int world) {
-  try {
-    validate(c, world);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_message([&] { validate(c, world); });
 }
 
 TEST(TrainConfig, EveryPresetParsesAndValidates) {
