@@ -30,6 +30,11 @@ sg2_require(CLI11 DEBIAN libcli11-dev)
 sg2_require(nlohmann_json DEBIAN nlohmann-json3-dev)
 sg2_require(PNG DEBIAN libpng-dev)
 sg2_require(ZLIB DEBIAN zlib1g-dev)
+sg2_require(JPEG DEBIAN libjpeg62-turbo-dev)
+sg2_require(Protobuf DEBIAN "libprotobuf-dev and protobuf-compiler")
+if(NOT Protobuf_PROTOC_EXECUTABLE)
+  message(FATAL_ERROR "protoc not found: install the Debian package protobuf-compiler")
+endif()
 
 # LibTorch as one interface target. TORCH_CXX_FLAGS carries the ABI define.
 add_library(sg2_torch INTERFACE)

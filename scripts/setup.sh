@@ -9,7 +9,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libprotobuf-dev protobuf-compiler
   libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
-  libgtest-dev libpng-dev zlib1g-dev
+  libgtest-dev libpng-dev libjpeg62-turbo-dev zlib1g-dev
   libgoogle-perftools-dev
   dataset-fashion-mnist
 )

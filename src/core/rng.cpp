@@ -28,6 +28,29 @@ double NumpyRandomState::standard_normal() {
   return f * x2;
 }
 
+uint64_t NumpyRandomState::random_interval(uint64_t max) {
+  if (max == 0) return 0;
+  uint64_t mask = max;
+  for (int shift = 1; shift <= 32; shift *= 2) mask |= mask >> shift;
+  uint64_t value = 0;
+  if (max <= 0xffffffffULL) {
+    while ((value = (engine_() & mask)) > max) {
+    }
+  } else {
+    auto next64 = [&] {
+      const uint64_t high = engine_();
+      return (high << 32) | engine_();
+    };
+    while ((value = (next64() & mask)) > max) {
+    }
+  }
+  return value;
+}
+
+void NumpyRandomState::shuffle(std::vector<int64_t>& values) {
+  for (size_t i = values.size(); i-- > 1;) std::swap(values[i], values[random_interval(i)]);
+}
+
 std::vector<double> NumpyRandomState::randn(int64_t count) {
   std::vector<double> values(static_cast<size_t>(count));
   for (auto& v : values) v = standard_normal();

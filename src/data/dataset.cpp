@@ -2,6 +2,8 @@
 
 #include "sg2/core/error.h"
 #include "sg2/data/fashion_mnist.h"
+#include "sg2/data/image_archive_dataset.h"
+#include "sg2/data/tfrecord_dataset.h"
 #include "sg2/data/synthetic.h"
 
 #include <filesystem>
@@ -25,12 +27,16 @@ std::shared_ptr<Dataset> open_dataset(const DatasetOptions& options) {
   }
   SG2_CHECK(std::filesystem::exists(path), "data.path '{}' does not exist", path);
   std::shared_ptr<Dataset> dataset;
-  if (FashionMnistDataset::looks_like(path)) {
+  if (TFRecordDataset::looks_like(path)) {
+    dataset = std::make_shared<TFRecordDataset>(path, options.use_labels, options.max_images);
+  } else if (FashionMnistDataset::looks_like(path)) {
     dataset = std::make_shared<FashionMnistDataset>(path, options.split, options.use_labels, options.max_images);
+  } else if (ImageFiles::looks_like(path)) {
+    dataset = std::make_shared<ImageArchiveDataset>(path, options.use_labels, options.max_images);
   }
   SG2_CHECK(dataset != nullptr,
-            "data.path '{}': no dataset format recognised (expected the Fashion-MNIST IDX files "
-            "train-images-idx3-ubyte[.gz] etc.)",
+            "data.path '{}': no dataset format recognised (expected a directory of <name>-rNN.tfrecords files, a "
+            "stylegan2-ada ZIP or folder of PNG/JPEG images, or the Fashion-MNIST IDX files)",
             path);
   SG2_CHECK(dataset->size() > 0, "data.path '{}': the dataset is empty", path);
   SG2_CHECK(options.resolution == 0 || dataset->resolution() == options.resolution,

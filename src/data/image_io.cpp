@@ -5,6 +5,7 @@
 #include <png.h>
 
 #include <csetjmp>
+#include <cstring>
 #include <cstdio>
 #include <memory>
 
@@ -41,22 +42,44 @@ int color_type_for(int64_t channels) {
 
 }  // namespace
 
-void write_png(const std::string& path, const Image& image) {
+namespace {
+
+// Bytes in memory as a libpng input stream.
+struct PngSource {
+  const uint8_t* data;
+  size_t size, offset;
+};
+void read_from_memory(png_structp png, png_bytep out, png_size_t count) {
+  auto* source = static_cast<PngSource*>(png_get_io_ptr(png));
+  if (count > source->size - source->offset) png_error(png, "unexpected end of data");
+  std::memcpy(out, source->data + source->offset, count);
+  source->offset += count;
+}
+void write_to_memory(png_structp png, png_bytep data, png_size_t count) {
+  auto* out = static_cast<std::vector<uint8_t>*>(png_get_io_ptr(png));
+  out->insert(out->end(), data, data + count);
+}
+void flush_nothing(png_structp) {}
+
+}  // namespace
+
+std::vector<uint8_t> encode_png(const Image& image, int compression_level) {
   const int color_type = color_type_for(image.channels);
   SG2_CHECK(static_cast<int64_t>(image.pixels.size()) == image.width * image.height * image.channels,
-            "write_png '{}': {} bytes for a {}x{}x{} image", path, image.pixels.size(), image.width, image.height,
+            "encode_png: {} bytes for a {}x{}x{} image", image.pixels.size(), image.width, image.height,
             image.channels);
-  FilePtr file = open_file(path, "wb");
   PngErrorMessage error;
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &error, on_png_error, on_png_warning);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
-  SG2_CHECK(png && info, "libpng could not allocate a writer for '{}'", path);
+  SG2_CHECK(png && info, "libpng could not allocate a writer");
   std::vector<png_bytep> rows(static_cast<size_t>(image.height));
+  std::vector<uint8_t> out;
   if (setjmp(png_jmpbuf(png))) {
     png_destroy_write_struct(&png, &info);
-    SG2_FAIL("writing PNG '{}' failed: {}", path, error.text);
+    SG2_FAIL("encoding a {}x{} PNG failed: {}", image.width, image.height, error.text);
   }
-  png_init_io(png, file.get());
+  png_set_write_fn(png, &out, write_to_memory, flush_nothing);
+  png_set_compression_level(png, compression_level);
   png_set_IHDR(png, info, static_cast<png_uint_32>(image.width), static_cast<png_uint_32>(image.height), 8, color_type,
                PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   for (int64_t y = 0; y < image.height; ++y) {
@@ -65,24 +88,23 @@ void write_png(const std::string& path, const Image& image) {
   png_set_rows(png, info, rows.data());
   png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
   png_destroy_write_struct(&png, &info);
+  return out;
 }
 
-Image read_png(const std::string& path) {
-  FilePtr file = open_file(path, "rb");
-  uint8_t signature[8] = {0};
-  SG2_CHECK(std::fread(signature, 1, 8, file.get()) == 8 && png_sig_cmp(signature, 0, 8) == 0, "'{}' is not a PNG file",
-            path);
+Image decode_png(const uint8_t* data, size_t size, const std::string& name) {
+  SG2_CHECK(size >= 8 && png_sig_cmp(data, 0, 8) == 0, "'{}' is not a PNG file", name);
   PngErrorMessage error;
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &error, on_png_error, on_png_warning);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
-  SG2_CHECK(png && info, "libpng could not allocate a reader for '{}'", path);
+  SG2_CHECK(png && info, "libpng could not allocate a reader for '{}'", name);
+  png_set_user_limits(png, kMaxDecodedSide, kMaxDecodedSide);
   Image image;
+  PngSource source{data, size, 0};
   if (setjmp(png_jmpbuf(png))) {
     png_destroy_read_struct(&png, &info, nullptr);
-    SG2_FAIL("reading PNG '{}' failed: {}", path, error.text);
+    SG2_FAIL("reading PNG '{}' failed: {}", name, error.text);
   }
-  png_init_io(png, file.get());
-  png_set_sig_bytes(png, 8);
+  png_set_read_fn(png, &source, read_from_memory);
   // Normalise to 8-bit gray / RGB / RGBA; gray+alpha loses its alpha.
   png_read_png(png, info, PNG_TRANSFORM_STRIP_16 | PNG_TRANSFORM_PACKING | PNG_TRANSFORM_EXPAND, nullptr);
   image.width = png_get_image_width(png, info);
@@ -100,6 +122,34 @@ Image read_png(const std::string& path) {
   }
   png_destroy_read_struct(&png, &info, nullptr);
   return image;
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  FilePtr file = open_file(path, "rb");
+  std::vector<uint8_t> bytes;
+  uint8_t chunk[1 << 16];
+  size_t got = 0;
+  while ((got = std::fread(chunk, 1, sizeof chunk, file.get())) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
+  SG2_CHECK(!std::ferror(file.get()), "reading '{}' failed", path);
+  return bytes;
+}
+
+void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  FilePtr file = open_file(path, "wb");
+  SG2_CHECK(std::fwrite(bytes.data(), 1, bytes.size(), file.get()) == bytes.size(), "writing '{}' failed", path);
+}
+
+void write_png(const std::string& path, const Image& image) { write_file_bytes(path, encode_png(image)); }
+
+Image read_png(const std::string& path) {
+  const std::vector<uint8_t> bytes = read_file_bytes(path);
+  return decode_png(bytes.data(), bytes.size(), path);
+}
+
+Image decode_image(const uint8_t* data, size_t size, const std::string& name) {
+  if (size >= 8 && png_sig_cmp(data, 0, 8) == 0) return decode_png(data, size, name);
+  if (size >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff) return decode_jpeg(data, size, name);
+  SG2_FAIL("'{}' is neither a PNG nor a JPEG image", name);
 }
 
 at::Tensor to_uint8(const at::Tensor& images, double lo, double hi) {

@@ -23,13 +23,17 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(run.grid_w, "Sample grid columns (0: as the reference, 7680 / resolution clipped to 7-32)");
   SG2_FIELD(run.grid_h, "Sample grid rows (0: as the reference, 4320 / resolution clipped to 4-32)");
 
-  SG2_FIELD(data.path, "Dataset directory (Fashion-MNIST IDX files), or 'synthetic' for generated test images");
+  SG2_FIELD(data.path,
+            "Dataset: a directory of <name>-rNN.tfrecords, a stylegan2-ada ZIP or image folder, the Fashion-MNIST IDX "
+            "directory, or 'synthetic'");
   SG2_FIELD(data.split, "Dataset split (Fashion-MNIST: train, test, all)");
   SG2_FIELD(data.use_labels, "Train a conditional model on the dataset's class labels");
   SG2_FIELD(data.mirror, "Random horizontal flips of the real images");
   SG2_FIELD(data.max_images, "Use only the first N images (0: all)");
   SG2_FIELD(data.resolution, "Expected image resolution (0: the dataset's; required for synthetic)");
   SG2_FIELD(data.channels, "Expected image channels (0: the dataset's; synthetic: 3)");
+  SG2_FIELD(data.workers, "Loader threads decoding batches ahead of training (0: load in the training thread)");
+  SG2_FIELD(data.prefetch, "Batches decoded ahead of training (the bound of the loader's queue)");
 
   SG2_FIELD(G.z_dim, "Input latent (Z) dimensionality");
   SG2_FIELD(G.w_dim, "Intermediate latent (W) dimensionality");
@@ -103,6 +107,8 @@ int64_t rounds_per_step(const TrainConfig& c, int world_size) {
 void validate(const TrainConfig& c, int world_size) {
   const int64_t batch = c.train.batch;
   SG2_CHECK(batch >= 1, "train.batch = {}: must be >= 1", batch);
+  SG2_CHECK(c.data.workers >= 0 && c.data.workers <= 64, "data.workers = {}: must be 0-64", c.data.workers);
+  SG2_CHECK(c.data.prefetch >= 1, "data.prefetch = {}: must be >= 1", c.data.prefetch);
   SG2_CHECK(batch % world_size == 0, "train.batch = {} is not divisible by the world size {}; batches that work: {}",
             batch, world_size, "multiples of " + std::to_string(world_size));
   const int64_t per_round = batch_per_round(c, world_size);

@@ -61,8 +61,10 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
       dataset_(std::move(dataset)),
       device_(device),
       place_(place),
-      loader_(dataset_, data::LoaderOptions{config.train.batch, place.rank, place.world_size,
-                                            static_cast<uint64_t>(config.train.seed), config.data.mirror}),
+      loader_(std::make_shared<data::BatchLoader>(
+                  dataset_, data::LoaderOptions{config.train.batch, place.rank, place.world_size,
+                                                static_cast<uint64_t>(config.train.seed), config.data.mirror}),
+              data::PrefetchOptions{config.data.workers, config.data.prefetch}),
       generator_(make_generator(device, static_cast<uint64_t>(config.train.seed * place.world_size + place.rank))) {
   validate(config_, place.world_size);
   // Networks are initialised from the run seed on the CPU (identical on every rank), then moved.
@@ -112,7 +114,8 @@ StepInputs Trainer::prepare_inputs() {
   const auto float_options = at::TensorOptions().device(device_).dtype(at::kFloat);
   const auto long_options = at::TensorOptions().device(device_).dtype(at::kLong);
 
-  data::Batch batch = loader_.load(progress_.batch_idx);
+  data::Batch batch = loader_.get(progress_.batch_idx);
+  stats_.report_scalar("Timing/data_wait_sec", loader_.last_wait_seconds());  // time training waited for data
   StepInputs in;
   at::Tensor real = batch.images.to(device_).to(at::kFloat) / 127.5 - 1;  // uint8 over the bus, float here
   in.real_img = real.split(per_round);

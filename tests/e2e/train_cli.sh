@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# End to end through the real command lines, as a user runs them: train a tiny model on the real
-# Fashion-MNIST files, stop, resume with --resume latest, render seeds, and check the errors a user
-# gets for bad input. Usage: train_cli.sh BIN_DIR SOURCE_DIR
+# End to end through the real command lines, as a user runs them: make TFRecords of the real
+# Fashion-MNIST files with stylegan2_dataset, train a tiny model on them, stop, resume with
+# --resume latest, render seeds, and check the errors a user gets for bad input. Usage: train_cli.sh BIN_DIR SOURCE_DIR
 set -euo pipefail
 bin=$1
 src=$2
@@ -9,7 +9,24 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-tiny=(--config "$src/configs/fashion32.yaml" --outdir "$work/runs" --data.max_images 512
+# The dataset tool: TFRecords (all levels) from Debian's Fashion-MNIST files, checked, exported, zipped.
+"$bin/stylegan2_dataset" create --source /usr/share/datasets/fashion-mnist --dest "$work/fashion-mnist" \
+    --max-images 600 > "$work/create.log"
+for level in 02 03 04 05; do
+  [ -s "$work/fashion-mnist/fashion-mnist-r$level.tfrecords" ] || fail "create wrote no r$level level"
+done
+[ -s "$work/fashion-mnist/fashion-mnist-rxx.labels" ] || fail "create wrote no labels"
+"$bin/stylegan2_dataset" info "$work/fashion-mnist" > "$work/info.log" || { cat "$work/info.log"; fail "info failed"; }
+grep -q "600 images, 32x32, 1 channel, labels of 10 values" "$work/info.log" || fail "info: wrong summary"
+grep -q "r02     4x4     600 records, all CRCs and Examples valid" "$work/info.log" || fail "info: r02 not verified"
+"$bin/stylegan2_dataset" export "$work/fashion-mnist" --outdir "$work/png" --level 8 --max-images 3 > /dev/null
+[ -s "$work/png/img00000002.png" ] || fail "export wrote no PNGs"
+"$bin/stylegan2_dataset" convert "$work/fashion-mnist" "$work/fashion.zip" > /dev/null
+"$bin/stylegan2_dataset" info "$work/fashion.zip" | grep -q "600 images, 32x32, 1 channel, labels of 10 values" ||
+  fail "the converted ZIP does not read back"
+"$bin/stylegan2_dataset" bench "$work/fashion-mnist" --workers 2 --batches 20 | grep -q "img/s" || fail "bench printed no rate"
+
+tiny=(--config "$src/configs/fashion32.yaml" --outdir "$work/runs" --data "$work/fashion-mnist" --data.max_images 512
       --G.channel_base 256 --G.channel_max 32 --D.channel_base 256 --D.channel_max 32
       --G.z_dim 32 --G.w_dim 32 --batch 8 --train.kimg_per_tick 0.016
       --run.grid_w 4 --run.grid_h 2 --run.network_snapshot_ticks 2 --run.threads 2)
@@ -46,4 +63,15 @@ printf 'G:\n  z_dim: [1, 2\n' > "$work/bad.yaml"
 expect_error "bad.yaml:" "$bin/stylegan2_train" --config "$work/bad.yaml"
 expect_error "is not a readable snapshot" "$bin/stylegan2_generate" --network "$work/bad.yaml"
 "$bin/stylegan2_train" "${tiny[@]}" --dry-run | grep -q "z_dim: 32" || fail "--dry-run did not print the config"
+
+# Damaged data: info names the file, record and offset and exits non-zero; so does training.
+cp -r "$work/fashion-mnist" "$work/damaged"
+rm -f "$work/damaged"/*.sg2index
+printf '\xff' | dd of="$work/damaged/fashion-mnist-r05.tfrecords" bs=1 seek=5000 conv=notrunc status=none
+expect_error "fashion-mnist-r05.tfrecords': record 4 at byte offset 4316: payload CRC mismatch" \
+  "$bin/stylegan2_dataset" info "$work/damaged"
+expect_error "payload CRC mismatch" "$bin/stylegan2_train" "${tiny[@]}" --data "$work/damaged" --kimg 0.5
+rm "$work/damaged/fashion-mnist-r03.tfrecords"
+expect_error "level r03 is missing" "$bin/stylegan2_dataset" info "$work/damaged"
+expect_error "data.resolution = 64 but the dataset" "$bin/stylegan2_train" "${tiny[@]}" --data.resolution 64
 echo "e2e: all checks passed"

@@ -19,6 +19,8 @@ class NumpyRandomState {
   double random_double();             // genrand_res53: uniform in [0, 1) with 53 random bits
   double standard_normal();           // legacy_gauss
   std::vector<double> randn(int64_t count);
+  uint64_t random_interval(uint64_t max);  // uniform in [0, max] by masked rejection, as numpy draws it
+  void shuffle(std::vector<int64_t>& values);  // RandomState.shuffle of a 1-D array
 
  private:
   std::mt19937 engine_;               // the same MT19937 and seeding as numpy's legacy RandomState

@@ -1,6 +1,6 @@
 #pragma once
-// The dataset interface every source implements (Fashion-MNIST IDX here; TFRecord directories and
-// stylegan2-ada ZIP/folder datasets plug in the same way). Images are uint8 [C, H, W]; labels are
+// The dataset interface every source implements (TFRecord directories, stylegan2-ada ZIP/folder
+// datasets, Fashion-MNIST IDX files, synthetic images). Images are uint8 [C, H, W]; labels are
 // float [label_dim] (0 when the dataset is used unconditionally). Reads must be thread-safe.
 
 #include <cstdint>

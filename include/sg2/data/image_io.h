@@ -1,5 +1,5 @@
 #pragma once
-// PNG files through libpng, and image grids as the reference's save_image_grid writes them.
+// PNG (libpng) and JPEG (libjpeg-turbo) images, and image grids as the reference's save_image_grid writes them.
 
 #include <ATen/ATen.h>
 
@@ -14,8 +14,19 @@ struct Image {
   std::vector<uint8_t> pixels;                  // [height, width, channels]
 };
 
+constexpr uint32_t kMaxDecodedSide = 1 << 15;  // larger images are refused before decoding
+
 void write_png(const std::string& path, const Image& image);
 Image read_png(const std::string& path);  // 8-bit gray, gray+alpha (alpha dropped), RGB or RGBA
+
+// In memory; `name` is used in error messages.
+std::vector<uint8_t> encode_png(const Image& image, int compression_level = 6);
+Image decode_png(const uint8_t* data, size_t size, const std::string& name);
+Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name);  // gray or RGB
+Image decode_image(const uint8_t* data, size_t size, const std::string& name);  // PNG or JPEG by signature
+
+std::vector<uint8_t> read_file_bytes(const std::string& path);
+void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
 
 // float images [N, C, H, W] with values in [lo, hi] -> uint8 [N, C, H, W] (rounded, clipped).
 at::Tensor to_uint8(const at::Tensor& images, double lo, double hi);

@@ -30,6 +30,8 @@ struct TrainConfig {
     int64_t max_images = 0;
     int64_t resolution = 0;              // expected resolution; 0: the dataset's
     int64_t channels = 0;                // expected channels; 0: the dataset's
+    int workers = 2;                     // loader threads decoding batches ahead (0: in the training thread)
+    int prefetch = 4;                    // batches decoded ahead
   } data;
   struct Generator {
     int64_t z_dim = 512;

@@ -3,7 +3,7 @@
 // and G_ema, one Adam per network, the phases Gmain/Greg/Dmain/Dreg as data, the loss, the batch
 // loader and the step randomness. The tick loop, logs and files live in training_loop.h.
 
-#include "sg2/data/loader.h"
+#include "sg2/data/prefetch_loader.h"
 #include "sg2/nn/networks.h"
 #include "sg2/train/config.h"
 #include "sg2/train/loss.h"
@@ -82,7 +82,7 @@ class Trainer {
   std::unique_ptr<Adam> G_opt_, D_opt_;
   std::unique_ptr<StyleGAN2Loss> loss_;
   std::vector<TrainingPhase> phases_;
-  data::BatchLoader loader_;
+  data::PrefetchLoader loader_;
   at::Tensor label_table_;  // [N, c_dim] on the device, for drawing generator labels
   at::Generator generator_;
   StatsCollector stats_;

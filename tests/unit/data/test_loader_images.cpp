@@ -13,9 +13,9 @@ namespace sg2::data {
 namespace {
 
 TEST(ShardedSampler, EveryRecordOncePerEpochDisjointRanksSameOrderForAnyWorld) {
-  const int64_t dataset = 60, batch = 12;  // 5 global batches per epoch
-  std::vector<int64_t> reference;          // world size 1
-  for (int world : {1, 2, 3, 4, 6}) {
+  const int64_t dataset = 300, batch = 60;  // 5 global batches per epoch; 60 = 1 * 2 * 3 * 4 * 5 / 2
+  std::vector<int64_t> reference;           // world size 1
+  for (int world : {1, 2, 3, 4, 5, 6}) {
     std::vector<int64_t> sequence;
     for (int64_t k = 0; k < 5; ++k) {
       std::set<int64_t> seen_in_batch;

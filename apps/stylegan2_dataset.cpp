@@ -1,0 +1,86 @@
+// stylegan2_dataset: makes, checks, exports, converts and benchmarks datasets.
+//   stylegan2_dataset create --source /usr/share/datasets/fashion-mnist --dest data/fashion-mnist
+//   stylegan2_dataset create --source photos/ --dest data/faces --resolution 256 --filter lanczos
+//   stylegan2_dataset info data/fashion-mnist
+//   stylegan2_dataset export data/fashion-mnist --outdir pngs --max-images 100
+//   stylegan2_dataset convert data/fashion-mnist fashion.zip
+//   stylegan2_dataset bench data/fashion-mnist --workers 2
+#include "sg2/data/dataset_tool.h"
+#include "sg2/train/command_line.h"
+
+namespace {
+
+void add_source_options(CLI::App& command, sg2::data::SourceOptions& source) {
+  command.add_option("--max-images", source.max_images, "Use only the first N images (0: all)")->capture_default_str();
+  command.add_option("--split", source.split, "Fashion-MNIST source: train, test or all")->capture_default_str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"StyleGAN2 datasets: TFRecord directories (the original's) and stylegan2-ada ZIPs."};
+  app.require_subcommand(1);
+  std::string filter = "lanczos";
+
+  sg2::data::CreateOptions create;
+  CLI::App* create_cmd = app.add_subcommand("create", "Make a dataset from images, Fashion-MNIST IDX files or a ZIP");
+  create_cmd->add_option("--source", create.source.path, "Folder of PNG/JPEG images, stylegan2-ada ZIP, TFRecord "
+                         "directory or Fashion-MNIST IDX directory")->required();
+  create_cmd->add_option("--dest", create.dest, "Output: a directory (TFRecords, all levels) or a .zip path")->required();
+  create_cmd->add_option("--resolution", create.source.transform.resolution,
+                         "Center-crop and resize images to RxR (0: keep; images must then be square powers of two)");
+  create_cmd->add_option("--channels", create.source.transform.channels, "Convert to 1 (gray) or 3 (RGB) channels");
+  create_cmd->add_option("--filter", filter, "Resize filter: box or lanczos")->capture_default_str();
+  create_cmd->add_flag("!--no-shuffle", create.shuffle, "Keep the source order (default: the original's seeded shuffle)");
+  create_cmd->add_flag("!--no-labels", create.labels, "Do not write the source's labels");
+  create_cmd->add_option("--workers", create.workers, "Threads decoding and encoding")->capture_default_str();
+  add_source_options(*create_cmd, create.source);
+
+  std::string convert_source, convert_dest;
+  CLI::App* convert_cmd = app.add_subcommand("convert", "Convert between a TFRecord directory and a ZIP, order kept");
+  convert_cmd->add_option("source", convert_source, "TFRecord directory or ZIP/folder")->required();
+  convert_cmd->add_option("dest", convert_dest, "Directory (TFRecords) or .zip path")->required();
+
+  std::string info_path;
+  bool skip_verify = false;
+  CLI::App* info_cmd = app.add_subcommand("info", "Print count, shape, labels and levels; check every record");
+  info_cmd->add_option("path", info_path, "Dataset")->required();
+  info_cmd->add_flag("--no-verify", skip_verify, "Skip reading every record of every level");
+
+  sg2::data::SourceOptions export_source;
+  std::string outdir;
+  CLI::App* export_cmd = app.add_subcommand("export", "Write the images of a dataset as PNG files");
+  export_cmd->add_option("path", export_source.path, "Dataset")->required();
+  export_cmd->add_option("--outdir", outdir, "Output directory")->required();
+  export_cmd->add_option("--level", export_source.level, "TFRecords: resolution of the level (0: full)");
+  add_source_options(*export_cmd, export_source);
+
+  sg2::data::LoaderBenchOptions bench;
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Time the training loader: read + verify + decode + batch");
+  bench_cmd->add_option("path", bench.path, "Dataset")->required();
+  bench_cmd->add_option("--workers", bench.workers, "Loader threads")->capture_default_str();
+  bench_cmd->add_option("--batch", bench.batch, "Images per batch")->capture_default_str();
+  bench_cmd->add_option("--batches", bench.batches, "Batches timed")->capture_default_str();
+  bench_cmd->add_option("--prefetch", bench.prefetch, "Batches decoded ahead")->capture_default_str();
+
+  CLI11_PARSE(app, argc, argv);
+  return sg2::train::run_reporting_errors("stylegan2_dataset", [&] {
+    if (*create_cmd) {
+      create.source.transform.filter = sg2::data::parse_resize_filter(filter);
+      sg2::data::create_dataset(create);
+    } else if (*convert_cmd) {
+      sg2::data::CreateOptions convert;
+      convert.source.path = convert_source;
+      convert.dest = convert_dest;
+      convert.shuffle = false;
+      sg2::data::create_dataset(convert);
+    } else if (*info_cmd) {
+      return sg2::data::print_dataset_info(info_path, !skip_verify) ? 0 : 1;
+    } else if (*export_cmd) {
+      sg2::data::export_pngs(export_source, outdir);
+    } else if (*bench_cmd) {
+      sg2::data::bench_loader(bench);
+    }
+    return 0;
+  });
+}

@@ -1,0 +1,68 @@
+#pragma once
+// ZIP archives as stylegan2-ada-pytorch stores datasets (DESIGN.md section 5): read with stored or
+// deflated entries and ZIP64 (FFHQ-sized archives), written uncompressed (as its dataset_tool does)
+// with ZIP64 records where sizes or counts need them. Reads are thread-safe (pread); every entry's
+// CRC-32 is checked. Sizes in the central directory are checked against the file before anything is
+// allocated.
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace sg2::data {
+
+struct ZipEntry {
+  std::string name;
+  uint64_t header_offset = 0;  // of the local file header
+  uint64_t compressed_size = 0;
+  uint64_t size = 0;
+  uint32_t crc32 = 0;
+  uint16_t method = 0;  // 0 stored, 8 deflated
+};
+
+class ZipReader {
+ public:
+  explicit ZipReader(const std::string& path);
+  ~ZipReader();
+  ZipReader(const ZipReader&) = delete;
+  ZipReader& operator=(const ZipReader&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::vector<ZipEntry>& entries() const { return entries_; }
+  const ZipEntry* find(const std::string& name) const;  // nullptr when absent
+  std::vector<uint8_t> read(const ZipEntry& entry) const;
+
+  static bool looks_like(const std::string& path);  // a regular file starting with a ZIP signature
+
+ private:
+  void read_central_directory();
+  void pread_exact(void* out, uint64_t size, uint64_t offset, const std::string& what) const;
+
+  std::string path_;
+  int fd_ = -1;
+  uint64_t file_size_ = 0;
+  std::vector<ZipEntry> entries_;
+};
+
+// Writes an uncompressed archive to a temporary name, renamed by close().
+class ZipWriter {
+ public:
+  explicit ZipWriter(const std::string& path);
+  ~ZipWriter();
+  ZipWriter(const ZipWriter&) = delete;
+  ZipWriter& operator=(const ZipWriter&) = delete;
+
+  void add(const std::string& name, const void* data, uint64_t size);
+  void close();
+
+ private:
+  void put(const void* data, uint64_t size);
+
+  std::string path_, temp_path_;
+  std::FILE* file_ = nullptr;
+  uint64_t offset_ = 0;
+  std::vector<ZipEntry> entries_;
+};
+
+}  // namespace sg2::data

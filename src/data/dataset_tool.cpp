@@ -1,0 +1,170 @@
+#include "sg2/data/dataset_tool.h"
+
+#include "sg2/core/error.h"
+#include "sg2/data/dataset_writer.h"
+#include "sg2/data/example.h"
+#include "sg2/data/fashion_mnist.h"
+#include "sg2/data/image_archive_dataset.h"
+#include "sg2/data/prefetch_loader.h"
+#include "sg2/data/tfrecord_dataset.h"
+
+#include <chrono>
+#include <filesystem>
+
+namespace sg2::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_zip_path(const std::string& path) { return fs::path(path).extension() == ".zip"; }
+
+// One line per tenth of the work.
+void print_progress(int64_t done, int64_t total) {
+  static int64_t last_tenth = -1;
+  const int64_t tenth = done * 10 / std::max<int64_t>(total, 1);
+  if (tenth == last_tenth) return;
+  last_tenth = tenth;
+  fmt::print("{} / {} images\n", done, total);
+  std::fflush(stdout);
+}
+
+// Reads and checks every record of one TFRecord file; returns the record count.
+int64_t verify_level(const std::string& path, int level) {
+  TFRecordFile file(path);
+  const std::vector<RecordSpan> spans = file.scan();
+  std::vector<uint8_t> payload;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    file.read(int64_t(i), spans[i], payload);
+    const std::string where = fmt::format("'{}': record {} at byte offset {}", path, i, spans[i].offset);
+    const ImageRecord image = decode_image_example(payload.data(), payload.size(), where);
+    SG2_CHECK(image.height == (int64_t(1) << level) && image.width == image.height,
+              "{}: a level-{} record should be {}x{}, it is {}x{}", where, level, 1 << level, 1 << level, image.width,
+              image.height);
+  }
+  return int64_t(spans.size());
+}
+
+bool verify_tfrecord_levels(const TFRecordLayout& layout) {
+  bool ok = true;
+  int64_t expected = -1;
+  for (const auto& [level, path] : layout.levels) {
+    try {
+      const int64_t count = verify_level(path, level);
+      fmt::print("  r{:02d} {:>5}x{:<5} {} records, all CRCs and Examples valid\n", level, 1 << level, 1 << level, count);
+      if (expected >= 0 && count != expected) {
+        fmt::print("  ERROR: '{}' has {} records, the other levels {}\n", path, count, expected);
+        ok = false;
+      }
+      expected = count;
+    } catch (const Error& e) {
+      fmt::print("  ERROR: {}\n", e.what());
+      ok = false;
+    }
+  }
+  for (int level : layout.missing_levels()) {
+    fmt::print("  ERROR: level r{:02d} is missing ({}-r{:02d}.tfrecords)\n", level, layout.name, level);
+    ok = false;
+  }
+  return ok;
+}
+
+}  // namespace
+
+std::shared_ptr<Dataset> open_source(const SourceOptions& options) {
+  const std::string& path = options.path;
+  SG2_CHECK(fs::exists(path), "source '{}' does not exist", path);
+  std::shared_ptr<Dataset> dataset;
+  if (TFRecordDataset::looks_like(path)) {
+    auto tfrecords = std::make_shared<TFRecordDataset>(path, false, options.max_images, options.level);
+    const bool labelled = tfrecords->available_label_dim() > 0;
+    dataset = labelled ? std::make_shared<TFRecordDataset>(path, true, options.max_images, options.level) : tfrecords;
+  } else if (FashionMnistDataset::looks_like(path)) {
+    dataset = std::make_shared<FashionMnistDataset>(path, options.split, true, options.max_images);
+  } else if (ImageFiles::looks_like(path)) {
+    auto images = std::make_shared<ImageArchiveDataset>(path, false, options.max_images, options.transform);
+    const bool labelled = images->available_label_dim() > 0;
+    dataset = labelled ? std::make_shared<ImageArchiveDataset>(path, true, options.max_images, options.transform) : images;
+  }
+  SG2_CHECK(dataset != nullptr,
+            "'{}': not a dataset (expected a TFRecord directory, a ZIP or folder of PNG/JPEG images, or the "
+            "Fashion-MNIST IDX files)",
+            path);
+  return dataset;
+}
+
+void create_dataset(const CreateOptions& options) {
+  const std::shared_ptr<Dataset> source = open_source(options.source);
+  const ImageShape s = source->shape();
+  fmt::print("Source: {} ({} images, {}x{}, {} channels, {} labels)\n", options.source.path, source->size(), s.width,
+             s.height, s.channels, source->label_dim());
+  WriteOptions write;
+  write.shuffle = options.shuffle;
+  write.labels = options.labels;
+  write.workers = options.workers;
+  write.progress = print_progress;
+  if (is_zip_path(options.dest)) {
+    write_zip_dataset(*source, options.dest, write);
+  } else {
+    SG2_CHECK(!fs::exists(options.dest) || fs::is_empty(options.dest),
+              "destination '{}' exists and is not empty; choose a new directory", options.dest);
+    write_tfrecord_dataset(*source, options.dest, write);
+  }
+  fmt::print("Wrote {}\n", options.dest);
+}
+
+bool print_dataset_info(const std::string& path, bool verify) {
+  SourceOptions source;
+  source.path = path;
+  const std::shared_ptr<Dataset> dataset = open_source(source);
+  const ImageShape s = dataset->shape();
+  fmt::print("{}: {} images, {}x{}, {} channel{}, {}\n", path, dataset->size(), s.width, s.height, s.channels,
+             s.channels == 1 ? "" : "s",
+             dataset->label_dim() > 0 ? fmt::format("labels of {} values", dataset->label_dim()) : "no labels");
+  if (!TFRecordDataset::looks_like(path)) return true;
+  const TFRecordLayout layout = find_tfrecord_layout(path);
+  fmt::print("TFRecord levels of '{}'{}:\n", layout.name, layout.labels.empty() ? "" : " (labels: " + layout.labels + ")");
+  if (!verify) {
+    for (const auto& [level, file] : layout.levels) fmt::print("  r{:02d} {}\n", level, file);
+    return layout.missing_levels().empty();
+  }
+  return verify_tfrecord_levels(layout);
+}
+
+void export_pngs(const SourceOptions& options, const std::string& outdir) {
+  const std::shared_ptr<Dataset> dataset = open_source(options);
+  const ImageShape s = dataset->shape();
+  fs::create_directories(outdir);
+  std::vector<uint8_t> chw(size_t(s.bytes()));
+  for (int64_t i = 0; i < dataset->size(); ++i) {
+    dataset->read_image(i, chw.data());
+    Image image{s.width, s.height, s.channels, std::vector<uint8_t>(chw.size())};
+    const int64_t plane = s.height * s.width;
+    for (int64_t p = 0; p < plane; ++p) {
+      for (int64_t c = 0; c < s.channels; ++c) image.pixels[size_t(p * s.channels + c)] = chw[size_t(c * plane + p)];
+    }
+    write_png((fs::path(outdir) / fmt::format("img{:08d}.png", i)).string(), image);
+  }
+  fmt::print("Exported {} images to {}\n", dataset->size(), outdir);
+}
+
+void bench_loader(const LoaderBenchOptions& options) {
+  DatasetOptions open;
+  open.path = options.path;
+  const std::shared_ptr<Dataset> dataset = open_dataset(open);
+  const ImageShape s = dataset->shape();
+  auto loader = std::make_shared<BatchLoader>(dataset, LoaderOptions{options.batch, 0, 1, 0, options.mirror});
+  PrefetchLoader prefetch(loader, PrefetchOptions{options.workers, options.prefetch});
+  prefetch.get(0);  // start-up (threads, index) is not timed
+  const auto start = std::chrono::steady_clock::now();
+  int64_t checksum = 0;
+  for (int64_t k = 1; k <= options.batches; ++k) checksum += prefetch.get(k).images[0][0][0][0].item<int64_t>();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double images = double(options.batches * options.batch);
+  fmt::print("{}: {}x{}x{}, batch {}, {} workers, {} batches in {:.3f} s: {:.0f} img/s, {:.1f} MB/s of pixels "
+             "(read + verify + decode + batch{}; checksum {})\n",
+             options.path, s.channels, s.height, s.width, options.batch, options.workers, options.batches, seconds,
+             images / seconds, images * double(s.bytes()) / seconds / 1e6, options.mirror ? " + mirror" : "", checksum);
+}
+
+}  // namespace sg2::data

@@ -1,0 +1,327 @@
+#include "sg2/data/zip_archive.h"
+
+#include "sg2/core/error.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace sg2::data {
+
+namespace {
+
+constexpr uint32_t kLocalHeaderSignature = 0x04034b50;
+constexpr uint32_t kCentralHeaderSignature = 0x02014b50;
+constexpr uint32_t kEndSignature = 0x06054b50;
+constexpr uint32_t kZip64EndSignature = 0x06064b50;
+constexpr uint32_t kZip64LocatorSignature = 0x07064b50;
+constexpr uint64_t kLocalHeaderBytes = 30, kCentralHeaderBytes = 46, kEndBytes = 22;
+constexpr uint64_t kZip64EndBytes = 56, kZip64LocatorBytes = 20;
+constexpr uint64_t kMaxEntryBytes = uint64_t(1) << 32;
+constexpr uint32_t kOverflow32 = 0xffffffffu;
+constexpr uint16_t kOverflow16 = 0xffffu;
+
+// Little-endian fields of a byte buffer, every access bounds-checked.
+class FieldReader {
+ public:
+  FieldReader(const uint8_t* data, uint64_t size, const std::string& what) : data_(data), size_(size), what_(what) {}
+  uint64_t get(uint64_t offset, int bytes) const {
+    SG2_CHECK(offset + uint64_t(bytes) <= size_, "{}: truncated (field at byte {} beyond {} bytes)", what_, offset, size_);
+    uint64_t value = 0;
+    for (int i = bytes - 1; i >= 0; --i) value = (value << 8) | data_[offset + uint64_t(i)];
+    return value;
+  }
+  std::string text(uint64_t offset, uint64_t length) const {
+    SG2_CHECK(offset + length <= size_, "{}: truncated name", what_);
+    return std::string(reinterpret_cast<const char*>(data_ + offset), length);
+  }
+
+ private:
+  const uint8_t* data_;
+  uint64_t size_;
+  const std::string& what_;
+};
+
+void put_le(std::vector<uint8_t>& out, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(uint8_t(value >> (8 * i)));
+}
+
+// The ZIP64 extra field's values replace the 32-bit fields that hold 0xffffffff, in this order.
+void apply_zip64_extra(const FieldReader& fields, uint64_t start, uint64_t length, ZipEntry& entry, bool offset_overflows) {
+  for (uint64_t at = start; at + 4 <= start + length;) {
+    const uint64_t id = fields.get(at, 2), size = fields.get(at + 2, 2);
+    if (id == 0x0001) {
+      uint64_t value_at = at + 4;
+      auto take = [&](uint64_t& field) {
+        if (field == kOverflow32 && value_at + 8 <= at + 4 + size) {
+          field = fields.get(value_at, 8);
+          value_at += 8;
+        }
+      };
+      take(entry.size);
+      take(entry.compressed_size);
+      if (offset_overflows) take(entry.header_offset);
+    }
+    at += 4 + size;
+  }
+}
+
+}  // namespace
+
+ZipReader::ZipReader(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  SG2_CHECK(fd_ >= 0, "cannot open ZIP archive '{}': {}", path, std::strerror(errno));
+  const off_t end = ::lseek(fd_, 0, SEEK_END);
+  SG2_CHECK(end >= 0, "cannot determine the size of '{}'", path);
+  file_size_ = static_cast<uint64_t>(end);
+  read_central_directory();
+}
+
+ZipReader::~ZipReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool ZipReader::looks_like(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return false;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  uint8_t signature[4] = {0, 0, 0, 0};
+  const size_t got = std::fread(signature, 1, 4, f);
+  std::fclose(f);
+  return got == 4 && signature[0] == 'P' && signature[1] == 'K' && (signature[2] == 3 || signature[2] == 5);
+}
+
+void ZipReader::pread_exact(void* out, uint64_t size, uint64_t offset, const std::string& what) const {
+  SG2_CHECK(offset <= file_size_ && size <= file_size_ - offset, "'{}': {} at byte {} ({} bytes) lies beyond the end of the file ({} bytes)",
+            path_, what, offset, size, file_size_);
+  auto* p = static_cast<uint8_t*>(out);
+  while (size > 0) {
+    const ssize_t got = ::pread(fd_, p, size, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    SG2_CHECK(got > 0, "'{}': reading {} at byte {} failed", path_, what, offset);
+    p += got;
+    offset += uint64_t(got);
+    size -= uint64_t(got);
+  }
+}
+
+void ZipReader::read_central_directory() {
+  // The end record sits in the last 22 + 65535 (comment) bytes.
+  const uint64_t tail_size = std::min<uint64_t>(file_size_, kEndBytes + 0xffff);
+  std::vector<uint8_t> tail(tail_size);
+  pread_exact(tail.data(), tail_size, file_size_ - tail_size, "the end of the archive");
+  const std::string what = fmt::format("'{}'", path_);
+  const FieldReader tail_fields(tail.data(), tail_size, what);
+  int64_t end_at = -1;
+  for (int64_t at = int64_t(tail_size) - int64_t(kEndBytes); at >= 0 && end_at < 0; --at) {
+    if (tail_fields.get(uint64_t(at), 4) == kEndSignature) end_at = at;
+  }
+  SG2_CHECK(end_at >= 0, "'{}' is not a ZIP archive (no end-of-central-directory record)", path_);
+  uint64_t count = tail_fields.get(uint64_t(end_at) + 10, 2);
+  uint64_t directory_size = tail_fields.get(uint64_t(end_at) + 12, 4);
+  uint64_t directory_offset = tail_fields.get(uint64_t(end_at) + 16, 4);
+  if (count == kOverflow16 || directory_size == kOverflow32 || directory_offset == kOverflow32) {
+    const uint64_t end_offset = file_size_ - tail_size + uint64_t(end_at);
+    SG2_CHECK(end_offset >= kZip64LocatorBytes, "'{}': ZIP64 locator missing", path_);
+    uint8_t locator[kZip64LocatorBytes], record[kZip64EndBytes];
+    pread_exact(locator, kZip64LocatorBytes, end_offset - kZip64LocatorBytes, "the ZIP64 locator");
+    const FieldReader locator_fields(locator, kZip64LocatorBytes, what);
+    SG2_CHECK(locator_fields.get(0, 4) == kZip64LocatorSignature, "'{}': ZIP64 locator missing", path_);
+    pread_exact(record, kZip64EndBytes, locator_fields.get(8, 8), "the ZIP64 end record");
+    const FieldReader record_fields(record, kZip64EndBytes, what);
+    SG2_CHECK(record_fields.get(0, 4) == kZip64EndSignature, "'{}': bad ZIP64 end record", path_);
+    count = record_fields.get(32, 8);
+    directory_size = record_fields.get(40, 8);
+    directory_offset = record_fields.get(48, 8);
+  }
+  SG2_CHECK(directory_offset <= file_size_ && directory_size <= file_size_ - directory_offset &&
+                count <= directory_size / kCentralHeaderBytes,
+            "'{}': the central directory ({} entries, {} bytes at {}) does not fit the file of {} bytes", path_, count,
+            directory_size, directory_offset, file_size_);
+  std::vector<uint8_t> directory(directory_size);
+  pread_exact(directory.data(), directory_size, directory_offset, "the central directory");
+  const FieldReader fields(directory.data(), directory_size, what + " central directory");
+  uint64_t at = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    SG2_CHECK(fields.get(at, 4) == kCentralHeaderSignature, "'{}': central directory entry {} is corrupt", path_, i);
+    ZipEntry entry;
+    entry.method = uint16_t(fields.get(at + 10, 2));
+    entry.crc32 = uint32_t(fields.get(at + 16, 4));
+    entry.compressed_size = fields.get(at + 20, 4);
+    entry.size = fields.get(at + 24, 4);
+    const uint64_t name_length = fields.get(at + 28, 2), extra_length = fields.get(at + 30, 2);
+    const uint64_t comment_length = fields.get(at + 32, 2);
+    entry.header_offset = fields.get(at + 42, 4);
+    entry.name = fields.text(at + kCentralHeaderBytes, name_length);
+    apply_zip64_extra(fields, at + kCentralHeaderBytes + name_length, extra_length, entry,
+                      entry.header_offset == kOverflow32);
+    at += kCentralHeaderBytes + name_length + extra_length + comment_length;
+    if (!entry.name.empty() && entry.name.back() != '/') entries_.push_back(std::move(entry));
+  }
+}
+
+const ZipEntry* ZipReader::find(const std::string& name) const {
+  for (const ZipEntry& entry : entries_) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+std::vector<uint8_t> ZipReader::read(const ZipEntry& entry) const {
+  const std::string what = fmt::format("'{}' entry '{}'", path_, entry.name);
+  uint8_t header[kLocalHeaderBytes];
+  pread_exact(header, kLocalHeaderBytes, entry.header_offset, "the local header of " + entry.name);
+  const FieldReader fields(header, kLocalHeaderBytes, what);
+  SG2_CHECK(fields.get(0, 4) == kLocalHeaderSignature, "{}: bad local header", what);
+  const uint64_t data_offset = entry.header_offset + kLocalHeaderBytes + fields.get(26, 2) + fields.get(28, 2);
+  SG2_CHECK(entry.method == 0 || entry.method == 8, "{}: compression method {} is not supported (stored or deflate)",
+            what, entry.method);
+  SG2_CHECK(entry.size <= kMaxEntryBytes && (entry.method == 8 || entry.compressed_size == entry.size),
+            "{}: implausible sizes ({} compressed, {} uncompressed)", what, entry.compressed_size, entry.size);
+  std::vector<uint8_t> stored(entry.compressed_size);
+  pread_exact(stored.data(), stored.size(), data_offset, "the data of " + entry.name);
+  std::vector<uint8_t> data;
+  if (entry.method == 0) {
+    data = std::move(stored);
+  } else {
+    data.resize(entry.size);
+    z_stream stream{};
+    SG2_CHECK(inflateInit2(&stream, -MAX_WBITS) == Z_OK, "{}: zlib initialisation failed", what);
+    stream.next_in = stored.data();
+    stream.avail_in = static_cast<uInt>(stored.size());
+    stream.next_out = data.data();
+    stream.avail_out = static_cast<uInt>(data.size());
+    const int status = inflate(&stream, Z_FINISH);
+    const uint64_t produced = stream.total_out;
+    inflateEnd(&stream);
+    SG2_CHECK(status == Z_STREAM_END && produced == entry.size, "{}: corrupt deflate data", what);
+  }
+  const auto crc = uint32_t(crc32_z(0L, data.data(), data.size()));
+  SG2_CHECK(crc == entry.crc32, "{}: CRC-32 mismatch (stored {:#010x}, computed {:#010x})", what, entry.crc32, crc);
+  return data;
+}
+
+// ---- writing ------------------------------------------------------------------------------------
+
+ZipWriter::ZipWriter(const std::string& path) : path_(path), temp_path_(path + ".tmp" + std::to_string(::getpid())) {
+  file_ = std::fopen(temp_path_.c_str(), "wb");
+  SG2_CHECK(file_ != nullptr, "cannot create '{}': {}", temp_path_, std::strerror(errno));
+}
+
+ZipWriter::~ZipWriter() {
+  if (file_ == nullptr) return;
+  std::fclose(file_);
+  std::remove(temp_path_.c_str());
+}
+
+void ZipWriter::put(const void* data, uint64_t size) {
+  SG2_CHECK(std::fwrite(data, 1, size, file_) == size, "writing '{}' failed: {}", temp_path_, std::strerror(errno));
+  offset_ += size;
+}
+
+void ZipWriter::add(const std::string& name, const void* data, uint64_t size) {
+  SG2_CHECK(file_ != nullptr, "'{}' is already closed", path_);
+  SG2_CHECK(name.size() < 0xffff, "ZIP entry name too long: {}", name);
+  ZipEntry entry{name, offset_, size, size, uint32_t(crc32_z(0L, static_cast<const Bytef*>(data), size)), 0};
+  const bool large = size >= kOverflow32;
+  std::vector<uint8_t> header;
+  put_le(header, kLocalHeaderSignature, 4);
+  put_le(header, large ? 45 : 20, 2);    // version needed
+  put_le(header, 0x0800, 2);             // flags: UTF-8 names
+  put_le(header, 0, 2);                  // stored
+  put_le(header, 0, 2);                  // time 00:00
+  put_le(header, 0x21, 2);               // date 1980-01-01
+  put_le(header, entry.crc32, 4);
+  put_le(header, large ? kOverflow32 : size, 4);
+  put_le(header, large ? kOverflow32 : size, 4);
+  put_le(header, name.size(), 2);
+  put_le(header, large ? 20 : 0, 2);
+  header.insert(header.end(), name.begin(), name.end());
+  if (large) {
+    put_le(header, 0x0001, 2);
+    put_le(header, 16, 2);
+    put_le(header, size, 8);
+    put_le(header, size, 8);
+  }
+  put(header.data(), header.size());
+  put(data, size);
+  entries_.push_back(std::move(entry));
+}
+
+void ZipWriter::close() {
+  if (file_ == nullptr) return;
+  const uint64_t directory_offset = offset_;
+  for (const ZipEntry& entry : entries_) {
+    std::vector<uint8_t> extra;
+    if (entry.size >= kOverflow32) {
+      put_le(extra, entry.size, 8);
+      put_le(extra, entry.compressed_size, 8);
+    }
+    if (entry.header_offset >= kOverflow32) put_le(extra, entry.header_offset, 8);
+    std::vector<uint8_t> header;
+    put_le(header, kCentralHeaderSignature, 4);
+    put_le(header, 45, 2);  // made by
+    put_le(header, extra.empty() ? 20 : 45, 2);
+    put_le(header, 0x0800, 2);
+    put_le(header, 0, 2);
+    put_le(header, 0, 2);
+    put_le(header, 0x21, 2);
+    put_le(header, entry.crc32, 4);
+    put_le(header, std::min<uint64_t>(entry.compressed_size, kOverflow32), 4);
+    put_le(header, std::min<uint64_t>(entry.size, kOverflow32), 4);
+    put_le(header, entry.name.size(), 2);
+    put_le(header, extra.empty() ? 0 : extra.size() + 4, 2);
+    put_le(header, 0, 2);  // comment
+    put_le(header, 0, 2);  // disk
+    put_le(header, 0, 2);  // internal attributes
+    put_le(header, 0, 4);  // external attributes
+    put_le(header, std::min<uint64_t>(entry.header_offset, kOverflow32), 4);
+    header.insert(header.end(), entry.name.begin(), entry.name.end());
+    if (!extra.empty()) {
+      put_le(header, 0x0001, 2);
+      put_le(header, extra.size(), 2);
+      header.insert(header.end(), extra.begin(), extra.end());
+    }
+    put(header.data(), header.size());
+  }
+  const uint64_t directory_size = offset_ - directory_offset, count = entries_.size();
+  const bool zip64 = count >= kOverflow16 || directory_offset >= kOverflow32 || directory_size >= kOverflow32;
+  std::vector<uint8_t> end;
+  if (zip64) {
+    const uint64_t record_offset = offset_;
+    put_le(end, kZip64EndSignature, 4);
+    put_le(end, kZip64EndBytes - 12, 8);
+    put_le(end, 45, 2);
+    put_le(end, 45, 2);
+    put_le(end, 0, 4);
+    put_le(end, 0, 4);
+    put_le(end, count, 8);
+    put_le(end, count, 8);
+    put_le(end, directory_size, 8);
+    put_le(end, directory_offset, 8);
+    put_le(end, kZip64LocatorSignature, 4);
+    put_le(end, 0, 4);
+    put_le(end, record_offset, 8);
+    put_le(end, 1, 4);
+  }
+  put_le(end, kEndSignature, 4);
+  put_le(end, 0, 4);  // disk numbers
+  put_le(end, std::min<uint64_t>(count, kOverflow16), 2);
+  put_le(end, std::min<uint64_t>(count, kOverflow16), 2);
+  put_le(end, std::min<uint64_t>(directory_size, kOverflow32), 4);
+  put_le(end, std::min<uint64_t>(directory_offset, kOverflow32), 4);
+  put_le(end, 0, 2);  // comment
+  put(end.data(), end.size());
+  const bool ok = std::fflush(file_) == 0 && ::fsync(fileno(file_)) == 0;
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  SG2_CHECK(ok && closed, "writing '{}' failed", temp_path_);
+  std::filesystem::rename(temp_path_, path_);
+}
+
+}  // namespace sg2::data

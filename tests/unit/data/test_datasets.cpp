@@ -1,0 +1,238 @@
+// Dataset directories and archives written and read back, sharding and the prefetching loader.
+#include "test_support.h"
+
+#include "sg2/data/dataset_writer.h"
+#include "sg2/data/image_archive_dataset.h"
+#include "sg2/data/npy.h"
+#include "sg2/data/prefetch_loader.h"
+#include "sg2/data/tfrecord_dataset.h"
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <fstream>
+#include <set>
+
+namespace sg2::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Random images [C, side, side] with one-hot labels of 4 classes, held in memory.
+class RandomImages : public Dataset {
+ public:
+  RandomImages(int64_t count, int64_t channels, int64_t side) : count_(count), shape_{channels, side, side} {
+    std::mt19937 random(123);
+    pixels_.resize(size_t(count * shape_.bytes()));
+    for (auto& p : pixels_) p = uint8_t(random());
+  }
+  std::string name() const override { return "random"; }
+  int64_t size() const override { return count_; }
+  ImageShape shape() const override { return shape_; }
+  int64_t label_dim() const override { return 4; }
+  void read_image(int64_t index, uint8_t* out) const override {
+    std::copy_n(pixels_.begin() + index * shape_.bytes(), shape_.bytes(), out);
+  }
+  void read_label(int64_t index, float* out) const override {
+    std::fill(out, out + 4, 0.0f);
+    out[index % 4] = 1.0f;
+  }
+  std::vector<uint8_t> image(int64_t index) const {
+    std::vector<uint8_t> out(size_t(shape_.bytes()));
+    read_image(index, out.data());
+    return out;
+  }
+
+ private:
+  int64_t count_;
+  ImageShape shape_;
+  std::vector<uint8_t> pixels_;
+};
+
+std::vector<uint8_t> image_of(const Dataset& dataset, int64_t index) {
+  std::vector<uint8_t> out(size_t(dataset.shape().bytes()));
+  dataset.read_image(index, out.data());
+  return out;
+}
+
+// Level k computed independently: the mean of each 2^m x 2^m block of the full image in double,
+// rounded half to even (exact here: block means of 8-bit values over <= 64 pixels are exact).
+std::vector<uint8_t> block_mean(const std::vector<uint8_t>& full, int64_t channels, int64_t side, int64_t factor) {
+  const int64_t out_side = side / factor;
+  std::vector<uint8_t> out;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t y = 0; y < out_side; ++y) {
+      for (int64_t x = 0; x < out_side; ++x) {
+        double sum = 0;
+        for (int64_t dy = 0; dy < factor; ++dy) {
+          for (int64_t dx = 0; dx < factor; ++dx) sum += full[size_t((c * side + y * factor + dy) * side + x * factor + dx)];
+        }
+        out.push_back(uint8_t(std::nearbyint(sum / double(factor * factor))));
+      }
+    }
+  }
+  return out;
+}
+
+TEST(NumpyShuffle, MatchesNumpyRandomState123) {
+  // numpy: o = np.arange(10); np.random.RandomState(123).shuffle(o)
+  EXPECT_EQ(stylegan2_shuffled_order(10), (std::vector<int64_t>{4, 0, 7, 5, 8, 3, 1, 6, 9, 2}));
+  const auto order = stylegan2_shuffled_order(70000);  // numpy: o[:5] and o[-3:] of arange(70000)
+  EXPECT_EQ(std::vector<int64_t>(order.begin(), order.begin() + 5), (std::vector<int64_t>{21971, 16953, 48447, 42344, 4376}));
+  EXPECT_EQ(std::vector<int64_t>(order.end() - 3, order.end()), (std::vector<int64_t>{17730, 28030, 15725}));
+}
+
+TEST(TFRecordDataset, EveryLevelRoundTripsAndIsTheBoxAverageOfTheFullImage) {
+  test::TempDir dir;
+  const RandomImages source(37, 3, 32);
+  const std::string out = dir.file("rand");
+  write_tfrecord_dataset(source, out, WriteOptions{});
+  const TFRecordLayout layout = find_tfrecord_layout(out);
+  EXPECT_EQ(layout.name, "rand");
+  EXPECT_EQ(layout.levels.size(), 4u);  // r02 .. r05
+  EXPECT_TRUE(layout.missing_levels().empty());
+  const std::vector<int64_t> order = stylegan2_shuffled_order(37);
+  for (int64_t side = 32; side >= 4; side /= 2) {
+    const TFRecordDataset level(out, true, 0, side);
+    ASSERT_EQ(level.size(), 37);
+    ASSERT_EQ(level.shape().height, side);
+    for (int64_t i = 0; i < 37; ++i) {
+      const std::vector<uint8_t> full = source.image(order[size_t(i)]);
+      EXPECT_EQ(image_of(level, i), block_mean(full, 3, 32, 32 / side)) << "level " << side << " record " << i;
+      float label[4];
+      level.read_label(i, label);
+      EXPECT_EQ(label[order[size_t(i)] % 4], 1.0f) << "labels follow the shuffled records";
+    }
+  }
+}
+
+TEST(TFRecordDataset, UnshuffledKeepsTheSourceOrder) {
+  test::TempDir dir;
+  const RandomImages source(5, 1, 8);
+  WriteOptions options;
+  options.shuffle = false;
+  write_tfrecord_dataset(source, dir.file("plain"), options);
+  const TFRecordDataset dataset(dir.file("plain"), false, 0);
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(image_of(dataset, i), source.image(i));
+}
+
+TEST(TFRecordDataset, BadDirectoriesAreClearErrors) {
+  test::TempDir dir;
+  const RandomImages source(8, 1, 16);
+  const std::string out = dir.file("d");
+  write_tfrecord_dataset(source, out, WriteOptions{});
+  // A missing requested level, with what there is.
+  fs::remove(out + "/d-r03.tfrecords");
+  EXPECT_NE(test::error_message([&] { TFRecordDataset(out, false, 0, 8); }).find("no level for resolution 8 (no d-r03.tfrecords"),
+            std::string::npos);
+  EXPECT_EQ(find_tfrecord_layout(out).missing_levels(), std::vector<int>{3});
+  // Labels that do not match the records one to one.
+  write_npy_float32(out + "/d-rxx.labels", FloatMatrix{7, 4, std::vector<float>(28, 0.0f)});
+  EXPECT_NE(test::error_message([&] { TFRecordDataset(out, true, 0); }).find("has 7 labels but"), std::string::npos);
+  fs::remove(out + "/d-rxx.labels");
+  EXPECT_NE(test::error_message([&] { TFRecordDataset(out, true, 0); }).find("no d-rxx.labels file"), std::string::npos);
+  // The resolution and channels the config expects, against what the data has.
+  DatasetOptions options;
+  options.path = out;
+  options.resolution = 32;
+  EXPECT_NE(test::error_message([&] { open_dataset(options); }).find("data.resolution = 32 but the dataset at"),
+            std::string::npos);
+  options.resolution = 16;
+  options.channels = 3;
+  EXPECT_NE(test::error_message([&] { open_dataset(options); }).find("data.channels = 3 but the dataset"), std::string::npos);
+  // Two datasets in one directory.
+  fs::copy_file(out + "/d-r04.tfrecords", out + "/e-r04.tfrecords");
+  EXPECT_NE(test::error_message([&] { find_tfrecord_layout(out); }).find("two datasets"), std::string::npos);
+}
+
+TEST(TFRecordDataset, IndexCacheIsWrittenAndTrusted) {
+  test::TempDir dir;
+  const RandomImages source(1200, 1, 4);
+  write_tfrecord_dataset(source, dir.file("many"), WriteOptions{});
+  const std::string file = dir.file("many") + "/many-r02.tfrecords";
+  const TFRecordDataset first(dir.file("many"), false, 0);
+  ASSERT_TRUE(fs::exists(file + ".sg2index"));
+  const TFRecordDataset second(dir.file("many"), false, 0);  // through the cache
+  for (int64_t i : {0, 599, 1199}) EXPECT_EQ(image_of(second, i), image_of(first, i));
+  fs::resize_file(file + ".sg2index", 100);  // a damaged cache is ignored and rebuilt
+  const TFRecordDataset third(dir.file("many"), false, 0);
+  EXPECT_EQ(image_of(third, 1199), image_of(first, 1199));
+}
+
+TEST(ZipDataset, RoundTripWithClassLabels) {
+  test::TempDir dir;
+  const RandomImages source(1003, 3, 8);
+  write_zip_dataset(source, dir.file("set.zip"), WriteOptions{});
+  const ImageArchiveDataset zip(dir.file("set.zip"), true, 0);
+  ASSERT_EQ(zip.size(), 1003);
+  ASSERT_EQ(zip.label_dim(), 4);
+  for (int64_t i : {0, 999, 1000, 1002}) {
+    EXPECT_EQ(image_of(zip, i), source.image(i));
+    float label[4];
+    zip.read_label(i, label);
+    EXPECT_EQ(label[i % 4], 1.0f);
+  }
+  // ... and converted to TFRecords, in order.
+  WriteOptions keep;
+  keep.shuffle = false;
+  write_tfrecord_dataset(zip, dir.file("conv"), keep);
+  const TFRecordDataset tfr(dir.file("conv"), true, 0);
+  EXPECT_EQ(image_of(tfr, 1002), source.image(1002));
+}
+
+TEST(ImageFolder, PngFolderWithDatasetJsonAndResizing) {
+  test::TempDir dir;
+  const std::string root = dir.file("imgs");
+  fs::create_directories(root + "/sub");
+  Image image{6, 4, 3, std::vector<uint8_t>(72, 200)};
+  write_png(root + "/b.png", image);
+  write_png(root + "/sub/a.png", image);
+  std::ofstream(root + "/dataset.json") << R"({"labels": [["b.png", [0.5, 1.5]], ["sub/a.png", [2, 3]]]})";
+  ImageTransform transform;
+  transform.resolution = 4;
+  const ImageArchiveDataset dataset(root, true, 0, transform);
+  EXPECT_EQ(dataset.shape().height, 4);
+  EXPECT_EQ(image_of(dataset, 0), std::vector<uint8_t>(48, 200));  // a flat image stays flat
+  float label[2];
+  dataset.read_label(0, label);  // sorted: "b.png" < "sub/a.png"
+  EXPECT_EQ(label[1], 1.5f);
+  // Without a transform every image must have the first one's shape.
+  write_png(root + "/c.png", Image{2, 2, 3, std::vector<uint8_t>(12, 1)});
+  const ImageArchiveDataset raw(root, false, 0);
+  std::vector<uint8_t> buffer(size_t(raw.shape().bytes()));
+  EXPECT_NE(test::error_message([&] { raw.read_image(1, buffer.data()); }).find("c.png' is 2x2 with 3 channels but"),
+            std::string::npos);
+  std::ofstream(root + "/dataset.json") << R"({"labels": [["b.png", 1]]})";
+  EXPECT_NE(test::error_message([&] { ImageArchiveDataset(root, true, 0); }).find("no label for 'c.png'"),
+            std::string::npos);
+}
+
+TEST(PrefetchLoader, SameBatchesAsTheSynchronousLoaderAndRestartsOnJumps) {
+  auto dataset = std::make_shared<RandomImages>(50, 1, 4);
+  auto loader = std::make_shared<BatchLoader>(dataset, LoaderOptions{8, 0, 1, 9, true});
+  for (int workers : {0, 1, 3}) {
+    PrefetchLoader prefetch(loader, PrefetchOptions{workers, 2});
+    for (int64_t k : {0, 1, 2, 3, 10, 11, 4}) {
+      EXPECT_TRUE(prefetch.get(k).images.equal(loader->load(k).images)) << "batch " << k << ", workers " << workers;
+    }
+  }
+}
+
+// A dataset that fails on one record, to check that worker errors reach the trainer.
+class FailingImages : public RandomImages {
+ public:
+  FailingImages() : RandomImages(40, 1, 4) {}
+  void read_image(int64_t index, uint8_t* out) const override {
+    SG2_CHECK(index != 13, "record {} is corrupt", index);
+    RandomImages::read_image(index, out);
+  }
+};
+
+TEST(PrefetchLoader, WorkerErrorsAreRethrown) {
+  auto loader = std::make_shared<BatchLoader>(std::make_shared<FailingImages>(), LoaderOptions{40, 0, 1, 0, false});
+  PrefetchLoader prefetch(loader, PrefetchOptions{2, 2});
+  EXPECT_NE(test::error_message([&] { prefetch.get(0); }).find("record 13 is corrupt"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sg2::data
