@@ -138,12 +138,8 @@ void export_pngs(const SourceOptions& options, const std::string& outdir) {
   std::vector<uint8_t> chw(size_t(s.bytes()));
   for (int64_t i = 0; i < dataset->size(); ++i) {
     dataset->read_image(i, chw.data());
-    Image image{s.width, s.height, s.channels, std::vector<uint8_t>(chw.size())};
-    const int64_t plane = s.height * s.width;
-    for (int64_t p = 0; p < plane; ++p) {
-      for (int64_t c = 0; c < s.channels; ++c) image.pixels[size_t(p * s.channels + c)] = chw[size_t(c * plane + p)];
-    }
-    write_png((fs::path(outdir) / fmt::format("img{:08d}.png", i)).string(), image);
+    write_png((fs::path(outdir) / fmt::format("img{:08d}.png", i)).string(),
+              image_from_chw(chw.data(), s.channels, s.height, s.width));
   }
   fmt::print("Exported {} images to {}\n", dataset->size(), outdir);
 }

@@ -157,12 +157,7 @@ void write_zip_dataset(const Dataset& source, const std::string& zip_path, const
       [&](int64_t index) {
         std::vector<uint8_t> chw(size_t(shape.bytes()));
         source.read_image(index, chw.data());
-        Image image{shape.width, shape.height, shape.channels, std::vector<uint8_t>(chw.size())};
-        const int64_t plane = shape.height * shape.width;
-        for (int64_t p = 0; p < plane; ++p) {
-          for (int64_t c = 0; c < shape.channels; ++c) image.pixels[size_t(p * shape.channels + c)] = chw[size_t(c * plane + p)];
-        }
-        return encode_png(image, 1);
+        return encode_png(image_from_chw(chw.data(), shape.channels, shape.height, shape.width), 1);
       },
       [&](int64_t index, std::vector<uint8_t>& png) {
         const std::string name = fmt::format("{:05d}/img{:08d}.png", index / 1000, index);

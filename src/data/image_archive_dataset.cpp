@@ -115,11 +115,7 @@ void ImageArchiveDataset::read_image(int64_t index, uint8_t* out) const {
             "(stylegan2_dataset create --resolution R resizes them)",
             files_.path(), files_.names()[size_t(index)], image.width, image.height, image.channels, shape_.width,
             shape_.height, shape_.channels);
-  // [H, W, C] -> [C, H, W]
-  const int64_t plane = image.height * image.width;
-  for (int64_t p = 0; p < plane; ++p) {
-    for (int64_t c = 0; c < image.channels; ++c) out[c * plane + p] = image.pixels[size_t(p * image.channels + c)];
-  }
+  image_to_chw(image, out);
 }
 
 void ImageArchiveDataset::read_label(int64_t index, float* out) const {

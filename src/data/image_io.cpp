@@ -124,6 +124,22 @@ Image decode_png(const uint8_t* data, size_t size, const std::string& name) {
   return image;
 }
 
+Image image_from_chw(const uint8_t* chw, int64_t channels, int64_t height, int64_t width) {
+  Image image{width, height, channels, std::vector<uint8_t>(size_t(channels * height * width))};
+  const int64_t plane = height * width;
+  for (int64_t p = 0; p < plane; ++p) {
+    for (int64_t c = 0; c < channels; ++c) image.pixels[size_t(p * channels + c)] = chw[c * plane + p];
+  }
+  return image;
+}
+
+void image_to_chw(const Image& image, uint8_t* chw) {
+  const int64_t plane = image.height * image.width;
+  for (int64_t p = 0; p < plane; ++p) {
+    for (int64_t c = 0; c < image.channels; ++c) chw[c * plane + p] = image.pixels[size_t(p * image.channels + c)];
+  }
+}
+
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
   FilePtr file = open_file(path, "rb");
   std::vector<uint8_t> bytes;

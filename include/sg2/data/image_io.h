@@ -25,6 +25,10 @@ Image decode_png(const uint8_t* data, size_t size, const std::string& name);
 Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name);  // gray or RGB
 Image decode_image(const uint8_t* data, size_t size, const std::string& name);  // PNG or JPEG by signature
 
+// Layout conversions between Image ([H, W, C]) and the datasets' planar [C, H, W] bytes.
+Image image_from_chw(const uint8_t* chw, int64_t channels, int64_t height, int64_t width);
+void image_to_chw(const Image& image, uint8_t* chw);
+
 std::vector<uint8_t> read_file_bytes(const std::string& path);
 void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
 
