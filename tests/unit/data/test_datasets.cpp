@@ -236,3 +236,39 @@ TEST(PrefetchLoader, WorkerErrorsAreRethrown) {
 
 }  // namespace
 }  // namespace sg2::data
+
+namespace sg2::data {
+namespace {
+
+// JPEG fixtures made with PIL (quality 95): a 24x16 image, left half (200, 40, 40), right half
+// (40, 40, 200); and a flat gray 8x8 one of 128. JPEG is lossy, so values are compared within 6.
+TEST(Jpeg, DecodesRgbAndGrayAndResizesThem) {
+  const std::string dir = test::source_dir() + "/tests/unit/data/fixtures/";
+  const std::vector<uint8_t> bytes = read_file_bytes(dir + "two_halves_24x16.jpg");
+  const Image rgb = decode_image(bytes.data(), bytes.size(), "two_halves");
+  ASSERT_EQ(rgb.width, 24);
+  ASSERT_EQ(rgb.height, 16);
+  ASSERT_EQ(rgb.channels, 3);
+  auto pixel = [&](const Image& image, int64_t x, int64_t y, int64_t c) {
+    return int(image.pixels[size_t((y * image.width + x) * image.channels + c)]);
+  };
+  EXPECT_NEAR(pixel(rgb, 2, 8, 0), 200, 6);
+  EXPECT_NEAR(pixel(rgb, 21, 8, 2), 200, 6);
+  EXPECT_NEAR(pixel(rgb, 21, 8, 0), 40, 6);
+  // Center crop to 16x16 (columns 4-19), then lanczos to 8x8: the halves stay apart.
+  ImageTransform transform;
+  transform.resolution = 8;
+  const Image small = apply_transform(rgb, transform);
+  EXPECT_EQ(small.width, 8);
+  EXPECT_NEAR(pixel(small, 0, 4, 0), 200, 6);
+  EXPECT_NEAR(pixel(small, 7, 4, 2), 200, 6);
+  const std::vector<uint8_t> gray_bytes = read_file_bytes(dir + "gray_8x8.jpg");
+  const Image gray = decode_image(gray_bytes.data(), gray_bytes.size(), "gray");
+  EXPECT_EQ(gray.channels, 1);
+  EXPECT_NEAR(pixel(gray, 3, 3, 0), 128, 2);
+  const std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + 100);
+  EXPECT_NE(test::error_message([&] { decode_image(cut.data(), cut.size(), "cut.jpg"); }).find("cut.jpg"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sg2::data
