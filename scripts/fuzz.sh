@@ -10,7 +10,7 @@ command -v clang++ >/dev/null || { echo "fuzz.sh needs clang (apt-get install cl
 protoc --cpp_out="$out/gen" --proto_path=src/data src/data/example.proto
 clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -Iinclude -I"$out/gen" \
-  tests/fuzz/fuzz_records.cpp src/data/tfrecord.cpp src/data/crc32c.cpp src/data/example.cpp \
+  tests/fuzz/fuzz_records.cpp src/data/tfrecord.cpp src/data/read_only_file.cpp src/data/crc32c.cpp src/data/example.cpp \
   "$out/gen/example.pb.cc" src/core/error.cpp \
   $(pkg-config --cflags --libs protobuf) -lfmt -o "$out/fuzz_records"
 cp -n tests/fuzz/corpus/records/* "$out/corpus/" 2>/dev/null || true

@@ -3,7 +3,6 @@
 #include "sg2/core/error.h"
 #include "sg2/data/crc32c.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -86,38 +85,14 @@ void append_record(std::vector<uint8_t>& out, const void* payload, uint64_t size
 
 // ---- reading files ------------------------------------------------------------------------------
 
-TFRecordFile::TFRecordFile(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SG2_CHECK(fd_ >= 0, "cannot open TFRecord file '{}': {}", path, std::strerror(errno));
-  const off_t end = ::lseek(fd_, 0, SEEK_END);
-  SG2_CHECK(end >= 0, "cannot determine the size of '{}': {}", path, std::strerror(errno));
-  file_size_ = static_cast<uint64_t>(end);
-}
-
-TFRecordFile::~TFRecordFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void TFRecordFile::pread_exact(void* out, uint64_t size, uint64_t offset, int64_t record) const {
-  auto* p = static_cast<uint8_t*>(out);
-  while (size > 0) {
-    const ssize_t got = ::pread(fd_, p, size, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    SG2_CHECK(got > 0, "{}: read failed: {}", where(path_, record, offset), got < 0 ? std::strerror(errno) : "end of file");
-    p += got;
-    offset += static_cast<uint64_t>(got);
-    size -= static_cast<uint64_t>(got);
-  }
-}
-
 std::vector<RecordSpan> TFRecordFile::scan() const {
   std::vector<RecordSpan> spans;
   uint8_t header[kRecordHeaderBytes];
   uint64_t offset = 0;
-  for (int64_t record = 0; offset < file_size_; ++record) {
-    const uint64_t left = file_size_ - offset;
-    if (left >= kRecordHeaderBytes) pread_exact(header, kRecordHeaderBytes, offset, record);
-    const uint64_t length = decode_header(header, left, path_, record, offset);
+  for (int64_t record = 0; offset < file_size(); ++record) {
+    const uint64_t left = file_size() - offset;
+    if (left >= kRecordHeaderBytes) file_.read_at(header, kRecordHeaderBytes, offset, "record", record);
+    const uint64_t length = decode_header(header, left, path(), record, offset);
     spans.push_back({offset, length});
     offset = spans.back().end();
   }
@@ -125,15 +100,15 @@ std::vector<RecordSpan> TFRecordFile::scan() const {
 }
 
 void TFRecordFile::read(int64_t record, const RecordSpan& span, std::vector<uint8_t>& payload) const {
-  SG2_CHECK(span.end() <= file_size_ && span.length <= kMaxRecordBytes,
-            "{}: the record index does not fit the file ({} bytes); delete '{}.sg2index'", where(path_, record, span.offset),
-            file_size_, path_);
+  SG2_CHECK(span.end() <= file_size() && span.length <= kMaxRecordBytes,
+            "{}: the record index does not fit the file ({} bytes); delete '{}.sg2index'",
+            where(path(), record, span.offset), file_size(), path());
   payload.resize(span.length + kRecordHeaderBytes + kRecordFooterBytes);
-  pread_exact(payload.data(), payload.size(), span.offset, record);
-  const uint64_t length = decode_header(payload.data(), payload.size(), path_, record, span.offset);
+  file_.read_at(payload.data(), payload.size(), span.offset, "record", record);
+  const uint64_t length = decode_header(payload.data(), payload.size(), path(), record, span.offset);
   SG2_CHECK(length == span.length, "{}: length {} differs from the index's {}; delete '{}.sg2index'",
-            where(path_, record, span.offset), length, span.length, path_);
-  check_payload(payload.data() + kRecordHeaderBytes, length, payload.data() + kRecordHeaderBytes + length, path_,
+            where(path(), record, span.offset), length, span.length, path());
+  check_payload(payload.data() + kRecordHeaderBytes, length, payload.data() + kRecordHeaderBytes + length, path(),
                 record, span.offset);
   payload.erase(payload.begin(), payload.begin() + kRecordHeaderBytes);
   payload.resize(length);

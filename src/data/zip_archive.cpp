@@ -2,7 +2,6 @@
 
 #include "sg2/core/error.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -72,18 +71,7 @@ void apply_zip64_extra(const FieldReader& fields, uint64_t start, uint64_t lengt
 
 }  // namespace
 
-ZipReader::ZipReader(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SG2_CHECK(fd_ >= 0, "cannot open ZIP archive '{}': {}", path, std::strerror(errno));
-  const off_t end = ::lseek(fd_, 0, SEEK_END);
-  SG2_CHECK(end >= 0, "cannot determine the size of '{}'", path);
-  file_size_ = static_cast<uint64_t>(end);
-  read_central_directory();
-}
-
-ZipReader::~ZipReader() {
-  if (fd_ >= 0) ::close(fd_);
-}
+ZipReader::ZipReader(const std::string& path) : file_(path, "ZIP archive") { read_central_directory(); }
 
 bool ZipReader::looks_like(const std::string& path) {
   std::error_code error;
@@ -96,59 +84,45 @@ bool ZipReader::looks_like(const std::string& path) {
   return got == 4 && signature[0] == 'P' && signature[1] == 'K' && (signature[2] == 3 || signature[2] == 5);
 }
 
-void ZipReader::pread_exact(void* out, uint64_t size, uint64_t offset, const std::string& what) const {
-  SG2_CHECK(offset <= file_size_ && size <= file_size_ - offset, "'{}': {} at byte {} ({} bytes) lies beyond the end of the file ({} bytes)",
-            path_, what, offset, size, file_size_);
-  auto* p = static_cast<uint8_t*>(out);
-  while (size > 0) {
-    const ssize_t got = ::pread(fd_, p, size, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    SG2_CHECK(got > 0, "'{}': reading {} at byte {} failed", path_, what, offset);
-    p += got;
-    offset += uint64_t(got);
-    size -= uint64_t(got);
-  }
-}
-
 void ZipReader::read_central_directory() {
   // The end record sits in the last 22 + 65535 (comment) bytes.
-  const uint64_t tail_size = std::min<uint64_t>(file_size_, kEndBytes + 0xffff);
+  const uint64_t tail_size = std::min<uint64_t>(file_.size(), kEndBytes + 0xffff);
   std::vector<uint8_t> tail(tail_size);
-  pread_exact(tail.data(), tail_size, file_size_ - tail_size, "the end of the archive");
-  const std::string what = fmt::format("'{}'", path_);
+  file_.read_at(tail.data(), tail_size, file_.size() - tail_size, "the end of the archive");
+  const std::string what = fmt::format("'{}'", path());
   const FieldReader tail_fields(tail.data(), tail_size, what);
   int64_t end_at = -1;
   for (int64_t at = int64_t(tail_size) - int64_t(kEndBytes); at >= 0 && end_at < 0; --at) {
     if (tail_fields.get(uint64_t(at), 4) == kEndSignature) end_at = at;
   }
-  SG2_CHECK(end_at >= 0, "'{}' is not a ZIP archive (no end-of-central-directory record)", path_);
+  SG2_CHECK(end_at >= 0, "'{}' is not a ZIP archive (no end-of-central-directory record)", path());
   uint64_t count = tail_fields.get(uint64_t(end_at) + 10, 2);
   uint64_t directory_size = tail_fields.get(uint64_t(end_at) + 12, 4);
   uint64_t directory_offset = tail_fields.get(uint64_t(end_at) + 16, 4);
   if (count == kOverflow16 || directory_size == kOverflow32 || directory_offset == kOverflow32) {
-    const uint64_t end_offset = file_size_ - tail_size + uint64_t(end_at);
-    SG2_CHECK(end_offset >= kZip64LocatorBytes, "'{}': ZIP64 locator missing", path_);
+    const uint64_t end_offset = file_.size() - tail_size + uint64_t(end_at);
+    SG2_CHECK(end_offset >= kZip64LocatorBytes, "'{}': ZIP64 locator missing", path());
     uint8_t locator[kZip64LocatorBytes], record[kZip64EndBytes];
-    pread_exact(locator, kZip64LocatorBytes, end_offset - kZip64LocatorBytes, "the ZIP64 locator");
+    file_.read_at(locator, kZip64LocatorBytes, end_offset - kZip64LocatorBytes, "the ZIP64 locator");
     const FieldReader locator_fields(locator, kZip64LocatorBytes, what);
-    SG2_CHECK(locator_fields.get(0, 4) == kZip64LocatorSignature, "'{}': ZIP64 locator missing", path_);
-    pread_exact(record, kZip64EndBytes, locator_fields.get(8, 8), "the ZIP64 end record");
+    SG2_CHECK(locator_fields.get(0, 4) == kZip64LocatorSignature, "'{}': ZIP64 locator missing", path());
+    file_.read_at(record, kZip64EndBytes, locator_fields.get(8, 8), "the ZIP64 end record");
     const FieldReader record_fields(record, kZip64EndBytes, what);
-    SG2_CHECK(record_fields.get(0, 4) == kZip64EndSignature, "'{}': bad ZIP64 end record", path_);
+    SG2_CHECK(record_fields.get(0, 4) == kZip64EndSignature, "'{}': bad ZIP64 end record", path());
     count = record_fields.get(32, 8);
     directory_size = record_fields.get(40, 8);
     directory_offset = record_fields.get(48, 8);
   }
-  SG2_CHECK(directory_offset <= file_size_ && directory_size <= file_size_ - directory_offset &&
+  SG2_CHECK(directory_offset <= file_.size() && directory_size <= file_.size() - directory_offset &&
                 count <= directory_size / kCentralHeaderBytes,
-            "'{}': the central directory ({} entries, {} bytes at {}) does not fit the file of {} bytes", path_, count,
-            directory_size, directory_offset, file_size_);
+            "'{}': the central directory ({} entries, {} bytes at {}) does not fit the file of {} bytes", path(), count,
+            directory_size, directory_offset, file_.size());
   std::vector<uint8_t> directory(directory_size);
-  pread_exact(directory.data(), directory_size, directory_offset, "the central directory");
+  file_.read_at(directory.data(), directory_size, directory_offset, "the central directory");
   const FieldReader fields(directory.data(), directory_size, what + " central directory");
   uint64_t at = 0;
   for (uint64_t i = 0; i < count; ++i) {
-    SG2_CHECK(fields.get(at, 4) == kCentralHeaderSignature, "'{}': central directory entry {} is corrupt", path_, i);
+    SG2_CHECK(fields.get(at, 4) == kCentralHeaderSignature, "'{}': central directory entry {} is corrupt", path(), i);
     ZipEntry entry;
     entry.method = uint16_t(fields.get(at + 10, 2));
     entry.crc32 = uint32_t(fields.get(at + 16, 4));
@@ -173,9 +147,9 @@ const ZipEntry* ZipReader::find(const std::string& name) const {
 }
 
 std::vector<uint8_t> ZipReader::read(const ZipEntry& entry) const {
-  const std::string what = fmt::format("'{}' entry '{}'", path_, entry.name);
+  const std::string what = fmt::format("'{}' entry '{}'", path(), entry.name);
   uint8_t header[kLocalHeaderBytes];
-  pread_exact(header, kLocalHeaderBytes, entry.header_offset, "the local header of " + entry.name);
+  file_.read_at(header, kLocalHeaderBytes, entry.header_offset, ("the local header of " + entry.name).c_str());
   const FieldReader fields(header, kLocalHeaderBytes, what);
   SG2_CHECK(fields.get(0, 4) == kLocalHeaderSignature, "{}: bad local header", what);
   const uint64_t data_offset = entry.header_offset + kLocalHeaderBytes + fields.get(26, 2) + fields.get(28, 2);
@@ -184,7 +158,7 @@ std::vector<uint8_t> ZipReader::read(const ZipEntry& entry) const {
   SG2_CHECK(entry.size <= kMaxEntryBytes && (entry.method == 8 || entry.compressed_size == entry.size),
             "{}: implausible sizes ({} compressed, {} uncompressed)", what, entry.compressed_size, entry.size);
   std::vector<uint8_t> stored(entry.compressed_size);
-  pread_exact(stored.data(), stored.size(), data_offset, "the data of " + entry.name);
+  file_.read_at(stored.data(), stored.size(), data_offset, ("the data of " + entry.name).c_str());
   std::vector<uint8_t> data;
   if (entry.method == 0) {
     data = std::move(stored);

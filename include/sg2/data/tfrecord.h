@@ -5,6 +5,8 @@
 // checked against what is left of the file (and kMaxRecordBytes) before anything is allocated, so
 // hostile files cannot make a reader allocate without bound or read out of bounds.
 
+#include "sg2/data/read_only_file.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -32,13 +34,10 @@ void parse_records(const uint8_t* data, uint64_t size, const std::string& name, 
 // Random-access reader of one .tfrecords file. read() is thread-safe (pread).
 class TFRecordFile {
  public:
-  explicit TFRecordFile(const std::string& path);
-  ~TFRecordFile();
-  TFRecordFile(const TFRecordFile&) = delete;
-  TFRecordFile& operator=(const TFRecordFile&) = delete;
+  explicit TFRecordFile(const std::string& path) : file_(path, "TFRecord file") {}
 
-  const std::string& path() const { return path_; }
-  uint64_t file_size() const { return file_size_; }
+  const std::string& path() const { return file_.path(); }
+  uint64_t file_size() const { return file_.size(); }
 
   // The record offsets by scanning the headers (length CRCs checked, payloads skipped).
   std::vector<RecordSpan> scan() const;
@@ -46,11 +45,7 @@ class TFRecordFile {
   void read(int64_t record, const RecordSpan& span, std::vector<uint8_t>& payload) const;
 
  private:
-  void pread_exact(void* out, uint64_t size, uint64_t offset, int64_t record) const;
-
-  std::string path_;
-  int fd_ = -1;
-  uint64_t file_size_ = 0;
+  ReadOnlyFile file_;
 };
 
 // The record index of a file: loaded from `<file>.sg2index` when that cache matches the file's size

@@ -5,6 +5,8 @@
 // CRC-32 is checked. Sizes in the central directory are checked against the file before anything is
 // allocated.
 
+#include "sg2/data/read_only_file.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -24,11 +26,8 @@ struct ZipEntry {
 class ZipReader {
  public:
   explicit ZipReader(const std::string& path);
-  ~ZipReader();
-  ZipReader(const ZipReader&) = delete;
-  ZipReader& operator=(const ZipReader&) = delete;
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_.path(); }
   const std::vector<ZipEntry>& entries() const { return entries_; }
   const ZipEntry* find(const std::string& name) const;  // nullptr when absent
   std::vector<uint8_t> read(const ZipEntry& entry) const;
@@ -37,11 +36,8 @@ class ZipReader {
 
  private:
   void read_central_directory();
-  void pread_exact(void* out, uint64_t size, uint64_t offset, const std::string& what) const;
 
-  std::string path_;
-  int fd_ = -1;
-  uint64_t file_size_ = 0;
+  ReadOnlyFile file_;
   std::vector<ZipEntry> entries_;
 };
 

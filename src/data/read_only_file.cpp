@@ -1,0 +1,43 @@
+#include "sg2/data/read_only_file.h"
+
+#include "sg2/core/error.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace sg2::data {
+
+ReadOnlyFile::ReadOnlyFile(const std::string& path, const char* kind) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  SG2_CHECK(fd_ >= 0, "cannot open {} '{}': {}", kind, path, std::strerror(errno));
+  const off_t end = ::lseek(fd_, 0, SEEK_END);
+  if (end < 0) ::close(fd_);
+  SG2_CHECK(end >= 0, "cannot determine the size of '{}': {}", path, std::strerror(errno));
+  size_ = static_cast<uint64_t>(end);
+}
+
+ReadOnlyFile::~ReadOnlyFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ReadOnlyFile::read_at(void* out, uint64_t count, uint64_t offset, const char* what, int64_t index) const {
+  auto name = [&] { return index >= 0 ? fmt::format("{} {}", what, index) : std::string(what); };
+  SG2_CHECK(offset <= size_ && count <= size_ - offset,
+            "'{}': {} at byte offset {} ({} bytes) lies beyond the end of the file ({} bytes)", path_, name(), offset,
+            count, size_);
+  auto* p = static_cast<uint8_t*>(out);
+  while (count > 0) {
+    const ssize_t got = ::pread(fd_, p, count, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    SG2_CHECK(got > 0, "'{}': reading {} at byte offset {} failed: {}", path_, name(), offset,
+              got < 0 ? std::strerror(errno) : "end of file");
+    p += got;
+    offset += static_cast<uint64_t>(got);
+    count -= static_cast<uint64_t>(got);
+  }
+}
+
+}  // namespace sg2::data
