@@ -1,16 +1,77 @@
-// stylegan2_bench: times each phase and a full training step of a preset.
+// stylegan2_bench: times each phase and a full training step of a preset, on one process or under
+// mpirun / stylegan2_launch (the step then includes the gradient allreduce); `comm` benchmarks the
+// communicator like nccl-tests.
 //   stylegan2_bench --config configs/bench-cpu-32.yaml
+//   mpirun -np 2 stylegan2_bench comm [--config configs/bench-cpu-32.yaml]
 #include "sg2/core/logging.h"
+#include "sg2/dist/comm_benchmark.h"
 #include "sg2/nn/ops.h"
 #include "sg2/train/benchmark.h"
 #include "sg2/train/command_line.h"
 
 #include <iostream>
 
+namespace {
+
+using namespace sg2;
+
+std::unique_ptr<dist::Session> start_session(const train::TrainConfig& config) {
+  dist::CommunicatorOptions options;
+  options.backend = config.dist.backend;
+  options.timeout_seconds = config.dist.timeout;
+  options.device_for = [&](const dist::World& w) { return train::resolve_device(config.run.device, w.local_rank); };
+  auto session = dist::Session::start(options);
+  init_logging(session->world().rank);
+  return session;
+}
+
+int bench_training(const train::TrainConfig& config, const train::BenchOptions& bench) {
+  auto session = start_session(config);
+  train::apply_thread_setting(config);
+  train::Trainer trainer(config, train::open_configured_dataset(config), session->comm().device(), &session->comm());
+  const train::BenchResult result = train::run_benchmark(trainer, bench);
+  const dist::ReducerTimes comm = trainer.take_reducer_times();
+  if (session->world().is_root()) {
+    std::cout << train::format_benchmark(result, trainer);
+    std::cout << fmt::format("# {} ranks, backend {}: allreduce busy {:.3f} s, exposed after backward {:.3f} s "
+                             "(overlap {:.0f}%), {:.1f} MB of gradients per rank\n",
+                             session->world().size, session->comm().backend(), comm.busy_seconds,
+                             comm.exposed_seconds,
+                             comm.busy_seconds > 0 ? 100 * std::max(0.0, 1 - comm.exposed_seconds / comm.busy_seconds) : 0,
+                             comm.bytes / 1e6);
+  }
+  return 0;
+}
+
+int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::CommBenchOptions& options) {
+  auto session = start_session(config);
+  dist::Communicator& comm = session->comm();
+  auto rows = dist::run_size_sweep(comm, options);
+  if (with_layout) {  // the gradient buckets of this preset's G and D
+    train::Trainer trainer(config, train::open_configured_dataset(config), comm.device(), &comm);
+    for (const auto* name : {"G", "D"}) {
+      dist::GradientReducer reducer(comm, nn::named_parameters(std::string(name) == "G"
+                                                                  ? static_cast<torch::nn::Module&>(trainer.G())
+                                                                  : trainer.D()),
+                                    {static_cast<int64_t>(config.dist.bucket_mb * (1 << 20)), true});
+      auto layout = dist::run_bucket_layout(comm, reducer.bucket_numels(), options);
+      for (auto& row : layout) row.label = std::string(name) + " " + row.label;
+      rows.insert(rows.end(), layout.begin(), layout.end());
+    }
+  }
+  if (session->world().is_root()) std::cout << dist::format_comm_bench(rows, comm);
+  for (const auto& row : rows) {
+    if (!row.verified) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"Benchmark StyleGAN2 training phases on a preset (img/s, s/kimg, peak memory, op families)."};
-  sg2::train::ConfigOptions config_options;
-  sg2::train::BenchOptions bench;
+  train::ConfigOptions config_options;
+  train::BenchOptions bench;
   config_options.add_to(app);
   app.add_option("--warmup", bench.warmup_steps, "Untimed steps first")->capture_default_str();
   app.add_option("--repeats", bench.phase_repeats, "Timed calls per phase")->capture_default_str();
@@ -18,16 +79,23 @@ int main(int argc, char** argv) {
   bool no_ops = false, reference_ops = false;
   app.add_flag("--no-op-families", no_ops, "Skip the per-op-family breakdown");
   app.add_flag("--reference-ops", reference_ops, "Use the reference ops instead of the hand-written kernels");
+
+  dist::CommBenchOptions comm_options;
+  CLI::App* comm = app.add_subcommand("comm", "Allreduce sweep over message sizes (and, with --config, the "
+                                              "preset's gradient buckets), verified, with algbw and busbw");
+  comm->fallthrough();  // --config and the other training flags may follow "comm"
+  comm->add_option("--min-bytes", comm_options.min_bytes, "Smallest message")->capture_default_str();
+  comm->add_option("--max-bytes", comm_options.max_bytes, "Largest message")->capture_default_str();
+  comm->add_option("--step-factor", comm_options.step_factor, "Size multiplier")->capture_default_str();
+  comm->add_option("--iters", comm_options.iterations, "Timed calls per size")->capture_default_str();
+  comm->add_option("--warmup", comm_options.warmup, "Untimed calls per size")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   bench.op_families = !no_ops;
-  sg2::nn::ops::set_reference_ops(reference_ops);
-  return sg2::train::run_reporting_errors("stylegan2_bench", [&] {
-    sg2::init_logging();
+  nn::ops::set_reference_ops(reference_ops);
+  return train::run_reporting_errors("stylegan2_bench", [&] {
+    init_logging();
     const auto config = config_options.resolve();
-    sg2::train::apply_thread_setting(config);
-    sg2::train::Trainer trainer(config, sg2::train::open_configured_dataset(config),
-                                sg2::train::resolve_device(config.run.device));
-    std::cout << sg2::train::format_benchmark(sg2::train::run_benchmark(trainer, bench), trainer);
-    return 0;
+    if (comm->parsed()) return bench_comm(config, !config_options.config_file().empty(), comm_options);
+    return bench_training(config, bench);
   });
 }

@@ -53,5 +53,5 @@ function(sg2_add_mpi_test name)
   endif()
   add_test(NAME ${name} COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe
     ${MPIEXEC_NUMPROC_FLAG} ${_m_NP} ${_m_COMMAND})
-  set_tests_properties(${name} PROPERTIES LABELS "mpi" TIMEOUT ${_m_TIMEOUT})
+  set_tests_properties(${name} PROPERTIES LABELS "mpi" TIMEOUT ${_m_TIMEOUT} ENVIRONMENT "OMP_NUM_THREADS=1")
 endfunction()

@@ -70,6 +70,23 @@ void TrainCommand::add_to(CLI::App& app) {
   app.add_flag("-v,--verbose", verbose_, "More log output");
 }
 
+namespace {
+
+std::string message_of(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+  return e.what();
+}
+
+std::string new_or_resumed_run_dir(const TrainConfig& config, const data::Dataset& dataset,
+                                   const std::string& snapshot_path, bool is_root) {
+  if (!snapshot_path.empty()) return fs::path(snapshot_path).parent_path().string();
+  if (!is_root) return "";  // only rank 0 writes files
+  const std::string desc = config.run.desc.empty() ? dataset.name() + "-" + config.run.preset : config.run.desc;
+  return create_run_dir(config.run.outdir, desc);
+}
+
+}  // namespace
+
 int TrainCommand::run() {
   init_logging(0, verbose_);
   install_stop_signal_handlers();
@@ -79,29 +96,51 @@ int TrainCommand::run() {
     snapshot_yaml = load_snapshot(snapshot_path).config_yaml;
   }
   const TrainConfig config = config_.resolve(snapshot_yaml);
-  validate(config, 1);
-  const at::Device device = resolve_device(config.run.device);
   if (dry_run_) {
-    std::cout << train_schema().to_yaml_string(config) << "# device: " << device.str() << ", world size 1\n";
+    validate(config, 1);
+    std::cout << train_schema().to_yaml_string(config) << "# device: " << resolve_device(config.run.device).str()
+              << ", launcher: " << dist::to_string(dist::detect_launcher()) << "\n";
     return 0;
   }
+  dist::CommunicatorOptions options;
+  options.backend = config.dist.backend;
+  options.timeout_seconds = config.dist.timeout;
+  options.device_for = [&](const dist::World& world) { return resolve_device(config.run.device, world.local_rank); };
+  auto session = dist::Session::start(options);
+  init_logging(session->world().rank, verbose_);
+  try {
+    return train(config, *session, snapshot_path);
+  } catch (const std::exception& e) {
+    if (session->world().size == 1) throw;
+    // Print before ending the job: MPI_Abort ends this process too.
+    std::cerr << "stylegan2_train: error on rank " << session->world().rank << " of " << session->world().size
+              << " (host " << dist::host_name() << "): " << message_of(e) << std::endl;
+    dist::abort_job(message_of(e));
+    return 1;  // not launched by MPI: the launcher ends the other ranks
+  }
+}
+
+int TrainCommand::train(const TrainConfig& config, dist::Session& session, const std::string& snapshot_path) {
+  const dist::World& world = session.world();
+  validate(config, world.size);
+  const at::Device device = session.comm().device();
   apply_thread_setting(config);
   auto dataset = open_configured_dataset(config);
-  Trainer trainer(config, dataset, device);
-
-  std::string run_dir;
+  Trainer trainer(config, dataset, device, &session.comm());
   if (!snapshot_path.empty()) {
-    const Snapshot snapshot = load_snapshot(snapshot_path);
-    restore_trainer(trainer, snapshot);
-    run_dir = fs::path(snapshot_path).parent_path().string();
-  } else {
-    const std::string desc = config.run.desc.empty() ? dataset->name() + "-" + config.run.preset : config.run.desc;
-    run_dir = create_run_dir(config.run.outdir, desc);
+    restore_trainer(trainer, load_snapshot(snapshot_path));
+    trainer.broadcast_from_rank0();
   }
-  add_log_file(run_dir + "/log.txt");
-  std::ofstream(run_dir + "/config.yaml") << train_schema().to_yaml_string(config);
+  const std::string run_dir = new_or_resumed_run_dir(config, *dataset, snapshot_path, world.is_root());
+  if (world.is_root()) {
+    add_log_file(run_dir + "/log.txt");
+    std::ofstream(run_dir + "/config.yaml") << train_schema().to_yaml_string(config);
+  }
   spdlog::info("Run directory: {}", run_dir);
   if (!snapshot_path.empty()) spdlog::info("Resumed from {}", snapshot_path);
+  spdlog::info("World: {} processes, backend {}, rng {}, {} rounds of {} images per process and step",
+               world.size, session.comm().backend(), config.dist.rng, rounds_per_step(config, world.size),
+               batch_per_round(config, world.size));
   spdlog::info("Dataset: {} ({} images, {}x{}x{}, {} labels), device {}, {} CPU threads", dataset->name(),
                dataset->size(), dataset->shape().channels, dataset->resolution(), dataset->resolution(),
                dataset->label_dim(), device.str(), at::get_num_threads());

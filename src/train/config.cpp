@@ -76,6 +76,14 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(train.kimg_per_tick, "Progress interval in thousands of images");
   SG2_FIELD(train.ema_kimg, "Half-life of the generator's moving average, in thousands of images");
   SG2_FIELD(train.ema_rampup, "EMA ramp-up: half-life at most cur_nimg * ramp (0: off)");
+
+  SG2_FIELD(dist.backend, "Communication backend (auto: nccl on CUDA, mpi under mpirun/srun, gloo under "
+                          "stylegan2_launch, local for one process)").one_of({"auto", "nccl", "mpi", "gloo", "local"});
+  SG2_FIELD(dist.bucket_mb, "Gradient fusion bucket size in MiB");
+  SG2_FIELD(dist.overlap, "All-reduce gradient buckets during backward (false: after it)");
+  SG2_FIELD(dist.rng, "Per-step randomness: rank (seed per rank, as the paper) or global (the same run for any "
+                      "world size)").one_of({"rank", "global"});
+  SG2_FIELD(dist.timeout, "Seconds a rendezvous or collective may take before the job fails");
   return s;
 }
 
@@ -109,8 +117,10 @@ void validate(const TrainConfig& c, int world_size) {
   SG2_CHECK(batch >= 1, "train.batch = {}: must be >= 1", batch);
   SG2_CHECK(c.data.workers >= 0 && c.data.workers <= 64, "data.workers = {}: must be 0-64", c.data.workers);
   SG2_CHECK(c.data.prefetch >= 1, "data.prefetch = {}: must be >= 1", c.data.prefetch);
-  SG2_CHECK(batch % world_size == 0, "train.batch = {} is not divisible by the world size {}; batches that work: {}",
-            batch, world_size, "multiples of " + std::to_string(world_size));
+  SG2_CHECK(batch % world_size == 0,
+            "train.batch = {} is not divisible by the world size {}; batches that work: multiples of {}; "
+            "world sizes that work with this batch: {}",
+            batch, world_size, world_size, divisors_hint(batch, 4096));
   const int64_t per_round = batch_per_round(c, world_size);
   SG2_CHECK(per_round >= 1 && (batch / world_size) % per_round == 0,
             "train.batch_gpu = {} does not divide the per-process batch {} (train.batch {} / world size {}); "
@@ -135,6 +145,8 @@ void validate(const TrainConfig& c, int world_size) {
   SG2_CHECK(c.data.resolution == 0 || (c.data.resolution >= 8 && (c.data.resolution & (c.data.resolution - 1)) == 0),
             "data.resolution = {}: must be 0 (the dataset's) or a power of two >= 8", c.data.resolution);
   SG2_CHECK(c.run.threads >= 0, "run.threads = {}: must be >= 0", c.run.threads);
+  SG2_CHECK(c.dist.bucket_mb > 0, "dist.bucket_mb = {}: must be > 0", c.dist.bucket_mb);
+  SG2_CHECK(c.dist.timeout > 0, "dist.timeout = {}: must be > 0 seconds", c.dist.timeout);
 }
 
 }  // namespace sg2::train

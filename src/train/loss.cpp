@@ -47,8 +47,9 @@ StyleGAN2Loss::StyleGAN2Loss(nn::Generator& G, nn::Discriminator& D, const LossO
 std::pair<at::Tensor, at::Tensor> StyleGAN2Loss::run_G(const at::Tensor& z, const at::Tensor& c,
                                                        at::Generator& generator) {
   nn::MappingNetwork::Run tracked;
-  tracked.update_w_avg = true;
+  tracked.update_w_avg = !defer_running_means;
   at::Tensor ws = G_.mapping->forward(z, c, tracked);  // [N, num_ws, w_dim]
+  if (defer_running_means && G_.mapping->w_avg.defined()) add_deferred(0, ws.select(1, 0).detach());
   if (options.style_mixing_prob > 0) {
     // Layers from a random cutoff on take ws of a second latent; no host sync.
     const int64_t num_ws = ws.size(1);
@@ -67,34 +68,39 @@ std::pair<at::Tensor, at::Tensor> StyleGAN2Loss::run_G(const at::Tensor& z, cons
   return {G_.synthesis->forward(ws, run), ws};
 }
 
-void StyleGAN2Loss::generator_main(const RoundInputs& in, double gain, at::Generator& gen, StatsCollector& stats) {
+at::Tensor StyleGAN2Loss::generator_main(const RoundInputs& in, at::Generator& gen, StatsCollector& stats) {
   at::Tensor img = run_G(in.gen_z, in.gen_c, gen).first;
   at::Tensor logits = D_.forward(img, in.gen_c);
   stats.report("Loss/scores/fake", logits);
   stats.report("Loss/signs/fake", logits.sign());
   at::Tensor loss = softplus_neg(logits);  // -log(sigmoid(logits))
   stats.report("Loss/G/loss", loss);
-  loss.mean().mul(gain).backward();
+  return loss.mean();
 }
 
-void StyleGAN2Loss::generator_path_length(const RoundInputs& in, double gain, at::Generator& gen,
-                                          StatsCollector& stats) {
+at::Tensor StyleGAN2Loss::generator_path_length(const RoundInputs& in, at::Generator& gen, StatsCollector& stats) {
   const int64_t batch = std::max<int64_t>(in.gen_z.size(0) / options.pl_batch_shrink, 1);
   auto [img, ws] = run_G(in.gen_z.narrow(0, 0, batch), in.gen_c.narrow(0, 0, batch), gen);
   at::Tensor pl_noise =
       at::randn(img.sizes(), gen, img.options()) / std::sqrt(static_cast<double>(img.size(2) * img.size(3)));
   at::Tensor lengths = path_lengths(img, ws, pl_noise);
-  auto [penalty, new_mean] = path_length_penalty(lengths, pl_mean, options.pl_decay);
-  pl_mean.copy_(new_mean);
+  at::Tensor penalty;
+  if (defer_running_means) {
+    penalty = (lengths - pl_mean).square();
+    add_deferred(G_.options.w_dim + 1, lengths.detach().unsqueeze(1));
+  } else {
+    at::Tensor new_mean;
+    std::tie(penalty, new_mean) = path_length_penalty(lengths, pl_mean, options.pl_decay);
+    pl_mean.copy_(new_mean);
+  }
   stats.report("Loss/pl_penalty", penalty);
   at::Tensor loss = penalty * options.pl_weight;
   stats.report("Loss/G/reg", loss);
   // img * 0 keeps every G parameter in the graph (zero gradients), as the reference does.
-  (img.select(1, 0).select(1, 0).select(1, 0) * 0 + loss).mean().mul(gain).backward();
+  return (img.select(1, 0).select(1, 0).select(1, 0) * 0 + loss).mean();
 }
 
-at::Tensor StyleGAN2Loss::discriminator_fake(const RoundInputs& in, double gain, at::Generator& gen,
-                                             StatsCollector& stats) {
+at::Tensor StyleGAN2Loss::discriminator_fake(const RoundInputs& in, at::Generator& gen, StatsCollector& stats) {
   at::Tensor img;
   {
     at::NoGradGuard no_grad;  // G is not trained in this phase
@@ -103,13 +109,11 @@ at::Tensor StyleGAN2Loss::discriminator_fake(const RoundInputs& in, double gain,
   at::Tensor logits = D_.forward(img, in.gen_c);
   stats.report("Loss/scores/fake", logits);
   stats.report("Loss/signs/fake", logits.sign());
-  at::Tensor loss = at::softplus(logits);  // -log(1 - sigmoid(logits))
-  loss.mean().mul(gain).backward();
-  return loss.detach();
+  return at::softplus(logits);  // [N, 1] -log(1 - sigmoid(logits))
 }
 
-void StyleGAN2Loss::discriminator_real(const RoundInputs& in, double gain, bool main, bool r1,
-                                       const at::Tensor& loss_fake, StatsCollector& stats) {
+at::Tensor StyleGAN2Loss::discriminator_real(const RoundInputs& in, bool main, bool r1, const at::Tensor& loss_fake,
+                                             StatsCollector& stats) {
   at::Tensor real = in.real_img.detach().requires_grad_(r1);
   at::Tensor logits, penalty;
   if (r1) {
@@ -122,7 +126,7 @@ void StyleGAN2Loss::discriminator_real(const RoundInputs& in, double gain, bool 
   at::Tensor total = logits * 0;  // keeps every D parameter in the graph
   if (main) {
     at::Tensor loss_real = softplus_neg(logits);
-    stats.report("Loss/D/loss", loss_fake.defined() ? loss_fake + loss_real : loss_real);
+    stats.report("Loss/D/loss", loss_fake.defined() ? loss_fake.detach() + loss_real : loss_real);
     total = total + loss_real;
   }
   if (r1) {
@@ -131,7 +135,7 @@ void StyleGAN2Loss::discriminator_real(const RoundInputs& in, double gain, bool 
     stats.report("Loss/D/reg", loss_r1);
     total = total + loss_r1.unsqueeze(1);
   }
-  total.mean().mul(gain).backward();
+  return total.mean();
 }
 
 void StyleGAN2Loss::accumulate_gradients(Phase phase, const RoundInputs& in, double gain, at::Generator& gen,
@@ -140,11 +144,42 @@ void StyleGAN2Loss::accumulate_gradients(Phase phase, const RoundInputs& in, dou
   const bool g_pl = (phase == Phase::Greg || phase == Phase::Gboth) && options.pl_weight != 0;
   const bool d_main = (phase == Phase::Dmain || phase == Phase::Dboth);
   const bool d_r1 = (phase == Phase::Dreg || phase == Phase::Dboth) && options.r1_gamma != 0;
-  if (g_main) generator_main(in, gain, gen, stats);
-  if (g_pl) generator_path_length(in, gain, gen, stats);
+  std::vector<at::Tensor> terms;  // summed into one backward pass
+  if (g_main) terms.push_back(generator_main(in, gen, stats));
+  if (g_pl) terms.push_back(generator_path_length(in, gen, stats));
   at::Tensor loss_fake;
-  if (d_main) loss_fake = discriminator_fake(in, gain, gen, stats);
-  if (d_main || d_r1) discriminator_real(in, gain, d_main, d_r1, loss_fake, stats);
+  if (d_main) {
+    loss_fake = discriminator_fake(in, gen, stats);
+    terms.push_back(loss_fake.mean());
+  }
+  if (d_main || d_r1) terms.push_back(discriminator_real(in, d_main, d_r1, loss_fake, stats));
+  if (terms.empty()) return;
+  at::stack(terms).sum().mul(gain).backward();
+}
+
+void StyleGAN2Loss::add_deferred(int64_t offset, const at::Tensor& rows) {
+  if (!deferred_.defined()) deferred_ = at::zeros({G_.options.w_dim + 3}, pl_mean.options());
+  deferred_.narrow(0, offset, rows.size(1)).add_(rows.sum(0));
+  deferred_[offset + rows.size(1)].add_(rows.size(0));
+}
+
+at::Tensor StyleGAN2Loss::take_deferred_sums() {
+  if (!deferred_.defined()) deferred_ = at::zeros({G_.options.w_dim + 3}, pl_mean.options());
+  at::Tensor out = deferred_.clone();
+  deferred_.zero_();
+  return out;
+}
+
+void StyleGAN2Loss::apply_deferred_sums(const at::Tensor& summed) {
+  const int64_t w_dim = G_.options.w_dim;
+  at::Tensor w_count = summed[w_dim], pl_count = summed[w_dim + 2];
+  at::Tensor& w_avg = G_.mapping->w_avg;
+  if (w_avg.defined()) {
+    at::Tensor w_mean = summed.narrow(0, 0, w_dim) / w_count.clamp_min(1);
+    w_avg.copy_(at::where(w_count > 0, w_mean.lerp(w_avg, G_.options.w_avg_beta), w_avg));
+  }
+  at::Tensor pl_batch_mean = summed[w_dim + 1] / pl_count.clamp_min(1);
+  pl_mean.copy_(at::where(pl_count > 0, pl_mean.lerp(pl_batch_mean, options.pl_decay), pl_mean));
 }
 
 }  // namespace sg2::train

@@ -55,7 +55,7 @@ void put_tensors(Dict& dict, const nn::NamedTensors& tensors) {
 
 }  // namespace
 
-void save_snapshot(const std::string& path, Trainer& trainer) {
+void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<at::Tensor>& rank_states) {
   Dict dict(c10::StringType::get(), c10::AnyType::get());
   dict.insert("format", std::string(kSnapshotFormat));
   dict.insert("version", kSnapshotVersion);
@@ -78,6 +78,7 @@ void save_snapshot(const std::string& path, Trainer& trainer) {
     std::lock_guard<std::mutex> lock(trainer.generator().mutex());
     dict.insert("rng.step", trainer.generator().get_state());
   }
+  for (size_t r = 1; r < rank_states.size(); ++r) dict.insert(fmt::format("rng.step.rank{}", r), rank_states[r]);
   write_file_atomically(path, torch::pickle_save(c10::IValue(dict)));
 }
 
@@ -125,11 +126,13 @@ void restore_trainer(Trainer& trainer, const Snapshot& s) {
   p.cur_tick = s.integer("progress.cur_tick");
   p.tick_start_nimg = s.integer("progress.tick_start_nimg");
   // The step generator continues where it was when the world is the same. Each rank's stream is
-  // its own, so another world size starts fresh streams keyed by (seed, rank, step).
-  auto rng = s.tensors.find("rng.step");
-  SG2_CHECK(rng != s.tensors.end(), "{}: snapshot has no rng.step", s.path);
+  // its own, so another world size starts fresh streams keyed by (seed, rank, step). With
+  // dist.rng = global the step's draws are keyed by the step itself and need no state.
+  const int rank = trainer.place().rank;
+  SG2_CHECK(s.tensors.count("rng.step"), "{}: snapshot has no rng.step", s.path);
+  auto rng = s.tensors.find(rank == 0 ? std::string("rng.step") : fmt::format("rng.step.rank{}", rank));
   std::lock_guard<std::mutex> lock(trainer.generator().mutex());
-  if (s.integer("world_size") == trainer.place().world_size) {
+  if (s.integer("world_size") == trainer.place().world_size && rng != s.tensors.end()) {
     trainer.generator().set_state(rng->second);
   } else {
     trainer.generator().set_current_seed(mix_seed({static_cast<uint64_t>(trainer.config().train.seed),

@@ -1,6 +1,7 @@
 #include "sg2/train/trainer.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/rng.h"
 
 #include <ATen/core/Generator.h>
 #include <torch/cuda.h>
@@ -55,18 +56,32 @@ at::Generator make_generator(const at::Device& device, uint64_t seed) {
   return generator;
 }
 
+namespace {
+
+// Keys of the per-step random streams (dist.rng = global).
+constexpr uint64_t kLatentStream = 0x6c6174656e7473ull;
+constexpr uint64_t kPassStream = 0x7061737365730aull;
+
+std::unique_ptr<dist::Communicator> local_if_missing(dist::Communicator* comm, const at::Device& device) {
+  return comm == nullptr ? dist::local_communicator(device) : nullptr;
+}
+
+}  // namespace
+
 Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset> dataset, const at::Device& device,
-                 ProcessPlace place)
+                 dist::Communicator* comm)
     : config_(config),
       dataset_(std::move(dataset)),
       device_(device),
-      place_(place),
+      owned_comm_(local_if_missing(comm, device)),
+      comm_(comm != nullptr ? comm : owned_comm_.get()),
+      place_{comm_->rank(), comm_->size()},
       loader_(std::make_shared<data::BatchLoader>(
-                  dataset_, data::LoaderOptions{config.train.batch, place.rank, place.world_size,
+                  dataset_, data::LoaderOptions{config.train.batch, place_.rank, place_.world_size,
                                                 static_cast<uint64_t>(config.train.seed), config.data.mirror}),
               data::PrefetchOptions{config.data.workers, config.data.prefetch}),
-      generator_(make_generator(device, static_cast<uint64_t>(config.train.seed * place.world_size + place.rank))) {
-  validate(config_, place.world_size);
+      generator_(make_generator(device, static_cast<uint64_t>(config.train.seed * place_.world_size + place_.rank))) {
+  validate(config_, place_.world_size);
   // Networks are initialised from the run seed on the CPU (identical on every rank), then moved.
   at::manual_seed(static_cast<uint64_t>(config.train.seed));
   G_ = std::make_shared<nn::Generator>(generator_options(config_, *dataset_));
@@ -106,14 +121,90 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
   add_phases(false, config.optim.D_lr, config.optim.D_reg_interval, config.loss.r1_gamma != 0);
 
   label_table_ = data::all_labels(*dataset_).to(device_);
+  loss_->defer_running_means = global_rng();
+
+  dist::ReducerOptions reducer{static_cast<int64_t>(config.dist.bucket_mb * (1 << 20)), config.dist.overlap};
+  G_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, nn::named_parameters(*G_), reducer);
+  D_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, nn::named_parameters(*D_), reducer);
+  broadcast_from_rank0();
+}
+
+Trainer::~Trainer() = default;
+
+at::Generator Trainer::keyed_generator(std::initializer_list<uint64_t> keys) const {
+  return make_generator(device_, mix_seed(keys));
+}
+
+// rank: this rank's stream. global: the whole global batch from a stream keyed by (seed, step,
+// phase); this rank keeps its slice, so the draws do not depend on the world size.
+std::pair<at::Tensor, at::Tensor> Trainer::draw_latents(size_t phase_index, int64_t local_batch) {
+  const auto float_options = at::TensorOptions().device(device_).dtype(at::kFloat);
+  const auto long_options = at::TensorOptions().device(device_).dtype(at::kLong);
+  int64_t count = local_batch, first = 0;
+  at::Generator gen = generator_;
+  if (global_rng()) {
+    count = config_.train.batch;
+    first = place_.rank * local_batch;
+    gen = keyed_generator({static_cast<uint64_t>(config_.train.seed), kLatentStream,
+                           static_cast<uint64_t>(progress_.batch_idx), phase_index});
+  }
+  at::Tensor z = at::randn({count, G_->options.z_dim}, gen, float_options).narrow(0, first, local_batch);
+  at::Tensor index = at::randint(0, dataset_->size(), {count}, gen, long_options).narrow(0, first, local_batch);
+  return {z, label_table_.index_select(0, index)};
+}
+
+dist::NamedTensors Trainer::replicated_tensors() {
+  dist::NamedTensors all;
+  for (const auto& [prefix, module] : std::vector<std::pair<std::string, torch::nn::Module*>>{
+           {"G.", G_.get()}, {"D.", D_.get()}, {"G_ema.", G_ema_.get()}}) {
+    for (const auto& item : module->named_parameters()) all.emplace_back(prefix + item.key(), item.value());
+    for (const auto& item : module->named_buffers()) all.emplace_back(prefix + item.key(), item.value());
+  }
+  all.emplace_back("loss.pl_mean", loss_->pl_mean);
+  return all;
+}
+
+void Trainer::broadcast_from_rank0() { dist::broadcast_tensors(*comm_, replicated_tensors(), 0); }
+
+void Trainer::check_replicas(const std::string& what) { dist::check_replicas_identical(*comm_, replicated_tensors(), what); }
+
+std::vector<at::Tensor> Trainer::gather_generator_states() {
+  at::Tensor state;
+  {
+    std::lock_guard<std::mutex> lock(generator_.mutex());
+    state = generator_.get_state();
+  }
+  const at::Tensor all = comm_->allgather(state.to(comm_->device())).cpu();  // [size, bytes]
+  std::vector<at::Tensor> states;
+  for (int r = 0; r < place_.world_size; ++r) states.push_back(all[r].clone());
+  return states;
+}
+
+dist::ReducerTimes Trainer::take_reducer_times() {
+  dist::ReducerTimes g = G_reducer_->take_times(), d = D_reducer_->take_times();
+  return {g.busy_seconds + d.busy_seconds, g.exposed_seconds + d.exposed_seconds, g.bytes + d.bytes};
+}
+
+// rank mode: the replicas' w_avg and pl_mean drift apart as in the reference; they are averaged.
+// global mode: the passes' deferred sums are added over ranks and applied once.
+void Trainer::sync_running_means(bool deferred) {
+  at::Tensor& w_avg = G_->mapping->w_avg;
+  if (deferred) {
+    at::Tensor sums = loss_->take_deferred_sums();
+    comm_->allreduce({sums}, dist::ReduceOp::Sum);
+    loss_->apply_deferred_sums(sums);
+    return;
+  }
+  if (place_.world_size == 1) return;
+  at::Tensor packed = at::cat({w_avg.defined() ? w_avg.flatten() : at::zeros({0}, device_), loss_->pl_mean.view({1})});
+  comm_->allreduce({packed}, dist::ReduceOp::Avg);
+  if (w_avg.defined()) w_avg.copy_(packed.narrow(0, 0, w_avg.numel()).view_as(w_avg));
+  loss_->pl_mean.copy_(packed[-1]);
 }
 
 StepInputs Trainer::prepare_inputs() {
   const int64_t per_round = batch_per_round(config_, place_.world_size);
   const int64_t local_batch = config_.train.batch / place_.world_size;
-  const auto float_options = at::TensorOptions().device(device_).dtype(at::kFloat);
-  const auto long_options = at::TensorOptions().device(device_).dtype(at::kLong);
-
   data::Batch batch = loader_.get(progress_.batch_idx);
   stats_.report_scalar("Timing/data_wait_sec", loader_.last_wait_seconds());  // time training waited for data
   StepInputs in;
@@ -121,26 +212,39 @@ StepInputs Trainer::prepare_inputs() {
   in.real_img = real.split(per_round);
   in.real_c = batch.labels.to(device_).split(per_round);
   for (size_t i = 0; i < phases_.size(); ++i) {
-    in.gen_z.push_back(at::randn({local_batch, G_->options.z_dim}, generator_, float_options).split(per_round));
-    at::Tensor index = at::randint(0, dataset_->size(), {local_batch}, generator_, long_options);
-    in.gen_c.push_back(label_table_.index_select(0, index).split(per_round));
+    auto [z, c] = draw_latents(i, local_batch);
+    in.gen_z.push_back(z.split(per_round));
+    in.gen_c.push_back(c.split(per_round));
   }
   return in;
 }
 
+// The rounds accumulate locally; the last one's backward feeds the reducer, which leaves the mean
+// gradient over every pass of the global batch in .grad.
 void Trainer::run_phase(size_t phase_index, const StepInputs& in) {
   const TrainingPhase& phase = phases_.at(phase_index);
   torch::nn::Module& module = phase.trains_G ? static_cast<torch::nn::Module&>(*G_) : *D_;
   Adam& opt = phase.trains_G ? *G_opt_ : *D_opt_;
+  dist::GradientReducer& reducer = phase.trains_G ? *G_reducer_ : *D_reducer_;
+  const auto rounds = static_cast<int64_t>(in.real_img.size());
   opt.zero_grad();
   set_requires_grad(module, true);
-  for (size_t round = 0; round < in.real_img.size(); ++round) {
+  for (int64_t round = 0; round < rounds; ++round) {
+    if (round == rounds - 1) reducer.prepare_for_final_backward();
     RoundInputs r{in.real_img[round], in.real_c[round], in.gen_z[phase_index][round], in.gen_c[phase_index][round]};
-    loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), generator_, stats_);
+    at::Generator pass_generator = generator_;
+    if (global_rng()) {  // keyed by the pass's place in the global batch, not by the rank
+      const auto global_pass = static_cast<uint64_t>(place_.rank * rounds + round);
+      pass_generator = keyed_generator({static_cast<uint64_t>(config_.train.seed), kPassStream,
+                                        static_cast<uint64_t>(progress_.batch_idx), phase_index, global_pass});
+    }
+    loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), pass_generator, stats_);
   }
   set_requires_grad(module, false);
+  reducer.finish(static_cast<double>(rounds * place_.world_size));
   sanitize_gradients(nn::named_parameters(module));
   opt.step();
+  if (global_rng()) sync_running_means(/*deferred=*/true);
 }
 
 void Trainer::update_generator_ema() {
@@ -154,6 +258,7 @@ void Trainer::step() {
   for (size_t i = 0; i < phases_.size(); ++i) {
     if (progress_.batch_idx % phases_[i].interval == 0) run_phase(i, inputs);
   }
+  if (!global_rng()) sync_running_means(/*deferred=*/false);
   update_generator_ema();
   progress_.cur_nimg += config_.train.batch;
   progress_.batch_idx += 1;

@@ -72,7 +72,8 @@ bool TrainingLoop::run() {
   for (;;) {
     trainer_.step();
     const bool done = p.cur_nimg >= total_nimg;
-    const bool stopping = stop_requested();
+    // A signal may reach the ranks at different steps: they stop together at the first step any saw it.
+    const bool stopping = trainer_.place().world_size > 1 ? trainer_.comm().any(stop_requested()) : stop_requested();
     const auto tick_nimg = static_cast<int64_t>(c.train.kimg_per_tick * 1000);
     if (!done && !stopping && p.cur_tick != 0 && p.cur_nimg < p.tick_start_nimg + tick_nimg) continue;
     end_tick(done, stopping);
@@ -95,7 +96,13 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
   stats.report_scalar("Resources/cpu_mem_gb", current_rss_gib());
   stats.report_scalar("Resources/peak_gpu_mem_gb", device_peak_memory_gib(trainer_.device()));
   reset_device_peak_memory(trainer_.device());
-  const auto values = stats.finish();
+  const dist::ReducerTimes comm_times = trainer_.take_reducer_times();
+  stats.report_scalar("Timing/allreduce_busy_sec", comm_times.busy_seconds);
+  stats.report_scalar("Timing/allreduce_exposed_sec", comm_times.exposed_seconds);
+  // Statistics are reduced over the ranks once per tick: moments add up, means are over all ranks.
+  at::Tensor moments = stats.packed_moments().to(trainer_.comm().device()).contiguous();
+  trainer_.comm().allreduce({moments}, dist::ReduceOp::Sum);
+  const auto values = stats.finish(moments.cpu());
   if (is_rank0()) {
     spdlog::info(status_line(values, tick_end - tick_start_time_));
     write_stats_line(values);
@@ -110,10 +117,14 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
   const bool snapshot_due = c.run.network_snapshot_ticks > 0 && p.cur_tick % c.run.network_snapshot_ticks == 0;
   p.cur_tick += 1;  // the snapshot resumes with the next tick
   p.tick_start_nimg = p.cur_nimg;
-  if (is_rank0() && (last || snapshot_due)) {
-    const std::string path = run_dir_ + "/" + snapshot_name(p.cur_nimg);
-    save_snapshot(path, trainer_);
-    spdlog::info("Wrote {}", path);
+  if (last || snapshot_due) {
+    trainer_.check_replicas(fmt::format("before the snapshot at {:.1f} kimg", p.cur_nimg / 1e3));
+    const std::vector<at::Tensor> rank_states = trainer_.gather_generator_states();
+    if (is_rank0()) {
+      const std::string path = run_dir_ + "/" + snapshot_name(p.cur_nimg);
+      save_snapshot(path, trainer_, rank_states);
+      spdlog::info("Wrote {}", path);
+    }
   }
   if (stopping) spdlog::warn("Stopped by signal {} at {:.1f} kimg; resume with --resume {}", stop_signal(),
                              p.cur_nimg / 1e3, run_dir_);

@@ -4,6 +4,7 @@
 
 #include "sg2/core/config_cli.h"
 #include "sg2/data/dataset.h"
+#include "sg2/dist/communicator.h"
 #include "sg2/train/config.h"
 
 #include <CLI/CLI.hpp>
@@ -38,9 +39,12 @@ void apply_thread_setting(const TrainConfig& config);
 class TrainCommand {
  public:
   void add_to(CLI::App& app);
+  // Bootstraps the launch (mpirun, srun, stylegan2_launch or a plain process) and trains. An error
+  // on one rank of several ends the whole job (MPI_Abort / the launcher) with a message naming it.
   int run();
 
  private:
+  int train(const TrainConfig& config, dist::Session& session, const std::string& snapshot_path);
   ConfigOptions config_;
   std::string resume_;
   bool dry_run_ = false;

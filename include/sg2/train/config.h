@@ -79,6 +79,13 @@ struct TrainConfig {
     double ema_kimg = 10;
     double ema_rampup = 0;               // 0: none (cifar: 0.05)
   } train;
+  struct Dist {
+    std::string backend = "auto";        // auto, nccl, mpi, gloo, local
+    double bucket_mb = 25;               // gradient fusion bucket size
+    bool overlap = true;                 // allreduce buckets during backward
+    std::string rng = "rank";            // rank: seed per rank (the paper's); global: world-size invariant
+    double timeout = 600;                // seconds a rendezvous or collective may take
+  } dist;
 };
 
 const config::Schema<TrainConfig>& train_schema();

@@ -52,7 +52,8 @@ class StyleGAN2Loss {
   StyleGAN2Loss(nn::Generator& G, nn::Discriminator& D, const LossOptions& options, const at::Device& device);
 
   // Runs one phase on one round and accumulates gradients scaled by `gain` into the phase's
-  // network. Random draws (mixing, noise) come from `generator`; statistics go to `stats`.
+  // network, in one backward pass (the gradient reducer hooks into it). Random draws (mixing,
+  // noise) come from `generator`; statistics go to `stats`.
   void accumulate_gradients(Phase phase, const RoundInputs& in, double gain, at::Generator& generator,
                             StatsCollector& stats);
 
@@ -60,16 +61,28 @@ class StyleGAN2Loss {
   // Returns (img [N, C, R, R], ws [N, num_ws, w_dim]).
   std::pair<at::Tensor, at::Tensor> run_G(const at::Tensor& z, const at::Tensor& c, at::Generator& generator);
 
+  // Deferred running means (dist.rng = global): instead of updating w_avg and pl_mean in every
+  // pass, the passes add their sums to one vector [w_dim + 3] = (sum of w, count, sum of path
+  // lengths, count) that the trainer sums over ranks and applies once per phase. The path-length
+  // penalty then uses pl_mean as it was when the phase began.
+  bool defer_running_means = false;
+  at::Tensor take_deferred_sums();
+  void apply_deferred_sums(const at::Tensor& summed);
+
   at::Tensor pl_mean;  // [] running mean of path lengths
   LossOptions options;
   bool fused_modconv = false;
 
  private:
-  void generator_main(const RoundInputs& in, double gain, at::Generator& gen, StatsCollector& stats);
-  void generator_path_length(const RoundInputs& in, double gain, at::Generator& gen, StatsCollector& stats);
-  at::Tensor discriminator_fake(const RoundInputs& in, double gain, at::Generator& gen, StatsCollector& stats);
-  void discriminator_real(const RoundInputs& in, double gain, bool main, bool r1, const at::Tensor& loss_fake,
-                          StatsCollector& stats);
+  // Each returns its loss term (a scalar mean, before the gain).
+  at::Tensor generator_main(const RoundInputs& in, at::Generator& gen, StatsCollector& stats);
+  at::Tensor generator_path_length(const RoundInputs& in, at::Generator& gen, StatsCollector& stats);
+  at::Tensor discriminator_fake(const RoundInputs& in, at::Generator& gen, StatsCollector& stats);
+  at::Tensor discriminator_real(const RoundInputs& in, bool main, bool r1, const at::Tensor& loss_fake,
+                                StatsCollector& stats);
+  void add_deferred(int64_t offset, const at::Tensor& rows);  // rows [N, k] summed into deferred_[offset:]
+
+  at::Tensor deferred_;  // [w_dim + 3]
 
   nn::Generator& G_;
   nn::Discriminator& D_;

@@ -7,7 +7,7 @@
 //   format = "stylegan2-cpp-snapshot", version = 1, config (YAML), networks (JSON {"G", "D"}),
 //   progress.cur_nimg / batch_idx / cur_tick / tick_start_nimg, world_size,
 //   G.<name>, D.<name>, G_ema.<name>, G_opt.<param>.{exp_avg,exp_avg_sq,step}, D_opt...,
-//   loss.pl_mean, rng.step
+//   loss.pl_mean, rng.step (rank 0's step generator), rng.step.rank<r> (rank r > 0's, dist.rng = rank)
 //
 // Writes go to a temporary name and are renamed, so a crash never leaves a partial snapshot.
 
@@ -36,7 +36,9 @@ struct Snapshot {
   int64_t integer(const std::string& key) const;
 };
 
-void save_snapshot(const std::string& path, Trainer& trainer);
+// rank_states: every rank's step generator state (Trainer::gather_generator_states); empty: this
+// process's only. Rank 0 calls it; the file is written atomically.
+void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<at::Tensor>& rank_states = {});
 Snapshot load_snapshot(const std::string& path);
 
 // Continues `trainer` from `snapshot` (same architecture; any world size).

@@ -4,6 +4,9 @@
 // loader and the step randomness. The tick loop, logs and files live in training_loop.h.
 
 #include "sg2/data/prefetch_loader.h"
+#include "sg2/dist/communicator.h"
+#include "sg2/dist/consistency.h"
+#include "sg2/dist/reducer.h"
 #include "sg2/nn/networks.h"
 #include "sg2/train/config.h"
 #include "sg2/train/loss.h"
@@ -16,7 +19,7 @@
 
 namespace sg2::train {
 
-// Where this process sits in the job (the distributed layer fills it; single process: 0 of 1).
+// Where this process sits in the job (from the communicator; single process: 0 of 1).
 struct ProcessPlace {
   int rank = 0;
   int world_size = 1;
@@ -46,8 +49,11 @@ struct Progress {
 
 class Trainer {
  public:
+  // comm: the job's communicator; null = a world of one (Local backend). Parameters and buffers
+  // are broadcast from rank 0, so every replica starts identical.
   Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset> dataset, const at::Device& device,
-          ProcessPlace place = {});
+          dist::Communicator* comm = nullptr);
+  ~Trainer();
 
   // One step: every phase due at this batch index, then the EMA update and the counters.
   void step();
@@ -56,6 +62,12 @@ class Trainer {
   StepInputs prepare_inputs();
   void run_phase(size_t phase_index, const StepInputs& inputs);
   void update_generator_ema();
+
+  // Collectives (all ranks call them together).
+  void broadcast_from_rank0();                        // G, D, G_ema parameters and buffers; pl_mean
+  void check_replicas(const std::string& what);       // error naming the first tensor that differs
+  std::vector<at::Tensor> gather_generator_states();  // rank r's step generator state at [r]
+  dist::ReducerTimes take_reducer_times();
 
   nn::Generator& G() { return *G_; }
   nn::Discriminator& D() { return *D_; }
@@ -71,16 +83,26 @@ class Trainer {
   const data::Dataset& dataset() const { return *dataset_; }
   const at::Device& device() const { return device_; }
   ProcessPlace place() const { return place_; }
+  dist::Communicator& comm() { return *comm_; }
+  bool global_rng() const { return config_.dist.rng == "global"; }
 
  private:
+  at::Generator keyed_generator(std::initializer_list<uint64_t> keys) const;
+  std::pair<at::Tensor, at::Tensor> draw_latents(size_t phase_index, int64_t local_batch);  // z [b, z], c [b, c]
+  void sync_running_means(bool deferred);
+  dist::NamedTensors replicated_tensors();
+
   TrainConfig config_;
   std::shared_ptr<const data::Dataset> dataset_;
   at::Device device_;
+  std::unique_ptr<dist::Communicator> owned_comm_;  // the Local one when none was given
+  dist::Communicator* comm_;
   ProcessPlace place_;
   std::shared_ptr<nn::Generator> G_, G_ema_;
   std::shared_ptr<nn::Discriminator> D_;
   std::unique_ptr<Adam> G_opt_, D_opt_;
   std::unique_ptr<StyleGAN2Loss> loss_;
+  std::unique_ptr<dist::GradientReducer> G_reducer_, D_reducer_;
   std::vector<TrainingPhase> phases_;
   data::PrefetchLoader loader_;
   at::Tensor label_table_;  // [N, c_dim] on the device, for drawing generator labels

@@ -1,0 +1,105 @@
+#pragma once
+// Collectives over the processes of one job. Cross-rank contract of every collective: all ranks
+// call it, in the same order, with tensors of the same shapes and dtypes, on the backend's device
+// kind (CUDA for NCCL, CPU for MPI / Gloo / Local). Counts come from numel(), never bytes.
+//
+// Backends live in their own files (mpi_backend.cpp, nccl_backend.cpp, gloo_backend.cpp,
+// local_backend.cpp) with a stub beside each optional one, so every build compiles and runs.
+
+#include "sg2/dist/world.h"
+
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sg2::dist {
+
+enum class ReduceOp { Sum, Avg };
+
+// An asynchronous collective. wait() returns once the result may be used by the caller's next
+// operation (CPU: the data is there; CUDA: the caller's stream is ordered after it); it rethrows
+// the collective's error. busy_seconds() is the time the collective itself ran, when known.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;
+  virtual double busy_seconds() const { return 0; }
+};
+
+class Communicator {
+ public:
+  explicit Communicator(World world) : world_(std::move(world)) {}
+  virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  const World& world() const { return world_; }
+  int rank() const { return world_.rank; }
+  int size() const { return world_.size; }
+  virtual std::string backend() const = 0;
+  virtual at::Device device() const = 0;  // where this backend's tensors live
+
+  // In-place reduction of every tensor (each contiguous). Avg on floating tensors only.
+  virtual std::shared_ptr<Work> allreduce_async(std::vector<at::Tensor> tensors, ReduceOp op) = 0;
+  void allreduce(std::vector<at::Tensor> tensors, ReduceOp op) { allreduce_async(std::move(tensors), op)->wait(); }
+
+  // Root's values into every rank's tensors, in place.
+  virtual void broadcast(std::vector<at::Tensor> tensors, int root) = 0;
+
+  // Every rank's tensor, concatenated along a new leading dimension: [size, *input.shape].
+  virtual at::Tensor allgather(const at::Tensor& input) = 0;
+
+  virtual void barrier() = 0;
+
+  // Ends the whole job as fast as the backend can (MPI_Abort, ncclCommAbort); never throws.
+  virtual void abort(const std::string& reason) noexcept = 0;
+
+  // True on every rank when `flag` is true on any rank.
+  bool any(bool flag);
+  // Raw bytes from root to every rank (for unique ids and small metadata).
+  std::string broadcast_bytes(const std::string& bytes, int root);
+
+ private:
+  World world_;
+};
+
+struct CommunicatorOptions {
+  std::string backend = "auto";  // auto, nccl, mpi, gloo, local
+  at::Device device = at::Device(at::kCPU);  // the training device; auto picks nccl for CUDA
+  // When set, picks the device once the world is known (by local rank); overrides `device`.
+  std::function<at::Device(const World&)> device_for;
+  double timeout_seconds = 600;  // collectives and rendezvous that take longer fail the job
+};
+
+// The process's distributed session: bootstraps the launch found in the environment (MPI init,
+// TCPStore rendezvous) and owns the communicator. One per process; MPI is finalized on destruction.
+class Session {
+ public:
+  static std::unique_ptr<Session> start(const CommunicatorOptions& options);
+  ~Session();
+  const World& world() const { return comm_->world(); }
+  Communicator& comm() { return *comm_; }
+
+  // Which backend `auto` resolves to for this launch and device.
+  static std::string resolve_backend(const std::string& requested, Launcher launcher, const at::Device& device);
+
+ private:
+  Session() = default;
+  std::unique_ptr<Communicator> comm_;
+  bool finalize_mpi_ = false;
+};
+
+// A world of one process on `device` (the Local backend), for single-process use without a Session.
+std::unique_ptr<Communicator> local_communicator(const at::Device& device);
+
+// The session started last in this process (null before), for error paths that must end the job.
+Session* active_session();
+
+// Ends every rank after a fatal error on this one: the backend's abort when the job has several
+// ranks (MPI_Abort kills all); a no-op for a single process. Never throws.
+void abort_job(const std::string& reason) noexcept;
+
+}  // namespace sg2::dist

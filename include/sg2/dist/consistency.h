@@ -1,0 +1,24 @@
+#pragma once
+// Replica consistency: every rank hashes its tensors, the hashes are all-gathered and compared with
+// rank 0's. A mismatch is an error naming the first differing tensor and the ranks that differ.
+
+#include "sg2/dist/communicator.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sg2::dist {
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+// FNV-1a over the tensor's bytes (any device; copied to the host).
+uint64_t tensor_hash(const at::Tensor& tensor);
+
+// Cross-rank contract: all ranks call it with the same names in the same order.
+void check_replicas_identical(Communicator& comm, const NamedTensors& tensors, const std::string& what);
+
+// Copies rank `root`'s values into every rank's tensors (in place, any dtype).
+void broadcast_tensors(Communicator& comm, const NamedTensors& tensors, int root = 0);
+
+}  // namespace sg2::dist

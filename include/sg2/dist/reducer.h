@@ -1,0 +1,86 @@
+#pragma once
+// Gradient averaging over the ranks (Horovod's tensor fusion, DDP's buckets): parameters are laid
+// out in fusion buckets of at most `bucket_bytes`, in reverse registration order (the order backward
+// produces them). During the final backward of a step each parameter's gradient, plus what its .grad
+// already holds from earlier accumulation rounds, is copied into its bucket; a full bucket starts its
+// allreduce at once, so communication overlaps the rest of backward. finish() launches what is left
+// (a parameter that got no gradient counts as zeros), waits, and sets every .grad to sum / divisor.
+//
+// Cross-rank contract: all ranks build the reducer over the same parameters in the same order and
+// run the same number of final backward passes.
+
+#include "sg2/dist/communicator.h"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sg2::dist {
+
+struct ReducerOptions {
+  int64_t bucket_bytes = 25 << 20;  // DDP's default
+  bool overlap = true;             // false: every bucket starts after backward (for comparison)
+};
+
+struct ReducerTimes {
+  double busy_seconds = 0;     // time the collectives ran (CPU backends)
+  double exposed_seconds = 0;  // time finish() waited for them after backward
+  int64_t bytes = 0;           // gradient bytes reduced per rank
+};
+
+class GradientReducer {
+ public:
+  using NamedParameters = std::vector<std::pair<std::string, at::Tensor>>;
+  GradientReducer(Communicator& comm, NamedParameters parameters, ReducerOptions options = {});
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  // Arms the gradient hooks for the next backward (the last accumulation round).
+  void prepare_for_final_backward();
+  // Completes the reduction; .grad of every parameter = (sum over ranks) / divisor.
+  void finish(double divisor);
+
+  // Bucket sizes in elements, in launch order (for benchmarks and tests).
+  std::vector<int64_t> bucket_numels() const;
+  // Accumulated since the last call.
+  ReducerTimes take_times();
+
+ private:
+  struct Slot {
+    std::string name;
+    at::Tensor parameter;
+    size_t bucket;
+    int64_t offset;
+  };
+  struct Bucket {
+    at::Tensor flat;                 // [numel] of the parameters' dtype, on their device
+    std::vector<size_t> slots;
+    std::atomic<size_t> filled{0};
+    std::shared_ptr<Work> work;
+  };
+  void build_buckets(const NamedParameters& parameters);
+  void register_hooks();
+  void on_gradient(size_t slot_index, const at::Tensor& grad);
+  void launch_ready_buckets();
+
+  Communicator& comm_;
+  ReducerOptions options_;
+  std::vector<Slot> slots_;
+  std::vector<std::unique_ptr<Bucket>> buckets_;
+  std::vector<char> slot_ready_;
+  std::atomic<bool> armed_{false};
+  size_t next_launch_ = 0;  // buckets launch in index order on every rank
+  std::mutex launch_mutex_;
+  ReducerTimes times_;
+};
+
+// The plain reference: one blocking allreduce per gradient, then .grad = sum / divisor.
+// Parameters without .grad count as zeros.
+void allreduce_gradients_per_tensor(Communicator& comm, const GradientReducer::NamedParameters& parameters,
+                                    double divisor);
+
+}  // namespace sg2::dist

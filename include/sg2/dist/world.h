@@ -1,0 +1,42 @@
+#pragma once
+// Where this process sits in the job, and how it was launched. No LibTorch here.
+//
+//   mpirun / srun (MPI)   -> rank and size from MPI, local rank from MPI_Comm_split_type(SHARED)
+//   stylegan2_launch      -> RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+//   plain process         -> rank 0 of 1
+//
+// The device is chosen by local rank, never by global rank.
+
+#include <string>
+
+namespace sg2::dist {
+
+enum class Launcher { Single, Mpi, Env };
+std::string to_string(Launcher launcher);
+
+struct World {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  Launcher launcher = Launcher::Single;
+  bool is_root() const { return rank == 0; }
+  std::string describe() const;  // "rank 1 of 4 (local 1 of 2, launched by mpi)"
+};
+
+// How the environment says this process was started: Open MPI / PMI / PMIx variables -> Mpi,
+// RANK + WORLD_SIZE -> Env, neither -> Single.
+Launcher detect_launcher();
+
+// The rendezvous of an Env launch, read and checked from the environment (errors name the variable).
+struct EnvRendezvous {
+  World world;
+  std::string master_addr;
+  int master_port = 0;
+};
+EnvRendezvous read_env_rendezvous();
+
+// This machine's short host name, for messages.
+std::string host_name();
+
+}  // namespace sg2::dist

@@ -1,0 +1,82 @@
+#pragma once
+// Internal: factories of the backends. Each optional backend has a stub file that throws a clear
+// error, chosen by CMake, so call sites never #ifdef.
+
+#include "sg2/dist/communicator.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace c10d {
+class Store;
+}
+namespace c10 {
+template <class T, class NullType>
+class intrusive_ptr;
+}
+
+namespace sg2::dist {
+
+// --- MPI (mpi_backend.cpp / mpi_none.cpp) ---
+bool mpi_compiled();
+World mpi_init_world();  // MPI_Init_thread(SERIALIZED) + ranks; idempotent
+void mpi_finalize();
+void mpi_abort_world(int code) noexcept;  // MPI_Abort(MPI_COMM_WORLD), when MPI is initialized
+std::unique_ptr<Communicator> make_mpi_communicator(const World& world);
+
+// --- A key-value rendezvous (TCPStore) for Env launches (store.cpp) ---
+class Rendezvous {
+ public:
+  virtual ~Rendezvous() = default;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  virtual std::string get(const std::string& key) = 0;  // waits up to the timeout
+  virtual void* c10d_store() = 0;                        // c10::intrusive_ptr<c10d::Store>*
+};
+std::shared_ptr<Rendezvous> connect_tcp_store(const EnvRendezvous& env, double timeout_seconds);
+
+// --- Gloo (gloo_backend.cpp / gloo_none.cpp) ---
+std::unique_ptr<Communicator> make_gloo_communicator(const World& world, const std::shared_ptr<Rendezvous>& store,
+                                                     double timeout_seconds);
+
+// --- NCCL (nccl_backend.cpp / nccl_none.cpp); share_id sends rank 0's unique id to all ---
+using ShareBytes = std::function<std::string(const std::string& bytes_on_root)>;
+std::unique_ptr<Communicator> make_nccl_communicator(const World& world, const at::Device& device,
+                                                     const ShareBytes& share_id, double timeout_seconds);
+
+// --- Local (local_backend.cpp) ---
+std::unique_ptr<Communicator> make_local_communicator(const World& world, const at::Device& device);
+
+// Runs blocking collectives on one background thread, in submission order, so a CPU backend gets
+// asynchronous allreduce (overlap with backward) and its library is called from one thread at a time.
+class CollectiveThread {
+ public:
+  CollectiveThread();
+  ~CollectiveThread();
+  std::shared_ptr<Work> submit(std::function<void()> job);
+  void run(std::function<void()> job) { submit(std::move(job))->wait(); }
+
+ private:
+  struct Job;
+  void loop();
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// Checks shared by the backends (errors name the rank and what was expected).
+void check_contiguous(const std::vector<at::Tensor>& tensors, const Communicator& comm, const char* op);
+void check_avg_dtype(const at::Tensor& tensor, const Communicator& comm);
+
+}  // namespace sg2::dist
+
+namespace sg2::dist {
+// The stream LibTorch runs its kernels on for `device` (a cudaStream_t), from cuda_stream_torch.cpp
+// when LibTorch has CUDA, else cuda_stream_none.cpp throws.
+void* current_cuda_stream(const at::Device& device);
+}  // namespace sg2::dist

@@ -1,0 +1,156 @@
+#include "sg2/dist/reducer.h"
+
+#include "sg2/core/error.h"
+
+#include <chrono>
+
+namespace sg2::dist {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+GradientReducer::GradientReducer(Communicator& comm, NamedParameters parameters, ReducerOptions options)
+    : comm_(comm), options_(options) {
+  SG2_CHECK(options.bucket_bytes > 0, "dist.bucket_mb must be > 0");
+  build_buckets(parameters);
+  register_hooks();
+}
+
+GradientReducer::~GradientReducer() {
+  armed_ = false;
+  for (auto& bucket : buckets_) {
+    if (bucket->work) bucket->work->wait();
+  }
+}
+
+void GradientReducer::build_buckets(const NamedParameters& parameters) {
+  int64_t bucket_bytes = 0;
+  for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {  // backward produces the last ones first
+    const at::Tensor& p = it->second;
+    const int64_t bytes = p.numel() * static_cast<int64_t>(p.element_size());
+    const bool fits = !buckets_.empty() && bucket_bytes + bytes <= options_.bucket_bytes &&
+                      buckets_.back()->flat.scalar_type() == p.scalar_type() &&
+                      buckets_.back()->flat.device() == p.device();
+    if (!fits) {
+      buckets_.push_back(std::make_unique<Bucket>());
+      buckets_.back()->flat = at::empty({0}, p.options());
+      bucket_bytes = 0;
+    }
+    Bucket& bucket = *buckets_.back();
+    bucket.slots.push_back(slots_.size());
+    slots_.push_back({it->first, p, buckets_.size() - 1, bucket_bytes / static_cast<int64_t>(p.element_size())});
+    bucket_bytes += bytes;
+  }
+  for (auto& bucket : buckets_) {
+    const Slot& last = slots_[bucket->slots.back()];
+    bucket->flat = at::zeros({last.offset + last.parameter.numel()}, last.parameter.options().requires_grad(false));
+    times_.bytes += bucket->flat.numel() * static_cast<int64_t>(bucket->flat.element_size());
+  }
+  slot_ready_.assign(slots_.size(), 0);
+}
+
+void GradientReducer::register_hooks() {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    at::Tensor& p = slots_[i].parameter;
+    const bool had_grad = p.requires_grad();
+    p.requires_grad_(true);  // hooks can only be registered on tensors that require grad
+    p.register_hook([this, i](const at::Tensor& grad) { on_gradient(i, grad); });
+    p.requires_grad_(had_grad);
+  }
+}
+
+void GradientReducer::prepare_for_final_backward() {
+  std::fill(slot_ready_.begin(), slot_ready_.end(), 0);
+  for (auto& bucket : buckets_) {
+    bucket->filled = 0;
+    bucket->work.reset();
+  }
+  next_launch_ = 0;
+  armed_ = true;
+}
+
+void GradientReducer::on_gradient(size_t slot_index, const at::Tensor& grad) {
+  if (!armed_) return;
+  Slot& slot = slots_[slot_index];
+  SG2_CHECK(!slot_ready_[slot_index], "rank {}: gradient of '{}' arrived twice in one final backward", comm_.rank(),
+            slot.name);
+  slot_ready_[slot_index] = 1;
+  Bucket& bucket = *buckets_[slot.bucket];
+  at::Tensor view = bucket.flat.narrow(0, slot.offset, slot.parameter.numel()).view(slot.parameter.sizes());
+  const at::Tensor& earlier = slot.parameter.grad();  // from earlier accumulation rounds
+  if (earlier.defined()) {
+    at::add_out(view, earlier, grad);
+  } else {
+    view.copy_(grad);
+  }
+  if (++bucket.filled == bucket.slots.size() && options_.overlap) launch_ready_buckets();
+}
+
+// Buckets start in index order on every rank, whatever order their gradients completed in.
+void GradientReducer::launch_ready_buckets() {
+  std::lock_guard<std::mutex> lock(launch_mutex_);
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_]->filled == buckets_[next_launch_]->slots.size()) {
+    Bucket& bucket = *buckets_[next_launch_++];
+    bucket.work = comm_.allreduce_async({bucket.flat}, ReduceOp::Sum);
+  }
+}
+
+void GradientReducer::finish(double divisor) {
+  armed_ = false;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slot_ready_[i]) continue;  // no gradient in the final backward: earlier rounds' or zeros
+    Slot& slot = slots_[i];
+    Bucket& bucket = *buckets_[slot.bucket];
+    at::Tensor view = bucket.flat.narrow(0, slot.offset, slot.parameter.numel()).view(slot.parameter.sizes());
+    if (slot.parameter.grad().defined()) {
+      view.copy_(slot.parameter.grad());
+    } else {
+      view.zero_();
+    }
+    slot_ready_[i] = 1;
+    ++bucket.filled;
+  }
+  launch_ready_buckets();
+  SG2_CHECK(next_launch_ == buckets_.size(), "rank {}: {} of {} gradient buckets never filled", comm_.rank(),
+            buckets_.size() - next_launch_, buckets_.size());
+  for (auto& bucket : buckets_) {
+    bucket->work->wait();
+    times_.busy_seconds += bucket->work->busy_seconds();
+    bucket->work.reset();
+    if (divisor != 1) bucket->flat.div_(divisor);
+  }
+  times_.exposed_seconds += seconds_since(start);
+  for (Slot& slot : slots_) {
+    slot.parameter.mutable_grad() =
+        buckets_[slot.bucket]->flat.narrow(0, slot.offset, slot.parameter.numel()).view(slot.parameter.sizes());
+  }
+}
+
+std::vector<int64_t> GradientReducer::bucket_numels() const {
+  std::vector<int64_t> numels;
+  for (const auto& bucket : buckets_) numels.push_back(bucket->flat.numel());
+  return numels;
+}
+
+ReducerTimes GradientReducer::take_times() {
+  ReducerTimes out = times_;
+  times_.busy_seconds = times_.exposed_seconds = 0;
+  return out;
+}
+
+void allreduce_gradients_per_tensor(Communicator& comm, const GradientReducer::NamedParameters& parameters,
+                                    double divisor) {
+  for (const auto& [name, p] : parameters) {
+    at::Tensor grad = p.grad().defined() ? p.grad().contiguous().clone() : at::zeros_like(p);
+    comm.allreduce({grad}, ReduceOp::Sum);
+    const_cast<at::Tensor&>(p).mutable_grad() = grad.div_(divisor);
+  }
+}
+
+}  // namespace sg2::dist

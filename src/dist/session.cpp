@@ -1,0 +1,96 @@
+// The distributed session: finds the launch in the environment, bootstraps it and builds the
+// communicator the config and device ask for.
+#include "backends.h"
+
+#include "sg2/core/error.h"
+
+#include <spdlog/spdlog.h>
+
+namespace sg2::dist {
+
+namespace {
+
+Session* g_active_session = nullptr;
+
+ShareBytes share_over(Communicator* bootstrap_comm, const std::shared_ptr<Rendezvous>& store, int rank) {
+  if (bootstrap_comm != nullptr) {
+    return [bootstrap_comm](const std::string& bytes) { return bootstrap_comm->broadcast_bytes(bytes, 0); };
+  }
+  if (store != nullptr) {
+    return [store, rank](const std::string& bytes) {
+      if (rank == 0) store->set("sg2/nccl_unique_id", bytes);
+      return store->get("sg2/nccl_unique_id");
+    };
+  }
+  return [](const std::string& bytes) { return bytes; };
+}
+
+}  // namespace
+
+std::string Session::resolve_backend(const std::string& requested, Launcher launcher, const at::Device& device) {
+  SG2_CHECK(requested == "auto" || requested == "nccl" || requested == "mpi" || requested == "gloo" ||
+                requested == "local",
+            "dist.backend = '{}': expected auto, nccl, mpi, gloo or local", requested);
+  if (requested != "auto") return requested;
+  if (device.is_cuda()) return "nccl";
+  if (launcher == Launcher::Mpi) return "mpi";
+  if (launcher == Launcher::Env) return "gloo";
+  return "local";
+}
+
+std::unique_ptr<Session> Session::start(const CommunicatorOptions& requested) {
+  std::unique_ptr<Session> session(new Session());
+  CommunicatorOptions options = requested;
+  const Launcher launcher = detect_launcher();
+  World world;
+  std::shared_ptr<Rendezvous> store;
+  std::unique_ptr<Communicator> mpi_comm;
+  if (launcher == Launcher::Mpi) {
+    world = mpi_init_world();
+    session->finalize_mpi_ = true;
+    mpi_comm = make_mpi_communicator(world);
+  } else if (launcher == Launcher::Env) {
+    const EnvRendezvous env = read_env_rendezvous();
+    world = env.world;
+    store = connect_tcp_store(env, options.timeout_seconds);
+  }
+  if (options.device_for) options.device = options.device_for(world);
+  const std::string backend = resolve_backend(options.backend, launcher, options.device);
+  SG2_CHECK(backend != "mpi" || launcher == Launcher::Mpi,
+            "dist.backend = mpi, but this process was not launched by mpirun or srun ({})", to_string(launcher));
+  SG2_CHECK(backend != "gloo" || store != nullptr,
+            "dist.backend = gloo needs the stylegan2_launch environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)");
+  SG2_CHECK(!options.device.is_cuda() || backend == "nccl" || backend == "local",
+            "dist.backend = {} reduces CPU tensors, but run.device is {}: use dist.backend = nccl", backend,
+            options.device.str());
+  if (backend == "mpi") {
+    session->comm_ = std::move(mpi_comm);
+  } else if (backend == "nccl") {
+    session->comm_ = make_nccl_communicator(world, options.device, share_over(mpi_comm.get(), store, world.rank),
+                                            options.timeout_seconds);
+    mpi_comm.reset();
+  } else if (backend == "gloo") {
+    session->comm_ = make_gloo_communicator(world, store, options.timeout_seconds);
+  } else {
+    session->comm_ = make_local_communicator(world, options.device);
+  }
+  g_active_session = session.get();
+  return session;
+}
+
+Session::~Session() {
+  if (g_active_session == this) g_active_session = nullptr;
+  comm_.reset();
+  if (finalize_mpi_) mpi_finalize();
+}
+
+Session* active_session() { return g_active_session; }
+
+void abort_job(const std::string& reason) noexcept {
+  Session* session = g_active_session;
+  if (session == nullptr || session->world().size == 1) return;
+  session->comm().abort(reason);
+  mpi_abort_world(1);  // an MPI launch with another backend still ends every rank through MPI
+}
+
+}  // namespace sg2::dist

@@ -1,0 +1,71 @@
+#include "sg2/dist/world.h"
+
+#include "sg2/core/error.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace sg2::dist {
+
+namespace {
+
+const char* env(const char* name) { return std::getenv(name); }
+
+int env_int(const char* name, int min_value, int max_value) {
+  const char* text = env(name);
+  SG2_CHECK(text != nullptr, "environment variable {} is not set (expected from stylegan2_launch or torchrun)", name);
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  SG2_CHECK(end != text && *end == '\0' && value >= min_value && value <= max_value,
+            "environment variable {}='{}': expected an integer in [{}, {}]", name, text, min_value, max_value);
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+std::string to_string(Launcher launcher) {
+  switch (launcher) {
+    case Launcher::Single: return "single process";
+    case Launcher::Mpi: return "mpi";
+    case Launcher::Env: return "env (stylegan2_launch)";
+  }
+  return "?";
+}
+
+std::string World::describe() const {
+  return fmt::format("rank {} of {} (local {} of {}, launcher: {})", rank, size, local_rank, local_size,
+                     to_string(launcher));
+}
+
+Launcher detect_launcher() {
+  // Open MPI's mpirun, PMI-1/2 (srun --mpi=pmi2, MPICH), PMIx (srun --mpi=pmix).
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (env(name) != nullptr) return Launcher::Mpi;
+  }
+  if (env("RANK") != nullptr && env("WORLD_SIZE") != nullptr) return Launcher::Env;
+  return Launcher::Single;
+}
+
+EnvRendezvous read_env_rendezvous() {
+  EnvRendezvous r;
+  r.world.launcher = Launcher::Env;
+  r.world.size = env_int("WORLD_SIZE", 1, 1 << 20);
+  r.world.rank = env_int("RANK", 0, r.world.size - 1);
+  r.world.local_rank = env("LOCAL_RANK") ? env_int("LOCAL_RANK", 0, r.world.size - 1) : r.world.rank;
+  r.world.local_size = env("LOCAL_WORLD_SIZE") ? env_int("LOCAL_WORLD_SIZE", 1, r.world.size) : r.world.size;
+  SG2_CHECK(r.world.local_rank < r.world.local_size, "LOCAL_RANK={} must be below LOCAL_WORLD_SIZE={}",
+            r.world.local_rank, r.world.local_size);
+  r.master_addr = env("MASTER_ADDR") ? env("MASTER_ADDR") : "127.0.0.1";
+  r.master_port = env("MASTER_PORT") ? env_int("MASTER_PORT", 1, 65535) : 29500;
+  return r;
+}
+
+std::string host_name() {
+  char buffer[256] = {0};
+  if (gethostname(buffer, sizeof(buffer) - 1) != 0) return "?";
+  return buffer;
+}
+
+}  // namespace sg2::dist

@@ -1,0 +1,177 @@
+// Collectives and the gradient reducer across real processes (mpirun, srun or stylegan2_launch;
+// a plain run is a world of one). Expected values are closed forms of rank-filled tensors.
+#include "sg2/dist/communicator.h"
+#include "sg2/dist/consistency.h"
+#include "sg2/dist/reducer.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+namespace sg2::dist {
+namespace {
+
+Communicator* g_comm = nullptr;
+Communicator& comm() { return *g_comm; }
+
+const std::vector<int64_t> kOddSizes{1, 7, 1001, 65537};
+const std::vector<at::ScalarType> kDtypes{at::kFloat, at::kDouble, at::kInt, at::kLong, at::kHalf, at::kByte};
+
+// [n] with element i = (rank + 1) * (i % 5 + 1): small enough to be exact in every dtype.
+at::Tensor rank_filled(int rank, int64_t n, at::ScalarType dtype) {
+  at::Tensor pattern = at::arange(n, at::kLong).remainder(5).add(1);
+  return pattern.mul(rank + 1).to(dtype).to(comm().device());
+}
+
+int64_t sum_of_rank_factors(int size) { return int64_t(size) * (size + 1) / 2; }
+
+TEST(Collectives, AllreduceSumOddSizesAndDtypes) {
+  const int n = comm().size();
+  for (const auto dtype : kDtypes) {
+    for (const int64_t numel : kOddSizes) {
+      at::Tensor t = rank_filled(comm().rank(), numel, dtype);
+      comm().allreduce({t}, ReduceOp::Sum);
+      const at::Tensor expected = rank_filled(0, numel, at::kLong).cpu().mul(sum_of_rank_factors(n));
+      EXPECT_TRUE(at::equal(t.cpu().to(at::kLong), expected)) << c10::toString(dtype) << " numel " << numel;
+    }
+  }
+}
+
+TEST(Collectives, AllreduceAvgAndManyTensorsAtOnce) {
+  const int n = comm().size();
+  std::vector<at::Tensor> tensors{rank_filled(comm().rank(), 3, at::kFloat), rank_filled(comm().rank(), 17, at::kDouble)};
+  comm().allreduce(tensors, ReduceOp::Avg);
+  const double factor = static_cast<double>(sum_of_rank_factors(n)) / n;
+  EXPECT_TRUE(at::allclose(tensors[0].cpu().to(at::kDouble), rank_filled(0, 3, at::kDouble).cpu() * factor));
+  EXPECT_TRUE(at::allclose(tensors[1].cpu(), rank_filled(0, 17, at::kDouble).cpu() * factor));
+}
+
+TEST(Collectives, AllreduceAvgRejectsIntegers) {
+  at::Tensor t = rank_filled(comm().rank(), 3, at::kInt);
+  EXPECT_THROW(comm().allreduce({t}, ReduceOp::Avg), std::exception);
+}
+
+TEST(Collectives, BroadcastFromLastRank) {
+  const int root = comm().size() - 1;
+  for (const auto dtype : kDtypes) {
+    at::Tensor t = rank_filled(comm().rank(), 1001, dtype);
+    comm().broadcast({t}, root);
+    EXPECT_TRUE(at::equal(t.cpu(), rank_filled(root, 1001, dtype).cpu())) << c10::toString(dtype);
+  }
+  EXPECT_EQ(comm().broadcast_bytes(comm().rank() == root ? "unique id bytes" : "", root), "unique id bytes");
+}
+
+TEST(Collectives, AllgatherStacksEveryRank) {
+  for (const auto dtype : {at::kFloat, at::kLong, at::kHalf}) {
+    const at::Tensor gathered = comm().allgather(rank_filled(comm().rank(), 7, dtype).view({7, 1})).cpu();
+    ASSERT_EQ(gathered.sizes(), (std::vector<int64_t>{comm().size(), 7, 1}));
+    for (int r = 0; r < comm().size(); ++r) {
+      EXPECT_TRUE(at::equal(gathered[r].view({7}), rank_filled(r, 7, dtype).cpu())) << "row " << r;
+    }
+  }
+}
+
+TEST(Collectives, BarrierWaitsForTheSlowestRank) {
+  const auto start = std::chrono::steady_clock::now();
+  if (comm().rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  comm().barrier();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(waited, 0.25);
+}
+
+TEST(Collectives, AnyIsTrueEverywhereWhenTrueSomewhere) {
+  EXPECT_FALSE(comm().any(false));
+  EXPECT_TRUE(comm().any(comm().rank() == comm().size() - 1));
+}
+
+TEST(Consistency, NamesTheFirstDifferingTensor) {
+  NamedTensors same{{"a", at::ones({5})}, {"b", at::arange(9)}};
+  EXPECT_NO_THROW(check_replicas_identical(comm(), same, "test"));
+  if (comm().size() == 1) return;
+  NamedTensors differ{{"a", at::ones({5})}, {"b.weight", at::full({3}, comm().rank() == 1 ? 2.0 : 1.0)}};
+  try {
+    check_replicas_identical(comm(), differ, "test");
+    ADD_FAILURE() << "no error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("'b.weight' on rank(s) [1]"), std::string::npos) << e.what();
+  }
+  at::Tensor t = at::full({4}, static_cast<double>(comm().rank()));
+  broadcast_tensors(comm(), {{"t", t}}, 0);
+  EXPECT_TRUE(at::equal(t, at::zeros({4}, at::kDouble)));
+}
+
+// Parameters of odd shapes; "unused" never receives a gradient (counts as zeros).
+GradientReducer::NamedParameters make_parameters() {
+  at::manual_seed(7);
+  GradientReducer::NamedParameters params;
+  for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"w0", {33, 7}}, {"b0", {33}}, {"w1", {5, 33}}, {"unused", {3}}, {"b1", {5}}, {"w2", {1, 5}}}) {
+    params.emplace_back(name, at::randn(shape).requires_grad_(true));
+  }
+  return params;
+}
+
+// One round of a rank-dependent loss through the parameters (not "unused").
+void backward_round(const GradientReducer::NamedParameters& p, int round) {
+  at::Tensor x = at::randn({4, 7}, at::TensorOptions().dtype(at::kFloat)).add(comm().rank() + round);
+  at::Tensor h = at::tanh(at::addmm(p[1].second, x, p[0].second.t()));
+  h = at::tanh(at::addmm(p[4].second, h, p[2].second.t()));
+  at::matmul(h, p[5].second.t()).square().mean().backward();
+}
+
+void expect_reducer_matches_per_tensor(ReducerOptions options, int rounds) {
+  auto reduced = make_parameters();
+  auto reference = make_parameters();
+  GradientReducer reducer(comm(), reduced, options);
+  for (int step = 0; step < 2; ++step) {  // the second step reuses the buckets
+    for (auto* params : {&reduced, &reference}) {
+      for (auto& [name, p] : *params) p.mutable_grad() = at::Tensor();
+    }
+    at::manual_seed(100 + step);
+    for (int round = 0; round < rounds; ++round) {
+      if (round == rounds - 1) reducer.prepare_for_final_backward();
+      backward_round(reduced, round);
+    }
+    reducer.finish(comm().size() * rounds);
+    at::manual_seed(100 + step);
+    for (int round = 0; round < rounds; ++round) backward_round(reference, round);
+    allreduce_gradients_per_tensor(comm(), reference, comm().size() * rounds);
+    for (size_t i = 0; i < reduced.size(); ++i) {
+      EXPECT_TRUE(at::allclose(reduced[i].second.grad(), reference[i].second.grad(), 1e-6, 1e-7))
+          << reduced[i].first << " bucket_bytes " << options.bucket_bytes << " rounds " << rounds;
+    }
+    EXPECT_TRUE(at::equal(reduced[3].second.grad(), at::zeros({3})));
+  }
+}
+
+TEST(Reducer, BucketedEqualsPerTensorAllreduce) {
+  for (const int64_t bucket_bytes : {int64_t(1), int64_t(200), int64_t(25) << 20}) {
+    expect_reducer_matches_per_tensor({bucket_bytes, true}, 1);
+    expect_reducer_matches_per_tensor({bucket_bytes, true}, 3);
+  }
+  expect_reducer_matches_per_tensor({200, false}, 2);
+}
+
+TEST(Reducer, BucketsFollowTheByteLimitInReverseOrder) {
+  auto params = make_parameters();
+  GradientReducer reducer(comm(), params, {200, true});  // 50 floats
+  // reverse order: w2 5 | b1 5 + unused 3 + w1 165 -> w1 alone? w1 has 165 > 50 so its own bucket
+  EXPECT_EQ(reducer.bucket_numels(), (std::vector<int64_t>{13, 165, 33, 231}));
+}
+
+}  // namespace
+}  // namespace sg2::dist
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  sg2::dist::CommunicatorOptions options;
+  if (const char* backend = std::getenv("SG2_TEST_BACKEND")) options.backend = backend;
+  auto session = sg2::dist::Session::start(options);
+  sg2::dist::g_comm = &session->comm();
+  const int failed = RUN_ALL_TESTS();
+  // Any rank's failure fails the job on every rank.
+  const bool any_failed = session->comm().any(failed != 0);
+  return any_failed ? 1 : 0;
+}

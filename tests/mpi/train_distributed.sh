@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Distributed training end to end, through real mpirun and stylegan2_launch processes:
+#  1. equivalence: with dist.rng = global, 1 rank x 4 accumulation rounds, 2 ranks x 2 and 4 ranks x 1
+#     (4 images per pass everywhere) end with the same G, D, G_ema, w_avg and pl_mean;
+#  2. a torchrun-style launch (stylegan2_launch + Gloo over loopback) matches the mpirun run;
+#  3. the same across two network namespaces joined by veth (two "nodes"), when the machine allows it;
+#  4. an exception on one rank (rank 0 cannot write its snapshot) and a kill -9 of one rank both end
+#     the job non-zero within a bound; the last snapshot then resumes with another world size.
+# Usage: train_distributed.sh BIN_DIR TESTS_BIN_DIR SOURCE_DIR [section...]
+set -euo pipefail
+bin=$1 tests_bin=$2 src=$3
+shift 3
+sections=${*:-"equivalence launch two_nodes failure"}
+work=$(mktemp -d)
+cleanup() { ip netns del sg2node0 2>/dev/null || true; ip netns del sg2node1 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun_n() { local n=$1; shift; mpirun --oversubscribe -np "$n" "$@"; }
+
+# Tolerance: the runs differ only in float summation order (the rounds' gradients add in .grad on
+# one rank, in the allreduce on several). Adam with beta1 = 0 and eps = 1e-8 turns that rounding
+# into whole learning-rate steps wherever a gradient is near zero (its sign flips): one process
+# with 1 vs 2 CPU threads then differs by ~2e-3 after 5 steps. With optim.eps = 1e-3 the update is
+# continuous in the gradient; 4 steps (regularization at step 0) then stay below ~1e-5. Later
+# regularization steps amplify rounding again (5e-4 after 8 steps), hence 4.
+tolerance=1e-4
+common=(--config "$src/configs/fashion32.yaml" --dist.rng global --train.batch 16 --train.batch_gpu 4
+        --optim.eps 1e-3 --kimg 0.064 --train.kimg_per_tick 0.032 --run.image_snapshot_ticks 0 --run.threads 1
+        --data.workers 0 --data.max_images 512 --run.grid_w 4 --run.grid_h 2)
+snapshot_of() { ls "$work/$1"/*/network-snapshot-000000.pt; }
+same_weights() {  # same_weights RUN_A RUN_B TOLERANCE
+  "$tests_bin/snapshot_diff" "$(snapshot_of "$1")" "$(snapshot_of "$2")" --tolerance "$3" \
+      --prefixes G.,D.,G_ema.,loss.pl_mean > "$work/diff.log" || { cat "$work/diff.log"; fail "$1 and $2 differ"; }
+  echo "$1 vs $2:"; sed 's/^/  /' "$work/diff.log"
+}
+
+equivalence() {
+  "$bin/stylegan2_train" "${common[@]}" --outdir "$work/one" > "$work/one.log" 2>&1 || { cat "$work/one.log"; fail "1 rank"; }
+  grep -q "World: 1 processes, backend local, rng global, 4 rounds of 4 images" "$work/one.log" || fail "1-rank layout"
+  for n in 2 4; do
+    mpirun_n "$n" "$bin/stylegan2_train" "${common[@]}" --outdir "$work/mpi$n" > "$work/mpi$n.log" 2>&1 ||
+      { cat "$work/mpi$n.log"; fail "mpirun -np $n"; }
+    grep -q "World: $n processes, backend mpi, rng global, $((4 / n)) rounds of 4 images" "$work/mpi$n.log" ||
+      fail "mpirun -np $n: wrong layout"
+    same_weights one "mpi$n" "$tolerance"
+  done
+  # The comparison discriminates: per-rank randomness (the paper's mode) is another run.
+  mpirun_n 2 "$bin/stylegan2_train" "${common[@]}" --dist.rng rank --outdir "$work/rank2" > "$work/rank2.log" 2>&1
+  if (same_weights one rank2 0.01 > /dev/null 2>&1); then fail "rng rank gave the same run as rng global"; fi
+}
+
+launch() {
+  [ -d "$work/mpi2" ] || mpirun_n 2 "$bin/stylegan2_train" "${common[@]}" --outdir "$work/mpi2" > "$work/mpi2.log" 2>&1
+  "$bin/stylegan2_launch" --nproc-per-node 2 --master-port 29611 -- \
+      "$bin/stylegan2_train" "${common[@]}" --outdir "$work/launch" > "$work/launch.log" 2>&1 ||
+      { cat "$work/launch.log"; fail "stylegan2_launch"; }
+  grep -q "World: 2 processes, backend gloo" "$work/launch.log" || fail "launch did not use gloo"
+  same_weights mpi2 launch 1e-6
+}
+
+two_nodes() {
+  if ! ip netns add sg2node0 2> "$work/netns.log"; then
+    echo "SKIP two_nodes: cannot create network namespaces here ($(cat "$work/netns.log"))"; return 0
+  fi
+  ip netns add sg2node1
+  ip link add sg2veth0 type veth peer name sg2veth1
+  for i in 0 1; do
+    ip link set "sg2veth$i" netns "sg2node$i"
+    ip -n "sg2node$i" addr add "10.77.0.$((i + 1))/24" dev "sg2veth$i"
+    ip -n "sg2node$i" link set "sg2veth$i" up
+    ip -n "sg2node$i" link set lo up
+  done
+  [ -d "$work/mpi2" ] || mpirun_n 2 "$bin/stylegan2_train" "${common[@]}" --outdir "$work/mpi2" > "$work/mpi2.log" 2>&1
+  local pids=()
+  for i in 0 1; do
+    GLOO_SOCKET_IFNAME="sg2veth$i" ip netns exec "sg2node$i" "$bin/stylegan2_launch" --nproc-per-node 1 --nnodes 2 \
+        --node-rank "$i" --master-addr 10.77.0.1 --master-port 29612 -- \
+        "$bin/stylegan2_train" "${common[@]}" --outdir "$work/nodes" > "$work/node$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in 0 1; do wait "${pids[$i]}" || { cat "$work/node$i.log"; fail "node $i"; }; done
+  same_weights mpi2 nodes 1e-6
+}
+
+# Waits until FILE exists (at most SECONDS).
+wait_for() { for _ in $(seq $(($2 * 10))); do [ -e "$1" ] && return 0; sleep 0.1; done; fail "no $1 after $2 s"; }
+# Runs COMMAND in the background and fails unless it ends non-zero within BOUND seconds after TRIGGER runs.
+expect_job_failure() {  # expect_job_failure NAME BOUND TRIGGER_FUNCTION
+  local name=$1 bound=$2 trigger=$3 start rc elapsed
+  $trigger
+  start=$(date +%s.%N)
+  rc=0; timeout $((bound + 30)) tail --pid="$job_pid" -f /dev/null || true
+  wait "$job_pid" || rc=$?
+  elapsed=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { printf "%.1f", a - b }')
+  echo "$name: exit $rc after ${elapsed} s"
+  [ "$rc" -ne 0 ] || fail "$name: the job exited 0"
+  awk -v e="$elapsed" -v b="$bound" 'BEGIN { exit !(e < b) }' || fail "$name: took ${elapsed} s, bound $bound s"
+}
+
+start_long_job() {  # a 2-rank job with a snapshot every tick
+  mpirun_n 2 "$bin/stylegan2_train" "${common[@]}" --kimg 10 --train.kimg_per_tick 0.016 \
+      --run.network_snapshot_ticks 1 --outdir "$work/$1" > "$work/$1.log" 2>&1 &
+  job_pid=$!
+  wait_for "$work/$1/00000-fashion-mnist-fashion32/network-snapshot-000000.pt" 120
+}
+
+kill_rank1() { kill -9 "$(pgrep -f "stylegan2_train.*$work/killed" | grep -v "^$job_pid\$" | tail -1)"; }
+block_rank0_snapshot() {  # the run directory becomes a file: rank 0's next snapshot write throws
+  local dir="$work/broken/00000-fashion-mnist-fashion32"
+  mv "$dir" "$work/broken-saved" && touch "$dir"
+}
+
+failure() {
+  start_long_job broken
+  expect_job_failure "exception on rank 0" 30 block_rank0_snapshot
+  grep -q "error on rank 0 of 2" "$work/broken.log" || { cat "$work/broken.log"; fail "no message naming rank 0"; }
+
+  start_long_job killed
+  expect_job_failure "kill -9 of one rank" 30 kill_rank1
+  local run_dir="$work/killed/00000-fashion-mnist-fashion32" last
+  last=$(ls "$run_dir"/network-snapshot-*.pt | tail -1)
+  # Resume on one process (another world size) from the last snapshot the killed job wrote.
+  "$bin/stylegan2_train" --resume "$run_dir" --kimg 0.096 --train.kimg_per_tick 0.016 > "$work/resume.log" 2>&1 ||
+    { cat "$work/resume.log"; fail "resume after the kill"; }
+  grep -q "Resumed from $last" "$work/resume.log" || fail "did not resume from $last"
+  grep -q "World: 1 processes" "$work/resume.log" || fail "resume did not run on one process"
+}
+
+for section in $sections; do
+  echo "== $section"
+  $section
+done
+echo "PASS"

@@ -1,0 +1,59 @@
+// snapshot_diff A B [--tolerance T] [--prefixes G.,D.,G_ema.]: compares two snapshots' tensors with
+// the given prefixes; prints the largest absolute difference per prefix and the worst tensor.
+// Exit 0 when every difference is within T, 1 when not, 2 on bad input.
+#include "sg2/train/command_line.h"
+#include "sg2/train/snapshot.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+namespace {
+
+struct Worst {
+  double diff = 0;
+  std::string name;
+  int64_t compared = 0;
+};
+
+Worst compare_prefix(const sg2::train::Snapshot& a, const sg2::train::Snapshot& b, const std::string& prefix) {
+  Worst worst;
+  for (const auto& [name, ta] : a.tensors) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    auto it = b.tensors.find(name);
+    SG2_CHECK(it != b.tensors.end(), "'{}' is in {} but not in {}", name, a.path, b.path);
+    SG2_CHECK(ta.sizes() == it->second.sizes(), "'{}': shape {} vs {}", name, ta.sizes(), it->second.sizes());
+    const double diff = (ta.to(at::kDouble) - it->second.to(at::kDouble)).abs().max().item<double>();
+    ++worst.compared;
+    if (diff >= worst.diff) worst = {diff, name, worst.compared};
+  }
+  SG2_CHECK(worst.compared > 0, "no tensor named {}* in {}", prefix, a.path);
+  return worst;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Compare the tensors of two stylegan2-cpp snapshots."};
+  std::string path_a, path_b, prefixes = "G.,D.,G_ema.";
+  double tolerance = 0;
+  app.add_option("a", path_a)->required()->check(CLI::ExistingFile);
+  app.add_option("b", path_b)->required()->check(CLI::ExistingFile);
+  app.add_option("--tolerance", tolerance, "Largest allowed absolute difference");
+  app.add_option("--prefixes", prefixes, "Comma-separated tensor name prefixes");
+  CLI11_PARSE(app, argc, argv);
+  int status = 2;
+  sg2::train::run_reporting_errors("snapshot_diff", [&] {
+    const auto a = sg2::train::load_snapshot(path_a), b = sg2::train::load_snapshot(path_b);
+    status = 0;
+    std::stringstream list(prefixes);
+    for (std::string prefix; std::getline(list, prefix, ',');) {
+      const Worst worst = compare_prefix(a, b, prefix);
+      std::cout << fmt::format("{:<8} max |a - b| = {:.3e} ({}; {} tensors)\n", prefix, worst.diff, worst.name,
+                               worst.compared);
+      if (worst.diff > tolerance) status = 1;
+    }
+    return status;
+  });
+  return status;
+}
