@@ -51,7 +51,9 @@ pid_t read_pid(const test::TempDir& dir, int local_rank) {
 }
 
 // Shell: the rank writes its pid file and becomes `sleep 30` (same pid).
-std::string sleep_script(const test::TempDir& dir) { return "echo $$ > " + pid_file(dir, "$LOCAL_RANK") + "; exec sleep 30"; }
+std::string sleep_script(const test::TempDir& dir) {
+  return "echo $$ > " + pid_file(dir, "$LOCAL_RANK") + "; exec sleep 30";
+}
 
 // Shell: holds until the given local ranks have written their pid files.
 std::string wait_for_pids(const test::TempDir& dir, const std::vector<int>& local_ranks) {
@@ -133,6 +135,15 @@ TEST(Launcher, ForwardsSigtermToEveryRank) {
   const auto start = Clock::now();
   EXPECT_EQ(launch(shell_job(2, script)), 7);
   EXPECT_LT(seconds_since(start), 5.0);
+}
+
+TEST(Launcher, KeepsIgnoringAStopSignalItInheritedAsIgnored) {
+  // As under nohup: had the launcher acted on SIGHUP, grace 0 would have SIGKILLed the rank (137).
+  const auto caller_action = signal(SIGHUP, SIG_IGN);
+  LaunchOptions options = shell_job(1, "kill -HUP $PPID; sleep 0.3; exit 0");
+  options.grace_seconds = 0;
+  EXPECT_EQ(launch(options), 0);
+  signal(SIGHUP, caller_action);
 }
 
 TEST(Launcher, ReturnsOneTwentySevenWhenTheProgramCannotBeExecuted) {
