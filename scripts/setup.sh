@@ -11,7 +11,7 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libpng-dev libjpeg62-turbo-dev zlib1g-dev
   libgoogle-perftools-dev
-  libgloo-dev iproute2
+  libgloo-dev iproute2 slurm-wlm munge
   dataset-fashion-mnist
 )
 

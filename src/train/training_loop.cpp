@@ -126,7 +126,7 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
       spdlog::info("Wrote {}", path);
     }
   }
-  if (stopping) spdlog::warn("Stopped by signal {} at {:.1f} kimg; resume with --resume {}", stop_signal(),
+  if (stopping && is_rank0()) spdlog::warn("Stopped by signal {} at {:.1f} kimg; resume with --resume {}", stop_signal(),
                              p.cur_nimg / 1e3, run_dir_);
   tick_start_time_ = now_seconds();
   maintenance_seconds_ = tick_start_time_ - tick_end;
