@@ -15,18 +15,8 @@ namespace {
 
 using namespace sg2;
 
-std::unique_ptr<dist::Session> start_session(const train::TrainConfig& config) {
-  dist::CommunicatorOptions options;
-  options.backend = config.dist.backend;
-  options.timeout_seconds = config.dist.timeout;
-  options.device_for = [&](const dist::World& w) { return train::resolve_device(config.run.device, w.local_rank); };
-  auto session = dist::Session::start(options);
-  init_logging(session->world().rank);
-  return session;
-}
-
 int bench_training(const train::TrainConfig& config, const train::BenchOptions& bench) {
-  auto session = start_session(config);
+  auto session = train::start_session(config);
   train::apply_thread_setting(config);
   train::Trainer trainer(config, train::open_configured_dataset(config), session->comm().device(), &session->comm());
   const train::BenchResult result = train::run_benchmark(trainer, bench);
@@ -44,18 +34,15 @@ int bench_training(const train::TrainConfig& config, const train::BenchOptions& 
 }
 
 int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::CommBenchOptions& options) {
-  auto session = start_session(config);
+  auto session = train::start_session(config);
   dist::Communicator& comm = session->comm();
   auto rows = dist::run_size_sweep(comm, options);
   if (with_layout) {  // the gradient buckets of this preset's G and D
     train::Trainer trainer(config, train::open_configured_dataset(config), comm.device(), &comm);
-    for (const auto* name : {"G", "D"}) {
-      dist::GradientReducer reducer(comm, nn::named_parameters(std::string(name) == "G"
-                                                                  ? static_cast<torch::nn::Module&>(trainer.G())
-                                                                  : trainer.D()),
-                                    {static_cast<int64_t>(config.dist.bucket_mb * (1 << 20)), true});
-      auto layout = dist::run_bucket_layout(comm, reducer.bucket_numels(), options);
-      for (auto& row : layout) row.label = std::string(name) + " " + row.label;
+    for (const auto& [name, reducer] : {std::pair<std::string, const dist::GradientReducer*>{"G", &trainer.G_reducer()},
+                                        {"D", &trainer.D_reducer()}}) {
+      auto layout = dist::run_bucket_layout(comm, reducer->bucket_numels(), options);
+      for (auto& row : layout) row.label = name + " " + row.label;
       rows.insert(rows.end(), layout.begin(), layout.end());
     }
   }

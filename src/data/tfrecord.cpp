@@ -152,24 +152,17 @@ bool read_cached_index(const std::string& cache, const IndexKey& key, std::vecto
 }
 
 void write_cached_index(const std::string& cache, const IndexKey& key, const std::vector<RecordSpan>& spans) {
-  const std::string temp = cache + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary);
-    if (!out) return;  // read-only dataset directory: the scan is simply repeated next time
-    const uint64_t count = spans.size();
+  const uint64_t count = spans.size();
+  try {
+    AtomicFileWriter out(cache);
     out.write(kIndexMagic, 8);
-    out.write(reinterpret_cast<const char*>(&key), sizeof key);
-    out.write(reinterpret_cast<const char*>(&count), 8);
-    out.write(reinterpret_cast<const char*>(spans.data()), static_cast<std::streamsize>(count * sizeof(RecordSpan)));
-    if (!out) {
-      out.close();
-      std::filesystem::remove(temp);
-      return;
-    }
+    out.write(&key, sizeof key);
+    out.write(&count, 8);
+    out.write(spans.data(), count * sizeof(RecordSpan));
+    out.commit();
+  } catch (const Error&) {
+    // read-only dataset directory: the scan is simply repeated next time
   }
-  std::error_code ignored;
-  std::filesystem::rename(temp, cache, ignored);
-  if (ignored) std::filesystem::remove(temp, ignored);
 }
 
 }  // namespace
@@ -186,37 +179,20 @@ std::vector<RecordSpan> load_record_index(const TFRecordFile& file) {
 
 // ---- writing ------------------------------------------------------------------------------------
 
-TFRecordWriter::TFRecordWriter(const std::string& path)
-    : path_(path), temp_path_(path + ".tmp" + std::to_string(::getpid())) {
-  file_ = std::fopen(temp_path_.c_str(), "wb");
-  SG2_CHECK(file_ != nullptr, "cannot create '{}': {}", temp_path_, std::strerror(errno));
-}
-
-TFRecordWriter::~TFRecordWriter() {
-  if (file_ == nullptr) return;
-  std::fclose(file_);
-  std::remove(temp_path_.c_str());
-}
+TFRecordWriter::TFRecordWriter(const std::string& path) : out_(path) {}
 
 void TFRecordWriter::write(const void* payload, uint64_t size) {
-  SG2_CHECK(file_ != nullptr, "'{}' is already closed", path_);
-  SG2_CHECK(size <= kMaxRecordBytes, "'{}': record {} of {} bytes exceeds the limit of {}", path_, records_, size,
+  SG2_CHECK(size <= kMaxRecordBytes, "'{}': record {} of {} bytes exceeds the limit of {}", out_.path(), records_, size,
             kMaxRecordBytes);
   std::vector<uint8_t> bytes;
   bytes.reserve(size + kRecordHeaderBytes + kRecordFooterBytes);
   append_record(bytes, payload, size);
-  SG2_CHECK(std::fwrite(bytes.data(), 1, bytes.size(), file_) == bytes.size(), "writing '{}' failed: {}", temp_path_,
-            std::strerror(errno));
+  out_.write(bytes.data(), bytes.size());
   ++records_;
 }
 
 void TFRecordWriter::close() {
-  if (file_ == nullptr) return;
-  const bool flushed = std::fflush(file_) == 0 && ::fsync(fileno(file_)) == 0;
-  const bool closed = std::fclose(file_) == 0;
-  file_ = nullptr;
-  SG2_CHECK(flushed && closed, "writing '{}' failed: {}", temp_path_, std::strerror(errno));
-  std::filesystem::rename(temp_path_, path_);
+  if (out_.is_open()) out_.commit();
 }
 
 }  // namespace sg2::data

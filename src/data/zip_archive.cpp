@@ -182,24 +182,15 @@ std::vector<uint8_t> ZipReader::read(const ZipEntry& entry) const {
 
 // ---- writing ------------------------------------------------------------------------------------
 
-ZipWriter::ZipWriter(const std::string& path) : path_(path), temp_path_(path + ".tmp" + std::to_string(::getpid())) {
-  file_ = std::fopen(temp_path_.c_str(), "wb");
-  SG2_CHECK(file_ != nullptr, "cannot create '{}': {}", temp_path_, std::strerror(errno));
-}
-
-ZipWriter::~ZipWriter() {
-  if (file_ == nullptr) return;
-  std::fclose(file_);
-  std::remove(temp_path_.c_str());
-}
+ZipWriter::ZipWriter(const std::string& path) : out_(path) {}
 
 void ZipWriter::put(const void* data, uint64_t size) {
-  SG2_CHECK(std::fwrite(data, 1, size, file_) == size, "writing '{}' failed: {}", temp_path_, std::strerror(errno));
+  out_.write(data, size);
   offset_ += size;
 }
 
 void ZipWriter::add(const std::string& name, const void* data, uint64_t size) {
-  SG2_CHECK(file_ != nullptr, "'{}' is already closed", path_);
+  SG2_CHECK(out_.is_open(), "'{}' is already closed", out_.path());
   SG2_CHECK(name.size() < 0xffff, "ZIP entry name too long: {}", name);
   ZipEntry entry{name, offset_, size, size, uint32_t(crc32_z(0L, static_cast<const Bytef*>(data), size)), 0};
   const bool large = size >= kOverflow32;
@@ -228,7 +219,7 @@ void ZipWriter::add(const std::string& name, const void* data, uint64_t size) {
 }
 
 void ZipWriter::close() {
-  if (file_ == nullptr) return;
+  if (!out_.is_open()) return;
   const uint64_t directory_offset = offset_;
   for (const ZipEntry& entry : entries_) {
     std::vector<uint8_t> extra;
@@ -291,11 +282,7 @@ void ZipWriter::close() {
   put_le(end, std::min<uint64_t>(directory_offset, kOverflow32), 4);
   put_le(end, 0, 2);  // comment
   put(end.data(), end.size());
-  const bool ok = std::fflush(file_) == 0 && ::fsync(fileno(file_)) == 0;
-  const bool closed = std::fclose(file_) == 0;
-  file_ = nullptr;
-  SG2_CHECK(ok && closed, "writing '{}' failed", temp_path_);
-  std::filesystem::rename(temp_path_, path_);
+  out_.commit();
 }
 
 }  // namespace sg2::data

@@ -71,7 +71,7 @@ class CollectiveThread {
 
 // Checks shared by the backends (errors name the rank and what was expected).
 void check_contiguous(const std::vector<at::Tensor>& tensors, const Communicator& comm, const char* op);
-void check_avg_dtype(const at::Tensor& tensor, const Communicator& comm);
+void check_allreduce_args(const std::vector<at::Tensor>& tensors, ReduceOp op, const Communicator& comm);
 
 }  // namespace sg2::dist
 

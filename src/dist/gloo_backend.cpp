@@ -29,8 +29,7 @@ class GlooCommunicator final : public Communicator {
   at::Device device() const override { return at::Device(at::kCPU); }
 
   std::shared_ptr<Work> allreduce_async(std::vector<at::Tensor> tensors, ReduceOp op) override {
-    check_contiguous(tensors, *this, "allreduce");
-    if (op == ReduceOp::Avg) for (const auto& t : tensors) check_avg_dtype(t, *this);
+    check_allreduce_args(tensors, op, *this);
     return thread_->submit([this, tensors = std::move(tensors), op]() mutable {
       for (auto& t : tensors) {
         std::vector<at::Tensor> one{t};

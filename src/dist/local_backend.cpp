@@ -19,8 +19,7 @@ class LocalCommunicator final : public Communicator {
   std::string backend() const override { return "local"; }
   at::Device device() const override { return device_; }
   std::shared_ptr<Work> allreduce_async(std::vector<at::Tensor> tensors, ReduceOp op) override {
-    check_contiguous(tensors, *this, "allreduce");
-    if (op == ReduceOp::Avg) for (const auto& t : tensors) check_avg_dtype(t, *this);
+    check_allreduce_args(tensors, op, *this);
     return std::make_shared<DoneWork>();
   }
   void broadcast(std::vector<at::Tensor> tensors, int root) override { check_contiguous(tensors, *this, "broadcast"); }

@@ -68,8 +68,7 @@ class MpiCommunicator final : public Communicator {
   at::Device device() const override { return at::Device(at::kCPU); }
 
   std::shared_ptr<Work> allreduce_async(std::vector<at::Tensor> tensors, ReduceOp op) override {
-    check_contiguous(tensors, *this, "allreduce");
-    if (op == ReduceOp::Avg) for (const auto& t : tensors) check_avg_dtype(t, *this);
+    check_allreduce_args(tensors, op, *this);
     return thread_->submit([this, tensors = std::move(tensors), op] {
       for (const auto& t : tensors) allreduce_one(t, op);
     });

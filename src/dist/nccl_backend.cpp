@@ -93,8 +93,7 @@ class NcclCommunicator final : public Communicator {
   at::Device device() const override { return device_; }
 
   std::shared_ptr<Work> allreduce_async(std::vector<at::Tensor> tensors, ReduceOp op) override {
-    check_contiguous(tensors, *this, "allreduce");
-    if (op == ReduceOp::Avg) for (const auto& t : tensors) check_avg_dtype(t, *this);
+    check_allreduce_args(tensors, op, *this);
     const ncclRedOp_t nccl_op = op == ReduceOp::Avg ? ncclAvg : ncclSum;
     return enqueue(std::move(tensors), [&](const std::vector<at::Tensor>& all) {
       for (const auto& t : all) {

@@ -54,6 +54,10 @@ void GradientReducer::build_buckets(const NamedParameters& parameters) {
   slot_ready_.assign(slots_.size(), 0);
 }
 
+at::Tensor GradientReducer::slot_view(const Slot& slot) const {
+  return buckets_[slot.bucket]->flat.narrow(0, slot.offset, slot.parameter.numel()).view(slot.parameter.sizes());
+}
+
 void GradientReducer::register_hooks() {
   for (size_t i = 0; i < slots_.size(); ++i) {
     at::Tensor& p = slots_[i].parameter;
@@ -81,7 +85,7 @@ void GradientReducer::on_gradient(size_t slot_index, const at::Tensor& grad) {
             slot.name);
   slot_ready_[slot_index] = 1;
   Bucket& bucket = *buckets_[slot.bucket];
-  at::Tensor view = bucket.flat.narrow(0, slot.offset, slot.parameter.numel()).view(slot.parameter.sizes());
+  at::Tensor view = slot_view(slot);
   const at::Tensor& earlier = slot.parameter.grad();  // from earlier accumulation rounds
   if (earlier.defined()) {
     at::add_out(view, earlier, grad);
@@ -107,7 +111,7 @@ void GradientReducer::finish(double divisor) {
     if (slot_ready_[i]) continue;  // no gradient in the final backward: earlier rounds' or zeros
     Slot& slot = slots_[i];
     Bucket& bucket = *buckets_[slot.bucket];
-    at::Tensor view = bucket.flat.narrow(0, slot.offset, slot.parameter.numel()).view(slot.parameter.sizes());
+    at::Tensor view = slot_view(slot);
     if (slot.parameter.grad().defined()) {
       view.copy_(slot.parameter.grad());
     } else {
@@ -126,10 +130,7 @@ void GradientReducer::finish(double divisor) {
     if (divisor != 1) bucket->flat.div_(divisor);
   }
   times_.exposed_seconds += seconds_since(start);
-  for (Slot& slot : slots_) {
-    slot.parameter.mutable_grad() =
-        buckets_[slot.bucket]->flat.narrow(0, slot.offset, slot.parameter.numel()).view(slot.parameter.sizes());
-  }
+  for (Slot& slot : slots_) slot.parameter.mutable_grad() = slot_view(slot);
 }
 
 std::vector<int64_t> GradientReducer::bucket_numels() const {

@@ -57,6 +57,16 @@ std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& c) {
   return data::open_dataset(options);
 }
 
+std::unique_ptr<dist::Session> start_session(const TrainConfig& config, bool verbose) {
+  dist::CommunicatorOptions options;
+  options.backend = config.dist.backend;
+  options.timeout_seconds = config.dist.timeout;
+  options.device_for = [&](const dist::World& world) { return resolve_device(config.run.device, world.local_rank); };
+  auto session = dist::Session::start(options);
+  init_logging(session->world().rank, verbose);
+  return session;
+}
+
 void apply_thread_setting(const TrainConfig& c) {
   const int threads = c.run.threads > 0 ? c.run.threads : static_cast<int>(std::thread::hardware_concurrency());
   at::set_num_threads(std::max(threads, 1));
@@ -102,12 +112,7 @@ int TrainCommand::run() {
               << ", launcher: " << dist::to_string(dist::detect_launcher()) << "\n";
     return 0;
   }
-  dist::CommunicatorOptions options;
-  options.backend = config.dist.backend;
-  options.timeout_seconds = config.dist.timeout;
-  options.device_for = [&](const dist::World& world) { return resolve_device(config.run.device, world.local_rank); };
-  auto session = dist::Session::start(options);
-  init_logging(session->world().rank, verbose_);
+  auto session = start_session(config, verbose_);
   try {
     return train(config, *session, snapshot_path);
   } catch (const std::exception& e) {

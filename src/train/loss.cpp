@@ -42,7 +42,11 @@ std::pair<at::Tensor, at::Tensor> path_length_penalty(const at::Tensor& lengths,
 }
 
 StyleGAN2Loss::StyleGAN2Loss(nn::Generator& G, nn::Discriminator& D, const LossOptions& o, const at::Device& device)
-    : pl_mean(at::zeros({}, at::TensorOptions().device(device))), options(o), G_(G), D_(D) {}
+    : pl_mean(at::zeros({}, at::TensorOptions().device(device))),
+      options(o),
+      G_(G),
+      D_(D),
+      deferred_(at::zeros({G.options.w_dim + 3}, at::TensorOptions().device(device))) {}
 
 std::pair<at::Tensor, at::Tensor> StyleGAN2Loss::run_G(const at::Tensor& z, const at::Tensor& c,
                                                        at::Generator& generator) {
@@ -158,13 +162,11 @@ void StyleGAN2Loss::accumulate_gradients(Phase phase, const RoundInputs& in, dou
 }
 
 void StyleGAN2Loss::add_deferred(int64_t offset, const at::Tensor& rows) {
-  if (!deferred_.defined()) deferred_ = at::zeros({G_.options.w_dim + 3}, pl_mean.options());
   deferred_.narrow(0, offset, rows.size(1)).add_(rows.sum(0));
   deferred_[offset + rows.size(1)].add_(rows.size(0));
 }
 
 at::Tensor StyleGAN2Loss::take_deferred_sums() {
-  if (!deferred_.defined()) deferred_ = at::zeros({G_.options.w_dim + 3}, pl_mean.options());
   at::Tensor out = deferred_.clone();
   deferred_.zero_();
   return out;

@@ -2,17 +2,11 @@
 
 #include "sg2/core/error.h"
 #include "sg2/core/rng.h"
+#include "sg2/data/atomic_file.h"
 #include "sg2/train/trainer.h"
 
 #include <ATen/core/Dict.h>
 #include <torch/serialize.h>
-
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 
 namespace sg2::train {
 
@@ -20,29 +14,6 @@ int64_t Snapshot::integer(const std::string& key) const {
   auto it = integers.find(key);
   SG2_CHECK(it != integers.end(), "{}: snapshot has no '{}'", path, key);
   return it->second;
-}
-
-void write_file_atomically(const std::string& path, const std::vector<char>& bytes) {
-  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  SG2_CHECK(fd >= 0, "cannot create '{}': {}", temporary, std::strerror(errno));
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = errno;
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      SG2_FAIL("writing '{}' failed: {}", temporary, std::strerror(error));
-    }
-    written += static_cast<size_t>(n);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  SG2_CHECK(synced, "fsync of '{}' failed: {}", temporary, std::strerror(errno));
-  SG2_CHECK(std::rename(temporary.c_str(), path.c_str()) == 0, "renaming '{}' to '{}' failed: {}", temporary, path,
-            std::strerror(errno));
 }
 
 namespace {
@@ -79,7 +50,8 @@ void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<
     dict.insert("rng.step", trainer.generator().get_state());
   }
   for (size_t r = 1; r < rank_states.size(); ++r) dict.insert(fmt::format("rng.step.rank{}", r), rank_states[r]);
-  write_file_atomically(path, torch::pickle_save(c10::IValue(dict)));
+  const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
+  data::write_file_atomically(path, bytes.data(), bytes.size());
 }
 
 Snapshot load_snapshot(const std::string& path) {

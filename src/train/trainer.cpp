@@ -185,17 +185,18 @@ dist::ReducerTimes Trainer::take_reducer_times() {
   return {g.busy_seconds + d.busy_seconds, g.exposed_seconds + d.exposed_seconds, g.bytes + d.bytes};
 }
 
-// rank mode: the replicas' w_avg and pl_mean drift apart as in the reference; they are averaged.
-// global mode: the passes' deferred sums are added over ranks and applied once.
-void Trainer::sync_running_means(bool deferred) {
-  at::Tensor& w_avg = G_->mapping->w_avg;
-  if (deferred) {
-    at::Tensor sums = loss_->take_deferred_sums();
-    comm_->allreduce({sums}, dist::ReduceOp::Sum);
-    loss_->apply_deferred_sums(sums);
-    return;
-  }
+// The passes' deferred sums of w and path lengths, added over ranks and applied once.
+void Trainer::apply_deferred_running_means() {
+  at::Tensor sums = loss_->take_deferred_sums();
+  comm_->allreduce({sums}, dist::ReduceOp::Sum);
+  loss_->apply_deferred_sums(sums);
+}
+
+// Each replica updates w_avg and pl_mean from its own passes, as in the reference; averaging them
+// keeps the replicas identical.
+void Trainer::average_running_means() {
   if (place_.world_size == 1) return;
+  at::Tensor& w_avg = G_->mapping->w_avg;
   at::Tensor packed = at::cat({w_avg.defined() ? w_avg.flatten() : at::zeros({0}, device_), loss_->pl_mean.view({1})});
   comm_->allreduce({packed}, dist::ReduceOp::Avg);
   if (w_avg.defined()) w_avg.copy_(packed.narrow(0, 0, w_avg.numel()).view_as(w_avg));
@@ -244,7 +245,7 @@ void Trainer::run_phase(size_t phase_index, const StepInputs& in) {
   reducer.finish(static_cast<double>(rounds * place_.world_size));
   sanitize_gradients(nn::named_parameters(module));
   opt.step();
-  if (global_rng()) sync_running_means(/*deferred=*/true);
+  if (global_rng()) apply_deferred_running_means();
 }
 
 void Trainer::update_generator_ema() {
@@ -258,7 +259,7 @@ void Trainer::step() {
   for (size_t i = 0; i < phases_.size(); ++i) {
     if (progress_.batch_idx % phases_[i].interval == 0) run_phase(i, inputs);
   }
-  if (!global_rng()) sync_running_means(/*deferred=*/false);
+  if (!global_rng()) average_running_means();
   update_generator_ema();
   progress_.cur_nimg += config_.train.batch;
   progress_.batch_idx += 1;

@@ -73,7 +73,7 @@ bool TrainingLoop::run() {
     trainer_.step();
     const bool done = p.cur_nimg >= total_nimg;
     // A signal may reach the ranks at different steps: they stop together at the first step any saw it.
-    const bool stopping = trainer_.place().world_size > 1 ? trainer_.comm().any(stop_requested()) : stop_requested();
+    const bool stopping = trainer_.comm().any(stop_requested());
     const auto tick_nimg = static_cast<int64_t>(c.train.kimg_per_tick * 1000);
     if (!done && !stopping && p.cur_tick != 0 && p.cur_nimg < p.tick_start_nimg + tick_nimg) continue;
     end_tick(done, stopping);

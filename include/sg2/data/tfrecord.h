@@ -5,6 +5,7 @@
 // checked against what is left of the file (and kMaxRecordBytes) before anything is allocated, so
 // hostile files cannot make a reader allocate without bound or read out of bounds.
 
+#include "sg2/data/atomic_file.h"
 #include "sg2/data/read_only_file.h"
 
 #include <cstdint>
@@ -58,17 +59,12 @@ std::vector<RecordSpan> load_record_index(const TFRecordFile& file);
 class TFRecordWriter {
  public:
   explicit TFRecordWriter(const std::string& path);
-  ~TFRecordWriter();  // removes the temporary file when close() was not reached
-  TFRecordWriter(const TFRecordWriter&) = delete;
-  TFRecordWriter& operator=(const TFRecordWriter&) = delete;
-
   void write(const void* payload, uint64_t size);
   void close();
   int64_t records() const { return records_; }
 
  private:
-  std::string path_, temp_path_;
-  std::FILE* file_ = nullptr;
+  AtomicFileWriter out_;  // removes the temporary file when close() was not reached
   int64_t records_ = 0;
 };
 

@@ -5,6 +5,7 @@
 // CRC-32 is checked. Sizes in the central directory are checked against the file before anything is
 // allocated.
 
+#include "sg2/data/atomic_file.h"
 #include "sg2/data/read_only_file.h"
 
 #include <cstdint>
@@ -45,18 +46,13 @@ class ZipReader {
 class ZipWriter {
  public:
   explicit ZipWriter(const std::string& path);
-  ~ZipWriter();
-  ZipWriter(const ZipWriter&) = delete;
-  ZipWriter& operator=(const ZipWriter&) = delete;
-
   void add(const std::string& name, const void* data, uint64_t size);
   void close();
 
  private:
   void put(const void* data, uint64_t size);
 
-  std::string path_, temp_path_;
-  std::FILE* file_ = nullptr;
+  AtomicFileWriter out_;
   uint64_t offset_ = 0;
   std::vector<ZipEntry> entries_;
 };

@@ -62,6 +62,7 @@ class GradientReducer {
     std::atomic<size_t> filled{0};
     std::shared_ptr<Work> work;
   };
+  at::Tensor slot_view(const Slot& slot) const;  // the parameter's part of its bucket, shaped like it
   void build_buckets(const NamedParameters& parameters);
   void register_hooks();
   void on_gradient(size_t slot_index, const at::Tensor& grad);

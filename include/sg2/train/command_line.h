@@ -32,6 +32,10 @@ class ConfigOptions {
 // Opens the dataset a config names.
 std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& config);
 
+// Bootstraps the launch found in the environment for `config` (dist.backend, dist.timeout, the
+// device of run.device chosen by local rank) and makes the logging rank-aware.
+std::unique_ptr<dist::Session> start_session(const TrainConfig& config, bool verbose = false);
+
 // Sets the CPU thread count (run.threads, 0 = all cores).
 void apply_thread_setting(const TrainConfig& config);
 

@@ -82,10 +82,9 @@ class StyleGAN2Loss {
                                 StatsCollector& stats);
   void add_deferred(int64_t offset, const at::Tensor& rows);  // rows [N, k] summed into deferred_[offset:]
 
-  at::Tensor deferred_;  // [w_dim + 3]
-
   nn::Generator& G_;
   nn::Discriminator& D_;
+  at::Tensor deferred_;  // [w_dim + 3]
 };
 
 }  // namespace sg2::train

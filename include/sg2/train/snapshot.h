@@ -47,7 +47,4 @@ void restore_trainer(Trainer& trainer, const Snapshot& snapshot);
 // A network from a snapshot, for inference: which = "G_ema" (default), "G" or "D".
 std::shared_ptr<nn::Generator> load_generator(const Snapshot& snapshot, const std::string& which = "G_ema");
 
-// Writes bytes to `path` through a temporary file and a rename.
-void write_file_atomically(const std::string& path, const std::vector<char>& bytes);
-
 }  // namespace sg2::train

@@ -68,6 +68,8 @@ class Trainer {
   void check_replicas(const std::string& what);       // error naming the first tensor that differs
   std::vector<at::Tensor> gather_generator_states();  // rank r's step generator state at [r]
   dist::ReducerTimes take_reducer_times();
+  const dist::GradientReducer& G_reducer() const { return *G_reducer_; }
+  const dist::GradientReducer& D_reducer() const { return *D_reducer_; }
 
   nn::Generator& G() { return *G_; }
   nn::Discriminator& D() { return *D_; }
@@ -89,7 +91,8 @@ class Trainer {
  private:
   at::Generator keyed_generator(std::initializer_list<uint64_t> keys) const;
   std::pair<at::Tensor, at::Tensor> draw_latents(size_t phase_index, int64_t local_batch);  // z [b, z], c [b, c]
-  void sync_running_means(bool deferred);
+  void average_running_means();         // dist.rng = rank, once per step
+  void apply_deferred_running_means();  // dist.rng = global, once per phase
   dist::NamedTensors replicated_tensors();
 
   TrainConfig config_;
