@@ -6,6 +6,14 @@
 
 namespace sg2::nn {
 
+at::Generator make_generator(const at::Device& device, uint64_t seed) {
+  at::Generator generator = at::globalContext().defaultGenerator(device).clone();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_current_seed(seed);
+  return generator;
+}
+
+
 FullyConnectedLayer::FullyConnectedLayer(int64_t in_features, int64_t out_features, const FcOptions& o)
     : weight_gain(o.lr_multiplier / std::sqrt(static_cast<double>(in_features))),
       bias_gain(o.lr_multiplier),

@@ -29,7 +29,8 @@ void ConfigOptions::add_to(CLI::App& app) {
                                                                                  {"--outdir", "run.outdir"},
                                                                                  {"--kimg", "train.total_kimg"},
                                                                                  {"--batch", "train.batch"},
-                                                                                 {"--seed", "train.seed"}}) {
+                                                                                 {"--seed", "train.seed"},
+                                                                                 {"--detector", "metric.detector"}}) {
     config::add_cli_alias(train_schema(), app, cli_, flag, key);
   }
   app.allow_extras();  // unknown --keys get a suggestion in resolve()
@@ -113,12 +114,16 @@ int TrainCommand::run() {
     return 0;
   }
   auto session = start_session(config, verbose_);
+  return run_on_every_rank("stylegan2_train", *session, [&] { return train(config, *session, snapshot_path); });
+}
+
+int run_on_every_rank(const char* program, dist::Session& session, const std::function<int()>& body) {
   try {
-    return train(config, *session, snapshot_path);
+    return body();
   } catch (const std::exception& e) {
-    if (session->world().size == 1) throw;
+    if (session.world().size == 1) throw;
     // Print before ending the job: MPI_Abort ends this process too.
-    std::cerr << "stylegan2_train: error on rank " << session->world().rank << " of " << session->world().size
+    std::cerr << program << ": error on rank " << session.world().rank << " of " << session.world().size
               << " (host " << dist::host_name() << "): " << message_of(e) << std::endl;
     dist::abort_job(message_of(e));
     return 1;  // not launched by MPI: the launcher ends the other ranks

@@ -1,8 +1,12 @@
 #include "sg2/train/config.h"
 
 #include "sg2/core/error.h"
+#include "sg2/metrics/evaluator.h"
+
+#include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 
 namespace sg2::train {
 
@@ -84,6 +88,14 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(dist.rng, "Per-step randomness: rank (seed per rank, as the paper) or global (the same run for any "
                       "world size)").one_of({"rank", "global"});
   SG2_FIELD(dist.timeout, "Seconds a rendezvous or collective may take before the job fails");
+
+  SG2_FIELD(metrics, "Metrics evaluated during training: fid<N>[k][_full], kid<N>[k][_full] (e.g. fid50k_full)");
+  SG2_FIELD(metric.detector, "Feature detector: a TorchScript file (NVIDIA's inception-2015-12-05.pt or one from "
+                             "stylegan2_metrics train-detector)");
+  SG2_FIELD(metric.ticks, "Evaluate the metrics every N ticks (0: at every network snapshot)");
+  SG2_FIELD(metric.cache_dir, "Cache of real-image statistics (empty: $XDG_CACHE_HOME or ~/.cache, /stylegan2-cpp)");
+  SG2_FIELD(metric.batch, "Images per evaluation block (part of what the result depends on)");
+  SG2_FIELD(metric.seed, "Seed of the generated images' latents, labels and noise");
   return s;
 }
 
@@ -147,6 +159,20 @@ void validate(const TrainConfig& c, int world_size) {
   SG2_CHECK(c.run.threads >= 0, "run.threads = {}: must be >= 0", c.run.threads);
   SG2_CHECK(c.dist.bucket_mb > 0, "dist.bucket_mb = {}: must be > 0", c.dist.bucket_mb);
   SG2_CHECK(c.dist.timeout > 0, "dist.timeout = {}: must be > 0 seconds", c.dist.timeout);
+  SG2_CHECK(c.metrics.empty() || !c.metric.detector.empty(),
+            "metrics {} need metric.detector: NVIDIA's inception-2015-12-05.pt or a file from "
+            "'stylegan2_metrics train-detector'",
+            fmt::join(c.metrics, ", "));
+  for (const std::string& name : c.metrics) metrics::parse_metric(name);
+  SG2_CHECK(c.metric.ticks >= 0 && c.metric.batch >= 1, "metric.ticks must be >= 0 and metric.batch >= 1");
+}
+
+std::string metric_cache_dir(const TrainConfig& c) {
+  if (!c.metric.cache_dir.empty()) return c.metric.cache_dir;
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const std::string base = xdg != nullptr && *xdg != 0 ? xdg : std::string(home != nullptr ? home : ".") + "/.cache";
+  return base + "/stylegan2-cpp/gan-metrics";
 }
 
 }  // namespace sg2::train

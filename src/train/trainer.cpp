@@ -49,13 +49,6 @@ at::Device resolve_device(const std::string& name, int local_rank) {
   return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank % count));
 }
 
-at::Generator make_generator(const at::Device& device, uint64_t seed) {
-  at::Generator generator = at::globalContext().defaultGenerator(device).clone();
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  generator.set_current_seed(seed);
-  return generator;
-}
-
 namespace {
 
 // Keys of the per-step random streams (dist.rng = global).

@@ -42,6 +42,7 @@ TrainingLoop::TrainingLoop(Trainer& trainer, std::string run_dir, bool resumed)
     stats_jsonl_.open(run_dir_ + "/stats.jsonl", std::ios::app);
     SG2_CHECK(stats_jsonl_.good(), "cannot open '{}/stats.jsonl'", run_dir_);
   }
+  if (!c.metrics.empty()) metrics_ = std::make_unique<TrainingMetrics>(c, trainer_.comm(), trainer_.device());
 }
 
 void TrainingLoop::write_initial_images() {
@@ -115,8 +116,10 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
     save_grid_png(fakes, grid_, fmt::format("{}/fakes{:06d}.png", run_dir_, p.cur_nimg / 1000));
   }
   const bool snapshot_due = c.run.network_snapshot_ticks > 0 && p.cur_tick % c.run.network_snapshot_ticks == 0;
+  const bool metrics_due = metrics_ && (last || (c.metric.ticks > 0 ? p.cur_tick % c.metric.ticks == 0 : snapshot_due));
   p.cur_tick += 1;  // the snapshot resumes with the next tick
   p.tick_start_nimg = p.cur_nimg;
+  std::string snapshot;
   if (last || snapshot_due) {
     trainer_.check_replicas(fmt::format("before the snapshot at {:.1f} kimg", p.cur_nimg / 1e3));
     const std::vector<at::Tensor> rank_states = trainer_.gather_generator_states();
@@ -125,11 +128,23 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
       save_snapshot(path, trainer_, rank_states);
       spdlog::info("Wrote {}", path);
     }
+    snapshot = snapshot_name(p.cur_nimg);
   }
+  if (metrics_due) evaluate_metrics(snapshot);
   if (stopping && is_rank0()) spdlog::warn("Stopped by signal {} at {:.1f} kimg; resume with --resume {}", stop_signal(),
                              p.cur_nimg / 1e3, run_dir_);
   tick_start_time_ = now_seconds();
   maintenance_seconds_ = tick_start_time_ - tick_end;
+}
+
+void TrainingLoop::evaluate_metrics(const std::string& snapshot) {
+  const Progress& p = trainer_.progress();
+  for (const metrics::MetricResult& result : metrics_->evaluate(trainer_.G_ema())) {
+    if (!is_rank0()) continue;
+    spdlog::info("{} {:.4f} at {:.1f} kimg ({} fakes, {})", result.metric, result.value, p.cur_nimg / 1e3,
+                 result.num_fakes, format_duration(result.seconds));
+    append_metric_line(run_dir_, result, trainer_.place().world_size, snapshot, p.cur_nimg / 1e3);
+  }
 }
 
 std::string TrainingLoop::status_line(const std::map<std::string, StatValue>& stats, double tick_seconds) const {

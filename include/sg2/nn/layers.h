@@ -67,6 +67,9 @@ struct SynthesisRun {
   c10::optional<at::Generator> generator;  // for random noise; default generator if none
 };
 
+// A private generator of the device's kind, seeded (for reproducible noise and latents).
+at::Generator make_generator(const at::Device& device, uint64_t seed);
+
 // Modulated 3x3 convolution + noise + bias + lrelu.
 class SynthesisLayer : public torch::nn::Module {
  public:

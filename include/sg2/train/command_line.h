@@ -58,4 +58,35 @@ class TrainCommand {
 // Runs `body`, turning errors into a message on stderr and exit code 1.
 int run_reporting_errors(const char* program, const std::function<int()>& body);
 
+// Runs `body` on every rank of `session`. With several ranks an error on one prints "error on rank
+// R of N (host H)" and ends the whole job (MPI_Abort / the launcher), so no rank waits forever.
+int run_on_every_rank(const char* program, dist::Session& session, const std::function<int()>& body);
+
+// stylegan2_metrics: FID / KID of a snapshot's G_ema, under any launcher; the numbers the training
+// loop computes for the same snapshot and metric options.
+class MetricsCommand {
+ public:
+  void add_to(CLI::App& app);
+  int run();
+
+ private:
+  ConfigOptions config_;
+  std::string network_;
+  bool no_log_ = false;
+  bool verbose_ = false;
+};
+
+// stylegan2_metrics train-detector: trains the built-in feature detector on a labelled dataset.
+class DetectorCommand {
+ public:
+  void add_to(CLI::App& app);
+  int run();
+
+ private:
+  std::string data_, split_ = "train", heldout_split_, out_;
+  int threads_ = 0;
+  int64_t epochs_ = 2, batch_ = 128, max_images_ = 0, seed_ = 0;
+  double learning_rate_ = 2e-3;
+};
+
 }  // namespace sg2::train

@@ -86,9 +86,20 @@ struct TrainConfig {
     std::string rng = "rank";            // rank: seed per rank (the paper's); global: world-size invariant
     double timeout = 600;                // seconds a rendezvous or collective may take
   } dist;
+  std::vector<std::string> metrics;      // evaluated during training, e.g. fid50k_full, kid50k_full
+  struct Metric {
+    std::string detector;                // TorchScript feature detector (Inception .pt or built-in)
+    int ticks = 0;                       // evaluate every N ticks; 0: at every network snapshot
+    std::string cache_dir;               // real statistics; empty: $XDG_CACHE_HOME or ~/.cache/stylegan2-cpp
+    int64_t batch = 64;                  // images per block (fixed, so results do not depend on the world)
+    int64_t seed = 0;                    // fakes' latents and noise
+  } metric;
 };
 
 const config::Schema<TrainConfig>& train_schema();
+
+// metric.cache_dir, or the per-user default when it is empty.
+std::string metric_cache_dir(const TrainConfig& config);
 
 // Checks combinations no single field can (batch vs batch_gpu vs world size, mbstd groups, ...).
 // Errors name the keys and say which values would work.

@@ -121,7 +121,6 @@ nn::DiscriminatorOptions discriminator_options(const TrainConfig& config, const 
 // "auto" -> CUDA if LibTorch sees a GPU, else CPU; "cuda" without one is an error.
 at::Device resolve_device(const std::string& name, int local_rank = 0);
 
-// A private generator of the device's kind, seeded.
-at::Generator make_generator(const at::Device& device, uint64_t seed);
+using nn::make_generator;
 
 }  // namespace sg2::train

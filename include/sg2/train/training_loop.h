@@ -1,13 +1,16 @@
 #pragma once
 // The tick loop around Trainer::step (reference: training_loop.py): a status line per tick of
 // kimg_per_tick (tick, kimg, time, sec/tick, sec/kimg, maintenance, memory, losses), stats.jsonl,
-// sample grids every image_snapshot_ticks, snapshots every network_snapshot_ticks and at the end.
+// sample grids every image_snapshot_ticks, snapshots every network_snapshot_ticks and at the end,
+// metrics (metric-<name>.jsonl) every metric.ticks or at each snapshot.
 // SIGINT/SIGTERM end the current step, write a snapshot and return.
 
 #include "sg2/train/sample_grid.h"
 #include "sg2/train/trainer.h"
+#include "sg2/train/training_metrics.h"
 
 #include <fstream>
+#include <memory>
 #include <string>
 
 namespace sg2::train {
@@ -26,12 +29,14 @@ class TrainingLoop {
   void end_tick(bool done, bool stopping);
   std::string status_line(const std::map<std::string, StatValue>& stats, double tick_seconds) const;
   void write_stats_line(const std::map<std::string, StatValue>& stats);
+  void evaluate_metrics(const std::string& snapshot);
   bool is_rank0() const { return trainer_.place().rank == 0; }
 
   Trainer& trainer_;
   std::string run_dir_;
   bool resumed_;
   SampleGrid grid_;
+  std::unique_ptr<TrainingMetrics> metrics_;  // when the config names metrics
   std::ofstream stats_jsonl_;
   double start_time_ = 0;
   double tick_start_time_ = 0;

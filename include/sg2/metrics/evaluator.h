@@ -1,0 +1,91 @@
+#pragma once
+// Distributed metric evaluation (reference: metrics/metric_utils.py, metric_main.py).
+//
+// Work is cut into blocks of `batch` items: block b covers items [b * batch, (b + 1) * batch) and
+// runs on rank b % world_size. Each round every rank computes one block's features, they are
+// all-gathered through the communicator and appended in block order, so every rank ends with the
+// same statistics whatever the world size. Fakes of block b come from G_ema with latents, labels and
+// noise drawn from generators keyed by (seed, b): the union of fakes is independent of the world
+// size. Reals are the whole dataset (not a training shard), without flips; their statistics are
+// cached on disk under a key of dataset, detector and options, written atomically by rank 0 and
+// read back by every rank through a broadcast.
+//
+// Metric names: fid<N>[k][_full] and kid<N>[k][_full], e.g. fid50k_full (50,000 fakes against every
+// real image), fid50k (against the first 50,000 reals), fid2k_full, kid500_full.
+
+#include "sg2/data/dataset.h"
+#include "sg2/dist/communicator.h"
+#include "sg2/metrics/detector.h"
+#include "sg2/metrics/feature_stats.h"
+#include "sg2/nn/networks.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sg2::metrics {
+
+struct MetricSpec {
+  enum class Kind { FID, KID };
+  std::string name;
+  Kind kind = Kind::FID;
+  int64_t num_fakes = 50000;
+  int64_t max_reals = 0;  // 0: every real image (_full)
+};
+
+// Parses a metric name; errors list the accepted forms.
+MetricSpec parse_metric(const std::string& name);
+
+struct EvaluationOptions {
+  int64_t batch = 64;        // items per block (fixed: part of what makes the result world-size invariant)
+  uint64_t seed = 0;         // fakes' latents, labels and noise; KID subsets
+  std::string cache_dir;     // real statistics; empty: no disk cache
+  bool show_progress = true;
+};
+
+struct MetricResult {
+  std::string metric;
+  double value = 0;
+  double seconds = 0;
+  int64_t num_fakes = 0;
+  int64_t num_reals = 0;
+};
+
+// What identifies a dataset's content in cache keys: its path and every file's name, size and
+// modification time (so a rewritten dataset gets new statistics), its size and image shape.
+std::string dataset_identity(const std::string& path, const data::Dataset& dataset);
+
+// Computes features_of(start, count) -> [count, D] for the blocks this rank owns and appends every
+// rank's blocks to `stats` in block order (all ranks call it together). D must be `feature_dim`.
+void gather_features_in_block_order(dist::Communicator& comm, int64_t num_items, int64_t batch, int64_t feature_dim,
+                                    const std::function<at::Tensor(int64_t start, int64_t count)>& features_of,
+                                    FeatureStats& stats, const std::string& what, bool show_progress);
+
+class MetricEvaluator {
+ public:
+  // reals: the whole dataset; reals_identity: dataset_identity() of it. All ranks construct it.
+  MetricEvaluator(dist::Communicator& comm, std::shared_ptr<FeatureDetector> detector,
+                  std::shared_ptr<const data::Dataset> reals, std::string reals_identity, EvaluationOptions options);
+
+  // Every rank calls it with its copy of G (identical replicas); every rank gets the result.
+  MetricResult evaluate(const MetricSpec& spec, nn::Generator& G);
+
+  // Real-image statistics (memory, then disk cache, then computed), and fakes' statistics.
+  const FeatureStats& real_stats(int64_t max_items, bool capture_all);
+  FeatureStats fake_stats(nn::Generator& G, int64_t num_fakes, bool capture_all);
+
+ private:
+  at::Tensor real_features(int64_t start, int64_t count);
+  at::Tensor fake_features(nn::Generator& G, int64_t start, int64_t count);
+  std::string cache_key(int64_t max_items, bool capture_all) const;
+
+  dist::Communicator& comm_;
+  std::shared_ptr<FeatureDetector> detector_;
+  std::shared_ptr<const data::Dataset> reals_;
+  std::string reals_identity_;
+  EvaluationOptions options_;
+  std::vector<std::pair<std::string, std::unique_ptr<FeatureStats>>> real_cache_;  // key -> stats
+};
+
+}  // namespace sg2::metrics

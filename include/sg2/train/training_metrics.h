@@ -1,0 +1,36 @@
+#pragma once
+// The metrics of a training config (`metrics`, `metric.*`), evaluated on G_ema by every rank
+// together and appended by rank 0 to <run_dir>/metric-<name>.jsonl. Used by the training loop and by
+// stylegan2_metrics, so both print the same numbers for the same snapshot and options.
+
+#include "sg2/dist/communicator.h"
+#include "sg2/metrics/evaluator.h"
+#include "sg2/train/config.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sg2::train {
+
+class TrainingMetrics {
+ public:
+  // Opens the whole dataset of config.data and loads metric.detector onto `device` (all ranks).
+  TrainingMetrics(const TrainConfig& config, dist::Communicator& comm, const at::Device& device,
+                  bool show_progress = true);
+
+  // Every configured metric of G (each rank's identical replica); every rank gets the results.
+  std::vector<metrics::MetricResult> evaluate(nn::Generator& G);
+  const std::vector<metrics::MetricSpec>& specs() const { return specs_; }
+
+ private:
+  std::vector<metrics::MetricSpec> specs_;
+  std::unique_ptr<metrics::MetricEvaluator> evaluator_;
+};
+
+// One line as stylegan2-ada-pytorch writes it: {"results": {name: value}, "metric", "total_time",
+// "total_time_str", "num_gpus", "snapshot_pkl", "timestamp"} plus "kimg".
+void append_metric_line(const std::string& run_dir, const metrics::MetricResult& result, int world_size,
+                        const std::string& snapshot, double kimg);
+
+}  // namespace sg2::train

@@ -1,0 +1,92 @@
+#include "sg2/metrics/detector.h"
+
+#include "sg2/core/error.h"
+#include "sg2/data/crc32c.h"
+#include "sg2/nn/state_dict.h"
+
+#include <torch/script.h>
+
+#include <filesystem>
+
+namespace sg2::metrics {
+
+namespace {
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// "<file name> <bytes> bytes crc32c <hex>": content, not path, so a moved file keeps its caches.
+std::string file_identity(const std::string& path) {
+  const std::vector<char> bytes = nn::read_file_bytes(path);
+  return fmt::format("{} {} bytes crc32c {:08x}", std::filesystem::path(path).filename().string(), bytes.size(),
+                     data::crc32c(bytes.data(), bytes.size()));
+}
+
+class TorchScriptDetector : public FeatureDetector {
+ public:
+  TorchScriptDetector(const std::string& path, const at::Device& device) : path_(path), device_(device) {
+    SG2_CHECK(std::filesystem::is_regular_file(path), "detector file '{}' does not exist", path);
+    identity_ = file_identity(path);
+    try {
+      module_ = torch::jit::load(path, device);
+    } catch (const std::exception& e) {
+      SG2_FAIL("detector file '{}' is not a loadable TorchScript archive: {}", path, first_line(e.what()));
+    }
+    SG2_CHECK(module_.find_method("forward").has_value(), "detector file '{}' has no forward method", path);
+    module_.eval();
+  }
+
+  at::Tensor features(const at::Tensor& images) override {
+    const at::Tensor input = detector_input(images, device_);
+    c10::IValue output;
+    try {
+      at::NoGradGuard no_grad;
+      output = module_.forward({input}, {{"return_features", true}});
+    } catch (const std::exception& e) {
+      SG2_FAIL("detector '{}' failed on images {} called as forward(images, return_features=True): {}", path_,
+               input.sizes(), first_line(e.what()));
+    }
+    SG2_CHECK(output.isTensor(), "detector '{}' returned a {}, expected a Tensor [N, D]", path_,
+              output.tagKind());
+    const at::Tensor features = output.toTensor();
+    SG2_CHECK(features.dim() == 2 && features.size(0) == images.size(0),
+              "detector '{}' returned features of shape {} for {} images, expected [{}, D]", path_, features.sizes(),
+              images.size(0), images.size(0));
+    SG2_CHECK(feature_dim_ < 0 || features.size(1) == feature_dim_,
+              "detector '{}' returned {} features per image, earlier {}", path_, features.size(1), feature_dim_);
+    SG2_CHECK(features.is_floating_point(), "detector '{}' returned {} features, expected floating point", path_,
+              c10::toString(features.scalar_type()));
+    feature_dim_ = features.size(1);
+    return features.to(at::kFloat);
+  }
+
+  int64_t feature_dim() const override { return feature_dim_; }
+  std::string identity() const override { return identity_; }
+  std::string name() const override { return std::filesystem::path(path_).stem().string(); }
+
+ private:
+  std::string path_, identity_;
+  at::Device device_;
+  torch::jit::Module module_;
+  int64_t feature_dim_ = -1;
+};
+
+}  // namespace
+
+at::Tensor detector_input(const at::Tensor& images, const at::Device& device) {
+  SG2_CHECK(images.dim() == 4 && (images.size(1) == 1 || images.size(1) == 3) && images.scalar_type() == at::kByte,
+            "detector input must be uint8 [N, 1 or 3, H, W], got {} {}", c10::toString(images.scalar_type()), images.sizes());
+  at::Tensor x = images.to(device).to(at::kFloat);  // [N, C, H, W] in [0, 255]
+  return images.size(1) == 1 ? x.repeat({1, 3, 1, 1}) : x;
+}
+
+std::unique_ptr<FeatureDetector> load_torchscript_detector(const std::string& path, const at::Device& device,
+                                                           int64_t probe_resolution) {
+  auto detector = std::make_unique<TorchScriptDetector>(path, device);
+  const at::Tensor probe = at::full({2, 3, probe_resolution, probe_resolution}, 128, at::kByte);
+  const at::Tensor features = detector->features(probe);
+  SG2_CHECK(at::isfinite(features).all().item<bool>(), "detector '{}' returned non-finite features for a grey image",
+            path);
+  return detector;
+}
+
+}  // namespace sg2::metrics

@@ -1,0 +1,215 @@
+#include "sg2/metrics/evaluator.h"
+
+#include "sg2/core/error.h"
+#include "sg2/core/progress.h"
+#include "sg2/core/rng.h"
+#include "sg2/data/crc32c.h"
+#include "sg2/metrics/distance.h"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <regex>
+
+namespace sg2::metrics {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kLatentStream = 0x66616b657a;  // keys of the fakes' random streams
+constexpr uint64_t kLabelStream = 0x66616b6563;
+constexpr uint64_t kNoiseStream = 0x66616b656e;
+constexpr int64_t kKidSubsets = 100;
+constexpr int64_t kKidSubsetSize = 1000;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+nlohmann::json file_entries(const fs::path& root) {
+  std::vector<fs::path> files;
+  if (fs::is_regular_file(root)) files.push_back(root);
+  if (fs::is_directory(root)) {
+    for (const auto& entry : fs::recursive_directory_iterator(root))
+      if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  nlohmann::json entries = nlohmann::json::array();
+  for (const fs::path& file : files) {
+    const auto mtime = fs::last_write_time(file).time_since_epoch();
+    entries.push_back({fs::relative(file, fs::is_directory(root) ? root : root.parent_path()).string(),
+                       fs::file_size(file), std::chrono::duration_cast<std::chrono::nanoseconds>(mtime).count()});
+  }
+  return entries;
+}
+
+at::Device device_of(const nn::Generator& G) {
+  const auto parameters = G.parameters();
+  return parameters.empty() ? at::Device(at::kCPU) : parameters.front().device();
+}
+
+}  // namespace
+
+MetricSpec parse_metric(const std::string& name) {
+  static const std::regex pattern("(fid|kid)([0-9]+)(k?)(_full)?");
+  std::smatch match;
+  SG2_CHECK(std::regex_match(name, match, pattern),
+            "unknown metric '{}': expected fid<N>[k][_full] or kid<N>[k][_full], e.g. fid50k_full, kid50k_full, "
+            "fid10k, fid2k_full",
+            name);
+  MetricSpec spec;
+  spec.name = name;
+  spec.kind = match[1] == "fid" ? MetricSpec::Kind::FID : MetricSpec::Kind::KID;
+  spec.num_fakes = std::stoll(match[2]) * (match[3].length() > 0 ? 1000 : 1);
+  spec.max_reals = match[4].length() > 0 ? 0 : spec.num_fakes;
+  SG2_CHECK(spec.num_fakes >= 2, "metric '{}' needs at least 2 generated images", name);
+  return spec;
+}
+
+std::string dataset_identity(const std::string& path, const data::Dataset& dataset) {
+  const data::ImageShape shape = dataset.shape();
+  nlohmann::json identity = {{"path", fs::exists(path) ? fs::absolute(path).lexically_normal().string() : path},
+                             {"name", dataset.name()},
+                             {"size", dataset.size()},
+                             {"shape", {shape.channels, shape.height, shape.width}},
+                             {"files", file_entries(path)}};
+  return identity.dump();
+}
+
+void gather_features_in_block_order(dist::Communicator& comm, int64_t num_items, int64_t batch, int64_t feature_dim,
+                                    const std::function<at::Tensor(int64_t start, int64_t count)>& features_of,
+                                    FeatureStats& stats, const std::string& what, bool show_progress) {
+  SG2_CHECK(batch > 0 && feature_dim > 0, "block size {} and feature dim {} must be positive", batch, feature_dim);
+  const int64_t world = comm.size(), num_blocks = (num_items + batch - 1) / batch;
+  const auto block_items = [&](int64_t block) { return std::min(batch, num_items - block * batch); };
+  ProgressMeter meter(what, num_items, "img", show_progress && comm.rank() == 0);
+  for (int64_t first = 0; first < num_blocks && !stats.is_full(); first += world) {
+    const int64_t mine = first + comm.rank();
+    at::Tensor local = at::zeros({batch, feature_dim}, at::TensorOptions(comm.device()).dtype(at::kFloat));
+    if (mine < num_blocks) {
+      const at::Tensor features = features_of(mine * batch, block_items(mine));  // [n, D]
+      SG2_CHECK(features.dim() == 2 && features.size(0) == block_items(mine) && features.size(1) == feature_dim,
+                "{}: block {} gave features {}, expected [{}, {}]", what, mine, features.sizes(), block_items(mine),
+                feature_dim);
+      local.narrow(0, 0, features.size(0)).copy_(features);
+    }
+    const at::Tensor gathered = comm.allgather(local);  // [world, batch, D]
+    for (int64_t rank = 0; rank < world && first + rank < num_blocks; ++rank)
+      stats.append(gathered[rank].narrow(0, 0, block_items(first + rank)));
+    meter.update(std::min(num_items, (first + world) * batch));
+  }
+  meter.finish();
+}
+
+MetricEvaluator::MetricEvaluator(dist::Communicator& comm, std::shared_ptr<FeatureDetector> detector,
+                                 std::shared_ptr<const data::Dataset> reals, std::string reals_identity,
+                                 EvaluationOptions options)
+    : comm_(comm),
+      detector_(std::move(detector)),
+      reals_(std::move(reals)),
+      reals_identity_(std::move(reals_identity)),
+      options_(std::move(options)) {
+  SG2_CHECK(detector_->feature_dim() > 0, "the detector has not been probed (feature dimension unknown)");
+  SG2_CHECK(reals_->size() > 0, "the real dataset '{}' is empty", reals_->name());
+}
+
+std::string MetricEvaluator::cache_key(int64_t max_items, bool capture_all) const {
+  return nlohmann::json{{"dataset", nlohmann::json::parse(reals_identity_)},
+                        {"detector", detector_->identity()},
+                        {"max_items", max_items},
+                        {"capture_all", capture_all},
+                        {"flip", false}}
+      .dump();
+}
+
+at::Tensor MetricEvaluator::real_features(int64_t start, int64_t count) {
+  const data::ImageShape shape = reals_->shape();
+  at::Tensor images = at::empty({count, shape.channels, shape.height, shape.width}, at::kByte);  // [n, C, H, W]
+  for (int64_t i = 0; i < count; ++i) reals_->read_image(start + i, images[i].data_ptr<uint8_t>());
+  return detector_->features(images);
+}
+
+at::Tensor MetricEvaluator::fake_features(nn::Generator& G, int64_t start, int64_t count) {
+  const auto block = static_cast<uint64_t>(start / options_.batch);
+  const at::Device device = device_of(G);
+  at::Generator latents = nn::make_generator(at::kCPU, mix_seed({options_.seed, kLatentStream, block}));
+  const at::Tensor z = at::randn({count, G.options.z_dim}, latents).to(device);  // [n, z_dim]
+  at::Tensor c = at::zeros({count, G.options.c_dim});                           // [n, c_dim]
+  if (G.options.c_dim > 0) {
+    SG2_CHECK(reals_->label_dim() == G.options.c_dim, "the network has {} classes, the dataset '{}' {}",
+              G.options.c_dim, reals_->name(), reals_->label_dim());
+    at::Generator labels = nn::make_generator(at::kCPU, mix_seed({options_.seed, kLabelStream, block}));
+    const at::Tensor indices = at::randint(reals_->size(), {count}, labels, at::kLong);
+    for (int64_t i = 0; i < count; ++i) reals_->read_label(indices[i].item<int64_t>(), c[i].data_ptr<float>());
+  }
+  nn::SynthesisRun synthesis;
+  synthesis.noise_mode = nn::NoiseMode::Random;
+  synthesis.fused_modconv = true;
+  synthesis.generator = nn::make_generator(device, mix_seed({options_.seed, kNoiseStream, block}));
+  at::NoGradGuard no_grad;
+  const at::Tensor img = G.forward(z, c.to(device), nn::MappingNetwork::Run{}, synthesis);  // [n, C, R, R]
+  return detector_->features((img * 127.5 + 128).clamp(0, 255).to(at::kByte));
+}
+
+const FeatureStats& MetricEvaluator::real_stats(int64_t max_items, bool capture_all) {
+  const int64_t count = max_items > 0 ? std::min(max_items, reals_->size()) : reals_->size();
+  const std::string key = cache_key(count, capture_all);
+  for (const auto& [cached_key, stats] : real_cache_)
+    if (cached_key == key) return *stats;
+  auto stats = std::make_unique<FeatureStats>(count, capture_all, true);
+  std::string path;
+  if (!options_.cache_dir.empty()) {
+    // The name depends on what stays put (path, detector, options); the full key inside catches changes.
+    const std::string stable = fmt::format("{} {} {} {}", nlohmann::json::parse(reals_identity_)["path"].dump(),
+                                           detector_->name(), count, capture_all);
+    path = fmt::format("{}/{}-{}-{}-{:08x}.pt", options_.cache_dir, reals_->name(), detector_->name(),
+                       capture_all ? "all" : "meancov", data::crc32c(stable.data(), stable.size()));
+  }
+  const bool loaded = comm_.any(comm_.rank() == 0 && !path.empty() && stats->load(path, key));
+  if (loaded) {
+    if (comm_.rank() == 0) spdlog::info("Real-image statistics from {}", path);
+  } else {
+    gather_features_in_block_order(
+        comm_, count, options_.batch, detector_->feature_dim(),
+        [this](int64_t start, int64_t n) { return real_features(start, n); }, *stats,
+        fmt::format("real features ({})", reals_->name()), options_.show_progress);
+    if (comm_.rank() == 0 && !path.empty()) stats->save(path, key);
+  }
+  real_cache_.emplace_back(key, std::move(stats));
+  return *real_cache_.back().second;
+}
+
+FeatureStats MetricEvaluator::fake_stats(nn::Generator& G, int64_t num_fakes, bool capture_all) {
+  FeatureStats stats(num_fakes, capture_all, !capture_all);
+  gather_features_in_block_order(
+      comm_, num_fakes, options_.batch, detector_->feature_dim(),
+      [this, &G](int64_t start, int64_t n) { return fake_features(G, start, n); }, stats, "fake features",
+      options_.show_progress);
+  return stats;
+}
+
+MetricResult MetricEvaluator::evaluate(const MetricSpec& spec, nn::Generator& G) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool kid = spec.kind == MetricSpec::Kind::KID;
+  const FeatureStats& reals = real_stats(spec.max_reals, kid);
+  const FeatureStats fakes = fake_stats(G, spec.num_fakes, kid);
+  // Rank 0 holds the real statistics (possibly from the cache); it computes and broadcasts the value.
+  at::Tensor value = at::zeros({1}, at::TensorOptions(comm_.device()).dtype(at::kDouble));
+  if (comm_.rank() == 0) {
+    value.fill_(kid ? kernel_inception_distance(reals.all(), fakes.all(), kKidSubsets, kKidSubsetSize, options_.seed)
+                    : frechet_distance(reals.mean(), reals.covariance(), fakes.mean(), fakes.covariance()));
+  }
+  comm_.broadcast({value}, 0);
+  MetricResult result;
+  result.metric = spec.name;
+  result.value = value.cpu().item<double>();
+  result.num_fakes = fakes.count();
+  result.num_reals = reals.max_items();
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+}  // namespace sg2::metrics

@@ -1,0 +1,97 @@
+#include "sg2/core/error.h"
+#include "sg2/core/logging.h"
+#include "sg2/data/dataset.h"
+#include "sg2/metrics/builtin_detector.h"
+#include "sg2/train/command_line.h"
+#include "sg2/train/snapshot.h"
+#include "sg2/train/training_metrics.h"
+
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <iostream>
+
+namespace sg2::train {
+
+void MetricsCommand::add_to(CLI::App& app) {
+  app.add_option("--network", network_, "Snapshot file (network-snapshot-*.pt); its G_ema is evaluated")
+      ->check(CLI::ExistingFile);
+  config_.add_to(app);  // --metrics, --detector, --data, --metric.batch, --metric.seed, --metric.cache_dir, ...
+  app.add_flag("--no-log", no_log_, "Do not append to metric-<name>.jsonl beside the snapshot");
+  app.add_flag("-v,--verbose", verbose_, "More log output");
+}
+
+int MetricsCommand::run() {
+  init_logging(0, verbose_);
+  SG2_CHECK(!network_.empty(), "--network SNAPSHOT is required");
+  const Snapshot snapshot = load_snapshot(network_);
+  TrainConfig config = config_.resolve(snapshot.config_yaml);
+  if (config.metrics.empty()) config.metrics = {"fid50k_full"};
+  auto session = start_session(config, verbose_);
+  return run_on_every_rank("stylegan2_metrics", *session, [&] {
+    apply_thread_setting(config);
+    const at::Device device = session->comm().device();
+    auto G = load_generator(snapshot, "G_ema");
+    G->to(device);
+    TrainingMetrics metrics(config, session->comm(), device);
+    const std::string run_dir = std::filesystem::path(network_).parent_path().string();
+    const std::string snapshot_file = std::filesystem::path(network_).filename().string();
+    const double kimg = static_cast<double>(snapshot.integer("progress.cur_nimg")) / 1e3;
+    for (const metrics::MetricResult& result : metrics.evaluate(*G)) {
+      if (!session->world().is_root()) continue;
+      std::cout << nlohmann::json{{"metric", result.metric}, {"value", result.value}, {"seconds", result.seconds},
+                                  {"num_fakes", result.num_fakes}, {"world_size", session->world().size},
+                                  {"snapshot", snapshot_file}}
+                       .dump()
+                << std::endl;
+      if (!no_log_) append_metric_line(run_dir.empty() ? "." : run_dir, result, session->world().size, snapshot_file, kimg);
+    }
+    return 0;
+  });
+}
+
+void DetectorCommand::add_to(CLI::App& app) {
+  app.add_option("--data", data_, "Labelled dataset (any dataset path stylegan2_train takes)")->required();
+  app.add_option("--split", split_, "Split to train on (Fashion-MNIST: train, test, all)")->capture_default_str();
+  app.add_option("--heldout-split", heldout_split_, "Split of the same path to report accuracy on (e.g. test)");
+  app.add_option("--out", out_, "Detector file to write (TorchScript)")->required();
+  app.add_option("--epochs", epochs_, "Passes over the data")->capture_default_str();
+  app.add_option("--batch", batch_, "Images per step")->capture_default_str();
+  app.add_option("--lr", learning_rate_, "Adam learning rate")->capture_default_str();
+  app.add_option("--max-images", max_images_, "Images per epoch (0: all)")->capture_default_str();
+  app.add_option("--seed", seed_, "Initialisation and shuffling seed")->capture_default_str();
+  app.add_option("--threads", threads_, "CPU threads (0: all cores)")->capture_default_str();
+}
+
+int DetectorCommand::run() {
+  init_logging(0, false);
+  if (threads_ > 0) at::set_num_threads(threads_);
+  data::DatasetOptions options;
+  options.path = data_;
+  options.split = split_;
+  options.use_labels = true;
+  const auto train = data::open_dataset(options);
+  std::shared_ptr<data::Dataset> heldout;
+  if (!heldout_split_.empty()) {
+    options.split = heldout_split_;
+    heldout = data::open_dataset(options);
+  }
+  metrics::DetectorTrainingOptions training;
+  training.epochs = epochs_;
+  training.batch = batch_;
+  training.learning_rate = learning_rate_;
+  training.max_images = max_images_;
+  training.seed = static_cast<uint64_t>(seed_);
+  spdlog::info("Training the built-in detector on {} ({} images, {} classes)", train->name(), train->size(),
+               train->label_dim());
+  const auto result = metrics::train_builtin_detector(*train, heldout.get(), training, out_);
+  std::cout << nlohmann::json{{"detector", out_}, {"loss", result.final_loss}, {"train_accuracy", result.train_accuracy},
+                              {"heldout_accuracy", result.heldout_accuracy}}
+                   .dump()
+            << std::endl;
+  return 0;
+}
+
+}  // namespace sg2::train

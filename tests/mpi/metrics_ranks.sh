@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Distributed metrics end to end, through the real command lines:
+#  1. stylegan2_metrics train-detector writes a TorchScript detector (Fashion-MNIST subset);
+#  2. stylegan2_train evaluates fid/kid during training (metric-<name>.jsonl);
+#  3. stylegan2_metrics on the final snapshot under mpirun with 1, 2 and 3 ranks prints the training
+#     loop's numbers (relative difference <= 1e-6), the later runs reading the real statistics cache;
+#  4. a corrupt detector file fails every world size with a message naming the file, never a hang.
+# Usage: metrics_ranks.sh BIN_DIR SOURCE_DIR
+set -euo pipefail
+bin=$1 src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fmnist=/usr/share/datasets/fashion-mnist
+
+"$bin/stylegan2_metrics" train-detector --data "$fmnist" --out "$work/detector.pt" --epochs 1 --max-images 3000 \
+    > "$work/detector.log" 2>&1 || { cat "$work/detector.log"; fail "train-detector"; }
+
+metric_options=(--metrics fid320_full,kid320_full --detector "$work/detector.pt" --metric.batch 50
+                --metric.cache_dir "$work/cache" --data.max_images 2000)
+"$bin/stylegan2_train" --config "$src/configs/fashion32.yaml" "${metric_options[@]}" --outdir "$work/runs" \
+    --kimg 0.064 --train.kimg_per_tick 0.032 --run.image_snapshot_ticks 0 --run.threads 1 --data.workers 0 \
+    --run.grid_w 4 --run.grid_h 2 > "$work/train.log" 2>&1 || { cat "$work/train.log"; fail "training with metrics"; }
+run_dir=$(ls -d "$work"/runs/*/)
+snapshot=$(ls "$run_dir"/network-snapshot-*.pt | sort | tail -n 1)
+for metric in fid320_full kid320_full; do
+  [ "$(wc -l < "$run_dir/metric-$metric.jsonl")" -ge 2 ] || fail "metric-$metric.jsonl has fewer than 2 lines"
+done
+in_training() {  # the value the training loop wrote for the final snapshot
+  python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["results"][sys.argv[2]])' \
+      "$run_dir/metric-$1.jsonl" "$1"
+}
+
+for np in 1 2 3; do
+  start=$(date +%s.%N)
+  mpirun --oversubscribe -np "$np" "$bin/stylegan2_metrics" --network "$snapshot" "${metric_options[@]}" --no-log \
+      --run.threads 1 > "$work/np$np.json" 2> "$work/np$np.log" || { cat "$work/np$np.log"; fail "np $np"; }
+  echo "np $np: $(echo "$(date +%s.%N) - $start" | bc) s"
+  for metric in fid320_full kid320_full; do
+    value=$(python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")
+            and json.loads(l)["metric"] == sys.argv[2]][0]["value"])' "$work/np$np.json" "$metric")
+    expected=$(in_training "$metric")
+    python3 -c 'import sys; v, e = map(float, sys.argv[1:]); sys.exit(abs(v - e) > 1e-6 * abs(e))' "$value" "$expected" ||
+        fail "np $np: $metric $value, training loop $expected"
+    echo "  $metric $value (training loop $expected)"
+  done
+done
+cat "$work/np2.json" "$work/np2.log" | grep -q "Real-image statistics from $work/cache" || fail "np 2 did not read the statistics cache"
+
+head -c 4096 /dev/urandom > "$work/corrupt.pt"
+for np in 1 2; do
+  if timeout 120 mpirun --oversubscribe -np "$np" "$bin/stylegan2_metrics" --network "$snapshot" \
+      "${metric_options[@]}" --detector "$work/corrupt.pt" > "$work/corrupt$np.log" 2>&1; then
+    fail "a corrupt detector passed with $np ranks"
+  fi
+  [ $? -ne 124 ] || fail "a corrupt detector hung $np ranks"
+  grep -q "corrupt.pt' is not a loadable TorchScript" "$work/corrupt$np.log" || { cat "$work/corrupt$np.log"; fail "message"; }
+done
+echo "metrics_ranks: all checks passed"

@@ -1,0 +1,80 @@
+// The metric evaluator's all-gather across real processes (mpirun; a plain run is a world of one):
+// rank-tagged features arrive complete, in block order, from the rank that owns each block; real
+// statistics equal a one-process computation whatever the world size.
+#include "sg2/data/fashion_mnist.h"
+#include "sg2/dist/communicator.h"
+#include "sg2/metrics/evaluator.h"
+
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <filesystem>
+
+namespace sg2::metrics {
+namespace {
+
+dist::Communicator* g_comm = nullptr;
+dist::Communicator& comm() { return *g_comm; }
+
+TEST(GatherFeatures, EveryRanksBlocksArriveInBlockOrder) {
+  for (const auto& [num_items, batch] : std::vector<std::pair<int64_t, int64_t>>{{1, 4}, {4, 4}, {10, 3}, {37, 5}, {24, 4}}) {
+    FeatureStats stats(num_items, true, false);
+    int64_t calls = 0;
+    gather_features_in_block_order(
+        comm(), num_items, batch, 2,
+        [&](int64_t start, int64_t count) {  // [count, 2]: (item index, producing rank)
+          ++calls;
+          return at::stack({at::arange(start, start + count, at::kFloat), at::full({count}, comm().rank(), at::kFloat)}, 1);
+        },
+        stats, "tagged", false);
+    const at::Tensor all = stats.all();
+    ASSERT_EQ(all.size(0), num_items) << num_items << " items in blocks of " << batch;
+    const at::Tensor index = at::arange(num_items, at::kFloat);
+    EXPECT_TRUE(at::equal(all.select(1, 0), index));
+    EXPECT_TRUE(at::equal(all.select(1, 1), index.div(batch, "floor").remainder(comm().size())));
+    const int64_t blocks = (num_items + batch - 1) / batch;
+    EXPECT_EQ(calls, blocks / comm().size() + (comm().rank() < blocks % comm().size() ? 1 : 0));
+  }
+}
+
+TEST(GatherFeatures, RealStatisticsEqualOneProcessComputation) {
+  const std::string path = "/usr/share/datasets/fashion-mnist";
+  auto reals = std::make_shared<data::FashionMnistDataset>(path, "test", false, 203);
+  // A detector file written by rank 0 (each rank loads it as it would the Inception file).
+  const std::string file = (std::filesystem::temp_directory_path() / "sg2-gather-detector.pt").string();
+  if (comm().rank() == 0) {
+    torch::jit::Module module("GatherDetector");
+    module.define(R"(
+def forward(self, images, return_features: bool = False):
+    return torch.cat([images.mean([2, 3]), images.amax([2, 3]), images[:, :, 10:20, 8:24].mean([2, 3])], 1)
+)");
+    module.save(file);
+  }
+  comm().barrier();
+  std::shared_ptr<FeatureDetector> detector = load_torchscript_detector(file, at::kCPU);
+  EvaluationOptions options;
+  options.batch = 16;
+  options.show_progress = false;
+  MetricEvaluator evaluator(comm(), detector, reals, dataset_identity(path, *reals), options);
+  const FeatureStats& stats = evaluator.real_stats(0, false);
+
+  at::Tensor images = at::empty({reals->size(), 1, 32, 32}, at::kByte);
+  for (int64_t i = 0; i < reals->size(); ++i) reals->read_image(i, images[i].data_ptr<uint8_t>());
+  const at::Tensor features = detector->features(images).to(at::kDouble);  // [203, 9]
+  const at::Tensor centered = features - features.mean(0);
+  EXPECT_TRUE(at::allclose(stats.mean(), features.mean(0), 1e-10, 1e-10));
+  EXPECT_TRUE(at::allclose(stats.covariance(), at::matmul(centered.transpose(0, 1), centered) / 203.0, 1e-8, 1e-8));
+  comm().barrier();
+  if (comm().rank() == 0) std::filesystem::remove(file);
+}
+
+}  // namespace
+}  // namespace sg2::metrics
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  auto session = sg2::dist::Session::start(sg2::dist::CommunicatorOptions{});
+  sg2::metrics::g_comm = &session->comm();
+  const int failed = RUN_ALL_TESTS();
+  return session->comm().any(failed != 0) ? 1 : 0;
+}

@@ -1,0 +1,132 @@
+// Feature detectors loaded as the standard Inception file is, the built-in detector, and the
+// evaluator on one process (the same FID twice, the real-statistics cache and its invalidation).
+#include "test_support.h"
+
+#include "sg2/data/dataset_writer.h"
+#include "sg2/data/fashion_mnist.h"
+#include "sg2/dist/communicator.h"
+#include "sg2/metrics/builtin_detector.h"
+#include "sg2/metrics/detector.h"
+#include "sg2/metrics/evaluator.h"
+
+#include <torch/script.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace sg2::metrics {
+namespace {
+
+const std::string kFashionMnist = "/usr/share/datasets/fashion-mnist";
+
+// A TorchScript file made here with the Inception calling convention: features are the per-channel
+// means of the [0, 255] input times `scale` ([N, 3]); `forward_source` replaces the default.
+std::string write_scripted_detector(const std::string& path, const std::string& forward_source = "") {
+  torch::jit::Module module("TestDetector");
+  module.register_buffer("scale", at::tensor({1.0f, 2.0f, 3.0f}));
+  module.define(forward_source.empty() ? R"(
+def forward(self, images, return_features: bool = False):
+    f = images.mean([2, 3]) * self.scale
+    if return_features:
+        return f
+    return f.sum(1)
+)"
+                                       : forward_source);
+  module.save(path);
+  return path;
+}
+
+TEST(TorchScriptDetector, IsCalledWithReturnFeaturesOnFloatImages) {
+  test::TempDir dir;
+  auto detector = load_torchscript_detector(write_scripted_detector(dir.file("det.pt")), at::kCPU);
+  EXPECT_EQ(detector->feature_dim(), 3);
+  const at::Tensor rgb = at::randint(0, 256, {4, 3, 8, 8}, at::kByte);
+  const at::Tensor expected = rgb.to(at::kFloat).mean({2, 3}) * at::tensor({1.0f, 2.0f, 3.0f});
+  EXPECT_TRUE(at::allclose(detector->features(rgb), expected));
+  const at::Tensor gray = at::randint(0, 256, {2, 1, 8, 8}, at::kByte);  // repeated to 3 channels
+  const at::Tensor gray_mean = gray.to(at::kFloat).mean({1, 2, 3});
+  EXPECT_TRUE(at::allclose(detector->features(gray), at::outer(gray_mean, at::tensor({1.0f, 2.0f, 3.0f}))));
+  EXPECT_NE(detector->identity().find("crc32c"), std::string::npos);
+}
+
+TEST(TorchScriptDetector, BadFilesAndBadOutputsGiveErrorsNamingTheFile) {
+  test::TempDir dir;
+  EXPECT_NE(test::error_message([&] { load_torchscript_detector(dir.file("missing.pt"), at::kCPU); }).find("does not exist"),
+            std::string::npos);
+  std::ofstream(dir.file("corrupt.pt")) << "this is not a zip archive";
+  const std::string corrupt = test::error_message([&] { load_torchscript_detector(dir.file("corrupt.pt"), at::kCPU); });
+  EXPECT_NE(corrupt.find("corrupt.pt"), std::string::npos) << corrupt;
+  EXPECT_NE(corrupt.find("not a loadable TorchScript"), std::string::npos) << corrupt;
+
+  const std::string flat = write_scripted_detector(dir.file("flat.pt"), R"(
+def forward(self, images, return_features: bool = False):
+    return images.mean([1, 2, 3])
+)");
+  const std::string shape = test::error_message([&] { load_torchscript_detector(flat, at::kCPU); });
+  EXPECT_NE(shape.find("flat.pt"), std::string::npos) << shape;
+  EXPECT_NE(shape.find("expected [2, D]"), std::string::npos) << shape;
+
+  const std::string no_kwarg = write_scripted_detector(dir.file("nokwarg.pt"), R"(
+def forward(self, images):
+    return images.mean([2, 3])
+)");
+  const std::string call = test::error_message([&] { load_torchscript_detector(no_kwarg, at::kCPU); });
+  EXPECT_NE(call.find("return_features=True"), std::string::npos) << call;
+}
+
+TEST(BuiltinDetector, LearnsFashionMnistAndLoadsAsATorchScriptDetector) {
+  test::TempDir dir;
+  const data::FashionMnistDataset train(kFashionMnist, "train", true, 0);
+  const data::FashionMnistDataset heldout(kFashionMnist, "test", true, 2000);
+  DetectorTrainingOptions options;
+  options.epochs = 1;
+  options.max_images = 4000;
+  const auto result = train_builtin_detector(train, &heldout, options, dir.file("builtin.pt"));
+  EXPECT_GT(result.heldout_accuracy, 0.5);  // chance is 0.1
+  auto detector = load_torchscript_detector(dir.file("builtin.pt"), at::kCPU);
+  EXPECT_EQ(detector->feature_dim(), 128);
+  // Any image size and channel count goes through (resized to 32x32, RGB averaged to gray).
+  EXPECT_EQ(detector->features(at::zeros({3, 3, 299, 299}, at::kByte)).sizes(), at::IntArrayRef({3, 128}));
+}
+
+// A small ZIP dataset of Fashion-MNIST images of `split`.
+std::shared_ptr<data::Dataset> write_zip(const std::string& path, const std::string& split) {
+  data::write_zip_dataset(data::FashionMnistDataset(kFashionMnist, split, false, 96), path, data::WriteOptions{});
+  data::DatasetOptions options;
+  options.path = path;
+  return data::open_dataset(options);
+}
+
+TEST(MetricEvaluator, RealStatisticsAreCachedAndRecomputedWhenTheDatasetChanges) {
+  test::TempDir dir;
+  auto comm = dist::local_communicator(at::kCPU);
+  std::shared_ptr<FeatureDetector> detector = load_torchscript_detector(write_scripted_detector(dir.file("d.pt")), at::kCPU);
+  EvaluationOptions options;
+  options.batch = 20;
+  options.cache_dir = dir.file("cache");
+  options.show_progress = false;
+  const std::string zip = dir.file("data.zip");
+  auto reals = write_zip(zip, "train");
+  const auto real_mean = [&](const std::shared_ptr<data::Dataset>& dataset) {
+    MetricEvaluator evaluator(*comm, detector, dataset, dataset_identity(zip, *dataset), options);
+    return evaluator.real_stats(0, false).mean();
+  };
+  const at::Tensor first = real_mean(reals);
+  ASSERT_EQ(std::distance(std::filesystem::directory_iterator(options.cache_dir), {}), 1);
+  const auto cache_file = std::filesystem::directory_iterator(options.cache_dir)->path();
+  const auto written = std::filesystem::last_write_time(cache_file);
+  EXPECT_TRUE(at::equal(real_mean(reals), first));  // from the cache: the file is not rewritten
+  EXPECT_EQ(std::filesystem::last_write_time(cache_file), written);
+
+  auto changed = write_zip(zip, "test");  // same path, same size, other images
+  const at::Tensor recomputed = real_mean(changed);
+  EXPECT_FALSE(at::allclose(recomputed, first));
+  EXPECT_NE(std::filesystem::last_write_time(cache_file), written);
+  // The recomputed statistics are the dataset's own.
+  at::Tensor images = at::empty({changed->size(), 1, 32, 32}, at::kByte);
+  for (int64_t i = 0; i < changed->size(); ++i) changed->read_image(i, images[i].data_ptr<uint8_t>());
+  EXPECT_TRUE(at::allclose(recomputed, detector->features(images).to(at::kDouble).mean(0), 1e-9, 1e-9));
+}
+
+}  // namespace
+}  // namespace sg2::metrics
