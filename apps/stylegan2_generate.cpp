@@ -1,5 +1,8 @@
-// stylegan2_generate: renders images from a snapshot.
+// stylegan2_generate: renders images from a snapshot: seeds, latents from a .npy file, style-mixing
+// figures and interpolation frames.
 //   stylegan2_generate --network runs/00000-x/network-snapshot-000030.pt --seeds 0-63 --trunc 0.7 --outdir out
+//   stylegan2_generate --network N.pt --seeds 85,100,75 --mix-columns 55,821,1789 --styles 0-6 --outdir mix
+//   stylegan2_generate --network N.pt --seeds 1,2,3,1 --interpolate 30 --outdir frames
 #include "sg2/core/system.h"
 #include "sg2/train/command_line.h"
 #include "sg2/train/generate.h"
@@ -7,11 +10,16 @@
 #include <iostream>
 
 int main(int argc, char** argv) {
-  CLI::App app{"Generate images with a StyleGAN2 snapshot (G_ema); one PNG per seed and grid.png."};
+  CLI::App app{"Generate images with a StyleGAN2 snapshot (G_ema): per-seed PNGs and a grid, style mixing, interpolation."};
   sg2::train::GenerateOptions options;
-  std::string seeds = "0-63", noise_mode = "const";
+  std::string seeds = "0-63", noise_mode = "const", columns, styles;
   app.add_option("--network", options.network, "Snapshot file (network-snapshot-*.pt)")->required()->check(CLI::ExistingFile);
-  app.add_option("--seeds", seeds, "Seeds, e.g. 0-63 or 1,5,9")->capture_default_str();
+  app.add_option("--seeds", seeds, "Seeds, e.g. 0-63 or 1,5,9 (style mixing: the rows)")->capture_default_str();
+  app.add_option("--latents", options.latents_file, "float32 .npy [N, z_dim] of latents to render instead of seeds")
+      ->check(CLI::ExistingFile);
+  app.add_option("--mix-columns", columns, "Style mixing: column seeds whose styles replace the rows'");
+  app.add_option("--styles", styles, "Style mixing: ws indices taken from the columns (default 0-6)");
+  app.add_option("--interpolate", options.interpolation_frames, "Frames between consecutive seeds (linear in W)");
   app.add_option("--trunc", options.truncation_psi, "Truncation psi")->capture_default_str();
   app.add_option("--trunc-cutoff", options.truncation_cutoff, "Truncate only the first N ws (-1: all)")->capture_default_str();
   app.add_option("--noise-mode", noise_mode, "Noise: const, random or none")->capture_default_str();
@@ -22,10 +30,13 @@ int main(int argc, char** argv) {
   app.add_option("--batch", options.batch, "Images per forward pass")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   return sg2::train::run_reporting_errors("stylegan2_generate", [&] {
-    options.seeds = sg2::parse_index_list(seeds, "--seeds");
+    if (options.latents_file.empty()) options.seeds = sg2::parse_index_list(seeds, "--seeds");
+    if (!columns.empty()) options.mix_columns = sg2::parse_index_list(columns, "--mix-columns");
+    if (!styles.empty()) options.mix_styles = sg2::parse_index_list(styles, "--styles");
     options.noise_mode = sg2::nn::parse_noise_mode(noise_mode);
     const auto written = sg2::train::generate_images(options);
-    std::cout << "Wrote " << written.size() - 1 << " images and " << written.back() << "\n";
+    std::cout << "Wrote " << written.size() << " files: " << written.front()
+              << (written.size() > 1 ? " ... " + written.back() : std::string()) << "\n";
     return 0;
   });
 }

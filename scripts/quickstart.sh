@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The README's main command: installs what is missing, builds, turns Debian's Fashion-MNIST into a
 # TFRecord dataset (data/fashion-mnist, all levels, as the original dataset_tool writes them), trains
-# the fashion32 preset on it for a few minutes on the CPU, writes sample grids, and renders 64 seeds
-# from the final snapshot. Extra arguments go to stylegan2_train (e.g. --kimg 60).
+# the fashion32 preset on it for a few minutes on the CPU, writes sample grids, measures FID every two
+# ticks with the built-in feature detector (trained once on Fashion-MNIST's labels: no Inception file
+# is needed offline), renders 64 seeds from the final snapshot and plots the run (losses, FID).
+# Extra arguments go to stylegan2_train (e.g. --kimg 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh --target stylegan2_train stylegan2_generate stylegan2_dataset
+scripts/build.sh --target stylegan2_train stylegan2_generate stylegan2_dataset stylegan2_metrics
 bin=${BUILD_DIR:-build}/bin
 
 data=data/fashion-mnist
@@ -14,14 +16,24 @@ if ! "$bin/stylegan2_dataset" info "$data" > /dev/null 2>&1; then
   rm -rf "$data"
   "$bin/stylegan2_dataset" create --source /usr/share/datasets/fashion-mnist --dest "$data"
 fi
-"$bin/stylegan2_train" --config configs/fashion32.yaml --data "$data" --outdir runs "$@"
+detector=data/fashion-mnist-detector.pt
+if [ ! -f "$detector" ]; then
+  "$bin/stylegan2_metrics" train-detector --data /usr/share/datasets/fashion-mnist --heldout-split test \
+      --epochs 2 --out "$detector"
+fi
+"$bin/stylegan2_train" --config configs/fashion32.yaml --data "$data" --outdir runs \
+    --metrics fid5k_full --detector "$detector" --metric.ticks 2 --metric.cache_dir data/metric-cache "$@"
 run_dir=$(ls -d runs/[0-9]*-fashion-mnist-fashion32* | sort | tail -n 1)
 snapshot=$(ls "$run_dir"/network-snapshot-*.pt | sort | tail -n 1)
 "$bin/stylegan2_generate" --network "$snapshot" --seeds 0-63 --trunc 1 --outdir "$run_dir/generated"
+scripts/plot_stats "$run_dir" --out "$run_dir/plots" > /dev/null
+fid=$(tail -n 1 "$run_dir/metric-fid5k_full.jsonl" | sed -E 's/.*"fid5k_full":([0-9.eE+-]+).*/\1/')
 
 echo
 echo "Run directory: $run_dir"
 echo "  sample grids: $(cd "$run_dir" && ls fakes*.png | tr '\n' ' ')"
 echo "  final grid:   $run_dir/$(cd "$run_dir" && ls fakes[0-9]*.png | sort | tail -n 1)"
 echo "  64 seeds:     $run_dir/generated/grid.png"
+echo "  plots:        $run_dir/plots/ (losses, fid5k_full, timing)"
+echo "  fid5k_full:   $fid (built-in Fashion-MNIST detector $detector; every value in $run_dir/metric-fid5k_full.jsonl)"
 echo "  snapshot:     $snapshot (resume with: $bin/stylegan2_train --resume $run_dir)"

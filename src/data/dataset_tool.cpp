@@ -1,6 +1,7 @@
 #include "sg2/data/dataset_tool.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/progress.h"
 #include "sg2/data/dataset_writer.h"
 #include "sg2/data/example.h"
 #include "sg2/data/fashion_mnist.h"
@@ -18,16 +19,6 @@ namespace fs = std::filesystem;
 namespace {
 
 bool is_zip_path(const std::string& path) { return fs::path(path).extension() == ".zip"; }
-
-// One line per tenth of the work.
-void print_progress(int64_t done, int64_t total) {
-  static int64_t last_tenth = -1;
-  const int64_t tenth = done * 10 / std::max<int64_t>(total, 1);
-  if (tenth == last_tenth) return;
-  last_tenth = tenth;
-  fmt::print("{} / {} images\n", done, total);
-  std::fflush(stdout);
-}
 
 // Reads and checks every record of one TFRecord file; returns the record count.
 int64_t verify_level(const std::string& path, int level) {
@@ -102,7 +93,8 @@ void create_dataset(const CreateOptions& options) {
   write.shuffle = options.shuffle;
   write.labels = options.labels;
   write.workers = options.workers;
-  write.progress = print_progress;
+  ProgressMeter meter("writing " + options.dest, source->size(), "img");
+  write.progress = [&meter](int64_t done, int64_t) { meter.update(done); };
   if (is_zip_path(options.dest)) {
     write_zip_dataset(*source, options.dest, write);
   } else {
@@ -110,6 +102,7 @@ void create_dataset(const CreateOptions& options) {
               "destination '{}' exists and is not empty; choose a new directory", options.dest);
     write_tfrecord_dataset(*source, options.dest, write);
   }
+  meter.finish();
   fmt::print("Wrote {}\n", options.dest);
 }
 

@@ -23,6 +23,7 @@ namespace sg2::dist {
 
 // --- MPI (mpi_backend.cpp / mpi_none.cpp) ---
 bool mpi_compiled();
+std::string mpi_library_version();   // "none" without MPI
 World mpi_init_world();  // MPI_Init_thread(SERIALIZED) + ranks; idempotent
 void mpi_finalize();
 void mpi_abort_world(int code) noexcept;  // MPI_Abort(MPI_COMM_WORLD), when MPI is initialized
@@ -43,6 +44,7 @@ std::unique_ptr<Communicator> make_gloo_communicator(const World& world, const s
                                                      double timeout_seconds);
 
 // --- NCCL (nccl_backend.cpp / nccl_none.cpp); share_id sends rank 0's unique id to all ---
+std::string nccl_library_version();  // "none" without NCCL
 using ShareBytes = std::function<std::string(const std::string& bytes_on_root)>;
 std::unique_ptr<Communicator> make_nccl_communicator(const World& world, const at::Device& device,
                                                      const ShareBytes& share_id, double timeout_seconds);

@@ -123,6 +123,14 @@ class MpiCommunicator final : public Communicator {
 
 bool mpi_compiled() { return true; }
 
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(text, &length);  // callable before MPI_Init
+  const std::string version(text, static_cast<size_t>(length));
+  return version.substr(0, version.find_first_of(",\n"));
+}
+
 World mpi_init_world() {
   int initialized = 0;
   MPI_Initialized(&initialized);

@@ -11,6 +11,7 @@ constexpr const char* kRebuild =
 }
 
 bool mpi_compiled() { return false; }
+std::string mpi_library_version() { return "none"; }
 World mpi_init_world() { SG2_FAIL("launched by mpirun/srun, but {}", kRebuild); }
 void mpi_finalize() {}
 void mpi_abort_world(int) noexcept {}

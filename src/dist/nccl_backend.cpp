@@ -13,6 +13,12 @@
 
 namespace sg2::dist {
 
+std::string nccl_library_version() {
+  int version = 0;
+  if (ncclGetVersion(&version) != ncclSuccess) return "unknown";
+  return fmt::format("{}.{}.{}", version / 10000, (version % 10000) / 100, version % 100);
+}
+
 namespace {
 
 int g_rank = -1;

@@ -5,6 +5,8 @@
 
 namespace sg2::dist {
 
+std::string nccl_library_version() { return "none"; }
+
 std::unique_ptr<Communicator> make_nccl_communicator(const World& world, const at::Device&, const ShareBytes&,
                                                      double) {
   SG2_FAIL("rank {}: dist.backend = nccl, but this build has no NCCL (reconfigure with the CUDA toolkit and "

@@ -38,6 +38,10 @@ std::string Session::resolve_backend(const std::string& requested, Launcher laun
   return "local";
 }
 
+std::vector<std::pair<std::string, std::string>> communication_library_versions() {
+  return {{"mpi", mpi_library_version()}, {"nccl", nccl_library_version()}};
+}
+
 std::unique_ptr<Session> Session::start(const CommunicatorOptions& requested) {
   std::unique_ptr<Session> session(new Session());
   CommunicatorOptions options = requested;

@@ -4,6 +4,7 @@
 #include "sg2/core/logging.h"
 #include "sg2/core/system.h"
 #include "sg2/train/run_dir.h"
+#include "sg2/train/run_record.h"
 #include "sg2/train/snapshot.h"
 #include "sg2/train/trainer.h"
 #include "sg2/train/training_loop.h"
@@ -77,7 +78,7 @@ void TrainCommand::add_to(CLI::App& app) {
   config_.add_to(app);
   app.add_option("--resume", resume_,
                  "Continue a run exactly: a snapshot file, a run directory (its latest snapshot), or 'latest'");
-  app.add_flag("--dry-run", dry_run_, "Print the resolved config and the device, then exit");
+  app.add_flag("--dry-run", dry_run_, "Print the resolved config, the world it would use and the library versions, then exit");
   app.add_flag("-v,--verbose", verbose_, "More log output");
 }
 
@@ -107,13 +108,8 @@ int TrainCommand::run() {
     snapshot_yaml = load_snapshot(snapshot_path).config_yaml;
   }
   const TrainConfig config = config_.resolve(snapshot_yaml);
-  if (dry_run_) {
-    validate(config, 1);
-    std::cout << train_schema().to_yaml_string(config) << "# device: " << resolve_device(config.run.device).str()
-              << ", launcher: " << dist::to_string(dist::detect_launcher()) << "\n";
-    return 0;
-  }
   auto session = start_session(config, verbose_);
+  if (dry_run_) return run_on_every_rank("stylegan2_train", *session, [&] { return print_dry_run(config, *session); });
   return run_on_every_rank("stylegan2_train", *session, [&] { return train(config, *session, snapshot_path); });
 }
 
@@ -130,6 +126,20 @@ int run_on_every_rank(const char* program, dist::Session& session, const std::fu
   }
 }
 
+int TrainCommand::print_dry_run(const TrainConfig& config, dist::Session& session) {
+  const dist::World& world = session.world();
+  validate(config, world.size);
+  if (!world.is_root()) return 0;
+  std::cout << train_schema().to_yaml_string(config)
+            << fmt::format("# world: {} processes ({} per node), launcher {}, backend {}, device of rank 0 {}\n",
+                           world.size, world.local_size, dist::to_string(dist::detect_launcher()),
+                           session.comm().backend(), session.comm().device().str())
+            << fmt::format("# per step: {} images = {} processes x {} rounds x {} images\n", config.train.batch,
+                           world.size, rounds_per_step(config, world.size), batch_per_round(config, world.size))
+            << "# versions: " << library_versions().dump() << ", source " << source_commit() << "\n";
+  return 0;
+}
+
 int TrainCommand::train(const TrainConfig& config, dist::Session& session, const std::string& snapshot_path) {
   const dist::World& world = session.world();
   validate(config, world.size);
@@ -137,17 +147,24 @@ int TrainCommand::train(const TrainConfig& config, dist::Session& session, const
   apply_thread_setting(config);
   auto dataset = open_configured_dataset(config);
   Trainer trainer(config, dataset, device, &session.comm());
+  bool imported = false;
   if (!snapshot_path.empty()) {
-    restore_trainer(trainer, load_snapshot(snapshot_path));
+    const Snapshot snapshot = load_snapshot(snapshot_path);
+    restore_trainer(trainer, snapshot);
+    imported = snapshot.imported();
     trainer.broadcast_from_rank0();
   }
-  const std::string run_dir = new_or_resumed_run_dir(config, *dataset, snapshot_path, world.is_root());
+  // An imported network starts a new run (fine-tuning); a training snapshot continues its own.
+  const std::string continued = imported ? std::string() : snapshot_path;
+  const std::string run_dir = new_or_resumed_run_dir(config, *dataset, continued, world.is_root());
   if (world.is_root()) {
     add_log_file(run_dir + "/log.txt");
     std::ofstream(run_dir + "/config.yaml") << train_schema().to_yaml_string(config);
+    append_run_record(run_dir, RunStart{world.size, session.comm().backend(), dist::to_string(dist::detect_launcher()),
+                                        device.str(), snapshot_path});
   }
   spdlog::info("Run directory: {}", run_dir);
-  if (!snapshot_path.empty()) spdlog::info("Resumed from {}", snapshot_path);
+  if (!snapshot_path.empty()) spdlog::info("{} {}", imported ? "Fine-tuning the imported networks of" : "Resumed from", snapshot_path);
   spdlog::info("World: {} processes, backend {}, rng {}, {} rounds of {} images per process and step",
                world.size, session.comm().backend(), config.dist.rng, rounds_per_step(config, world.size),
                batch_per_round(config, world.size));
@@ -157,7 +174,7 @@ int TrainCommand::train(const TrainConfig& config, dist::Session& session, const
   spdlog::info("G: {} parameters, D: {} parameters", nn::count_parameters(trainer.G()),
                nn::count_parameters(trainer.D()));
 
-  TrainingLoop loop(trainer, run_dir, !snapshot_path.empty());
+  TrainingLoop loop(trainer, run_dir, !continued.empty());
   const bool completed = loop.run();
   if (!completed) return 128 + stop_signal();
   spdlog::info("Done. Run directory: {}", run_dir);

@@ -3,9 +3,11 @@
 #include "sg2/core/error.h"
 #include "sg2/core/rng.h"
 #include "sg2/data/image_io.h"
+#include "sg2/data/npy.h"
 #include "sg2/train/snapshot.h"
 #include "sg2/train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -36,48 +38,131 @@ at::Tensor labels_for(const nn::Generator& G, int64_t class_index, int64_t count
   return c;
 }
 
+at::Tensor latents_from_file(const std::string& path, int64_t z_dim) {
+  const data::FloatMatrix m = data::read_npy_float32(path);
+  SG2_CHECK(m.cols == z_dim && m.rows > 0, "'{}' holds latents [{}, {}], the network needs [N, {}]", path, m.rows,
+            m.cols, z_dim);
+  return at::tensor(m.values).view({m.rows, m.cols}).clone();
+}
+
+// The network of a snapshot on its device, in inference mode, with the options' truncation and noise.
+class Renderer {
+ public:
+  explicit Renderer(const GenerateOptions& o) : options_(o), device_(resolve_device(o.device)) {
+    G_ = load_generator(load_snapshot(o.network), o.which);
+    G_->to(device_);
+    G_->eval();
+    mapping_.truncation_psi = o.truncation_psi;
+    mapping_.truncation_cutoff = o.truncation_cutoff;
+    synthesis_.noise_mode = o.noise_mode;
+    synthesis_.fused_modconv = true;
+  }
+
+  const nn::Generator& G() const { return *G_; }
+
+  at::Tensor ws_of(const at::Tensor& z) {  // [N, z_dim] -> [N, num_ws, w_dim]
+    at::NoGradGuard no_grad;
+    return G_->mapping->forward(z.to(device_), labels_for(*G_, options_.class_index, z.size(0)).to(device_), mapping_);
+  }
+
+  at::Tensor images_of(const at::Tensor& ws) {  // [N, num_ws, w_dim] -> uint8 [N, C, R, R] on the CPU
+    at::NoGradGuard no_grad;
+    std::vector<at::Tensor> images;
+    for (int64_t start = 0; start < ws.size(0); start += options_.batch) {
+      const int64_t n = std::min(options_.batch, ws.size(0) - start);
+      images.push_back(data::to_uint8(G_->synthesis->forward(ws.narrow(0, start, n), synthesis_), -1, 1).cpu());
+    }
+    return at::cat(images);
+  }
+
+ private:
+  GenerateOptions options_;
+  at::Device device_;
+  std::shared_ptr<nn::Generator> G_;
+  nn::MappingNetwork::Run mapping_;
+  nn::SynthesisRun synthesis_;
+};
+
+// Writes `images` [N, C, H, W] uint8 as a grid of `columns` (blank cells past N).
+std::string write_grid(const at::Tensor& images, int64_t columns, const std::string& path) {
+  const int64_t count = images.size(0), rows = (count + columns - 1) / columns;
+  at::Tensor padded = at::zeros({columns * rows, images.size(1), images.size(2), images.size(3)}, at::kByte);
+  padded.narrow(0, 0, count).copy_(images);
+  data::write_png(path, data::tile_grid(padded, columns, rows));
+  return path;
+}
+
+std::vector<std::string> write_each(const at::Tensor& images, const std::vector<std::string>& paths) {
+  for (size_t i = 0; i < paths.size(); ++i)
+    data::write_png(paths[i], data::tile_grid(images.narrow(0, static_cast<int64_t>(i), 1), 1, 1));
+  return paths;
+}
+
+std::vector<std::string> render_images(Renderer& renderer, const GenerateOptions& o) {
+  const bool from_file = !o.latents_file.empty();
+  const at::Tensor z = from_file ? latents_from_file(o.latents_file, renderer.G().options.z_dim)
+                                 : latents_for_seeds(o.seeds, renderer.G().options.z_dim);
+  const at::Tensor images = renderer.images_of(renderer.ws_of(z));
+  std::vector<std::string> paths;
+  for (int64_t i = 0; i < z.size(0); ++i)
+    paths.push_back(from_file ? fmt::format("{}/latent{:04d}.png", o.outdir, i)
+                              : fmt::format("{}/seed{:04d}.png", o.outdir, o.seeds[static_cast<size_t>(i)]));
+  write_each(images, paths);
+  const auto columns = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(z.size(0)))));
+  paths.push_back(write_grid(images, columns, o.outdir + "/grid.png"));
+  return paths;
+}
+
+std::vector<std::string> render_style_mixing(Renderer& renderer, const GenerateOptions& o) {
+  const int64_t z_dim = renderer.G().options.z_dim;
+  const at::Tensor row_ws = renderer.ws_of(latents_for_seeds(o.seeds, z_dim));        // [R, num_ws, w]
+  const at::Tensor col_ws = renderer.ws_of(latents_for_seeds(o.mix_columns, z_dim));  // [C, num_ws, w]
+  const int64_t rows = row_ws.size(0), cols = col_ws.size(0), num_ws = row_ws.size(1);
+  std::vector<int64_t> styles = o.mix_styles.empty() ? std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6} : o.mix_styles;
+  styles.erase(std::remove_if(styles.begin(), styles.end(), [&](int64_t s) { return s >= num_ws; }), styles.end());
+  SG2_CHECK(!styles.empty(), "--styles selects none of the network's {} ws", num_ws);
+  const at::Tensor style_index = at::tensor(styles, at::kLong).to(row_ws.device());
+  at::Tensor mixed = row_ws.unsqueeze(1).repeat({1, cols, 1, 1});  // [R, C, num_ws, w]
+  mixed.index_copy_(2, style_index, col_ws.index_select(1, style_index).unsqueeze(0).expand({rows, -1, -1, -1}));
+  const at::Tensor row_images = renderer.images_of(row_ws), col_images = renderer.images_of(col_ws);
+  const at::Tensor mixed_images = renderer.images_of(mixed.flatten(0, 1));  // [R * C, ...]
+  std::vector<at::Tensor> tiles{at::zeros_like(col_images[0]).unsqueeze(0), col_images};
+  for (int64_t r = 0; r < rows; ++r) {
+    tiles.push_back(row_images.narrow(0, r, 1));
+    tiles.push_back(mixed_images.narrow(0, r * cols, cols));
+  }
+  return {write_grid(at::cat(tiles), cols + 1, o.outdir + "/stylemix.png")};
+}
+
+std::vector<std::string> render_interpolation(Renderer& renderer, const GenerateOptions& o) {
+  SG2_CHECK(o.seeds.size() >= 2, "interpolation needs at least two seeds, got {}", o.seeds.size());
+  const at::Tensor keys = renderer.ws_of(latents_for_seeds(o.seeds, renderer.G().options.z_dim));  // [K, num_ws, w]
+  std::vector<at::Tensor> frames;
+  for (int64_t k = 0; k + 1 < keys.size(0); ++k) {
+    for (int64_t f = 0; f < o.interpolation_frames; ++f) {
+      const double t = static_cast<double>(f) / static_cast<double>(o.interpolation_frames);
+      frames.push_back(at::lerp(keys[k], keys[k + 1], t).unsqueeze(0));
+    }
+  }
+  frames.push_back(keys.narrow(0, keys.size(0) - 1, 1));
+  const at::Tensor images = renderer.images_of(at::cat(frames));
+  std::vector<std::string> paths;
+  for (int64_t i = 0; i < images.size(0); ++i) paths.push_back(fmt::format("{}/frame{:05d}.png", o.outdir, i));
+  return write_each(images, paths);
+}
+
 }  // namespace
 
 std::vector<std::string> generate_images(const GenerateOptions& o) {
-  SG2_CHECK(!o.seeds.empty(), "no seeds to render");
-  const at::Device device = resolve_device(o.device);
-  const Snapshot snapshot = load_snapshot(o.network);
-  auto G = load_generator(snapshot, o.which);
-  G->to(device);
-  G->eval();
+  SG2_CHECK(!o.seeds.empty() || !o.latents_file.empty(), "no seeds or latents to render");
+  SG2_CHECK(o.latents_file.empty() || (o.mix_columns.empty() && o.interpolation_frames == 0),
+            "--latents renders images only (not style mixing or interpolation)");
+  SG2_CHECK(o.mix_columns.empty() || o.interpolation_frames == 0, "choose style mixing or interpolation, not both");
+  Renderer renderer(o);
   std::filesystem::create_directories(o.outdir);
-
-  const auto count = static_cast<int64_t>(o.seeds.size());
-  const at::Tensor z = latents_for_seeds(o.seeds, G->options.z_dim).to(device);
-  const at::Tensor c = labels_for(*G, o.class_index, count).to(device);
-  nn::MappingNetwork::Run mapping;
-  mapping.truncation_psi = o.truncation_psi;
-  mapping.truncation_cutoff = o.truncation_cutoff;
-  nn::SynthesisRun synthesis;
-  synthesis.noise_mode = o.noise_mode;
-  synthesis.fused_modconv = true;
-  std::vector<at::Tensor> images;
-  at::NoGradGuard no_grad;
-  for (int64_t start = 0; start < count; start += o.batch) {
-    const int64_t n = std::min(o.batch, count - start);
-    images.push_back(data::to_uint8(G->forward(z.narrow(0, start, n), c.narrow(0, start, n), mapping, synthesis), -1, 1)
-                         .cpu());
-  }
-  const at::Tensor all = at::cat(images);  // [count, C, H, W] uint8
-
-  std::vector<std::string> written;
-  for (int64_t i = 0; i < count; ++i) {
-    const std::string path = fmt::format("{}/seed{:04d}.png", o.outdir, o.seeds[static_cast<size_t>(i)]);
-    data::write_png(path, data::tile_grid(all.narrow(0, i, 1), 1, 1));
-    written.push_back(path);
-  }
-  const auto grid_w = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(count))));
-  const int64_t grid_h = (count + grid_w - 1) / grid_w;
-  at::Tensor padded = at::zeros({grid_w * grid_h, all.size(1), all.size(2), all.size(3)}, at::kByte);
-  padded.narrow(0, 0, count).copy_(all);
-  written.push_back(o.outdir + "/grid.png");
-  data::write_png(written.back(), data::tile_grid(padded, grid_w, grid_h));
-  return written;
+  if (!o.mix_columns.empty()) return render_style_mixing(renderer, o);
+  if (o.interpolation_frames > 0) return render_interpolation(renderer, o);
+  return render_images(renderer, o);
 }
 
 }  // namespace sg2::train

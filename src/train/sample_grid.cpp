@@ -74,8 +74,10 @@ at::Tensor render_grid(nn::Generator& G, const SampleGrid& grid, int64_t batch, 
   return at::cat(images);
 }
 
-void save_grid_png(const at::Tensor& images_uint8, const SampleGrid& grid, const std::string& path) {
-  data::write_png(path, data::tile_grid(images_uint8, grid.width, grid.height));
+data::Image save_grid_png(const at::Tensor& images_uint8, const SampleGrid& grid, const std::string& path) {
+  data::Image image = data::tile_grid(images_uint8, grid.width, grid.height);
+  data::write_png(path, image);
+  return image;
 }
 
 }  // namespace sg2::train

@@ -16,9 +16,9 @@ int64_t Snapshot::integer(const std::string& key) const {
   return it->second;
 }
 
-namespace {
-
 using Dict = c10::Dict<c10::IValue, c10::IValue>;
+
+namespace {
 
 void put_tensors(Dict& dict, const nn::NamedTensors& tensors) {
   for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().cpu().clone());
@@ -26,13 +26,23 @@ void put_tensors(Dict& dict, const nn::NamedTensors& tensors) {
 
 }  // namespace
 
-void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<at::Tensor>& rank_states) {
+Dict snapshot_dict(const std::string& config_yaml, const nlohmann::json& networks) {
   Dict dict(c10::StringType::get(), c10::AnyType::get());
   dict.insert("format", std::string(kSnapshotFormat));
   dict.insert("version", kSnapshotVersion);
-  dict.insert("config", train_schema().to_yaml_string(trainer.config()));
-  const nlohmann::json networks = {{"G", nn::to_json(trainer.G().options)}, {"D", nn::to_json(trainer.D().options)}};
+  dict.insert("config", config_yaml);
   dict.insert("networks", networks.dump());
+  return dict;
+}
+
+void write_snapshot_dict(const std::string& path, const Dict& dict) {
+  const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
+  data::write_file_atomically(path, bytes.data(), bytes.size());
+}
+
+void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<at::Tensor>& rank_states) {
+  Dict dict = snapshot_dict(train_schema().to_yaml_string(trainer.config()),
+                            {{"G", nn::to_json(trainer.G().options)}, {"D", nn::to_json(trainer.D().options)}});
   const Progress& p = trainer.progress();
   dict.insert("progress.cur_nimg", p.cur_nimg);
   dict.insert("progress.batch_idx", p.batch_idx);
@@ -50,8 +60,7 @@ void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<
     dict.insert("rng.step", trainer.generator().get_state());
   }
   for (size_t r = 1; r < rank_states.size(); ++r) dict.insert(fmt::format("rng.step.rank{}", r), rank_states[r]);
-  const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
-  data::write_file_atomically(path, bytes.data(), bytes.size());
+  write_snapshot_dict(path, dict);
 }
 
 Snapshot load_snapshot(const std::string& path) {
@@ -87,6 +96,7 @@ void restore_trainer(Trainer& trainer, const Snapshot& s) {
   nn::load_state_dict(trainer.G(), s.tensors, "G.", s.path);
   nn::load_state_dict(trainer.D(), s.tensors, "D.", s.path);
   nn::load_state_dict(trainer.G_ema(), s.tensors, "G_ema.", s.path);
+  if (s.imported()) return;  // weights only: fresh optimizers, progress 0
   trainer.G_opt().load_state(s.tensors, "G_opt.", s.path);
   trainer.D_opt().load_state(s.tensors, "D_opt.", s.path);
   auto pl_mean = s.tensors.find("loss.pl_mean");

@@ -41,6 +41,7 @@ TrainingLoop::TrainingLoop(Trainer& trainer, std::string run_dir, bool resumed)
                               static_cast<uint64_t>(c.train.seed), trainer_.device());
     stats_jsonl_.open(run_dir_ + "/stats.jsonl", std::ios::app);
     SG2_CHECK(stats_jsonl_.good(), "cannot open '{}/stats.jsonl'", run_dir_);
+    events_ = std::make_unique<EventWriter>(run_dir_);
   }
   if (!c.metrics.empty()) metrics_ = std::make_unique<TrainingMetrics>(c, trainer_.comm(), trainer_.device());
 }
@@ -107,13 +108,16 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
   if (is_rank0()) {
     spdlog::info(status_line(values, tick_end - tick_start_time_));
     write_stats_line(values);
+    for (const auto& [name, value] : values)
+      if (value.count > 0) events_->add_scalar(name, value.mean, p.cur_nimg);
   }
 
   const bool last = done || stopping;
   if (is_rank0() && c.run.image_snapshot_ticks > 0 && (last || p.cur_tick % c.run.image_snapshot_ticks == 0)) {
     const at::Tensor fakes =
         render_grid(trainer_.G_ema(), grid_, batch_per_round(c, trainer_.place().world_size), inference_fused(c));
-    save_grid_png(fakes, grid_, fmt::format("{}/fakes{:06d}.png", run_dir_, p.cur_nimg / 1000));
+    const data::Image grid = save_grid_png(fakes, grid_, fmt::format("{}/fakes{:06d}.png", run_dir_, p.cur_nimg / 1000));
+    events_->add_png("fakes", data::encode_png(grid), grid.height, grid.width, grid.channels, p.cur_nimg);
   }
   const bool snapshot_due = c.run.network_snapshot_ticks > 0 && p.cur_tick % c.run.network_snapshot_ticks == 0;
   const bool metrics_due = metrics_ && (last || (c.metric.ticks > 0 ? p.cur_tick % c.metric.ticks == 0 : snapshot_due));
@@ -131,6 +135,7 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
     snapshot = snapshot_name(p.cur_nimg);
   }
   if (metrics_due) evaluate_metrics(snapshot);
+  if (is_rank0()) events_->flush();
   if (stopping && is_rank0()) spdlog::warn("Stopped by signal {} at {:.1f} kimg; resume with --resume {}", stop_signal(),
                              p.cur_nimg / 1e3, run_dir_);
   tick_start_time_ = now_seconds();
@@ -144,6 +149,7 @@ void TrainingLoop::evaluate_metrics(const std::string& snapshot) {
     spdlog::info("{} {:.4f} at {:.1f} kimg ({} fakes, {})", result.metric, result.value, p.cur_nimg / 1e3,
                  result.num_fakes, format_duration(result.seconds));
     append_metric_line(run_dir_, result, trainer_.place().world_size, snapshot, p.cur_nimg / 1e3);
+    events_->add_scalar("Metrics/" + result.metric, result.value, p.cur_nimg);
   }
 }
 

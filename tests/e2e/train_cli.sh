@@ -33,9 +33,13 @@ tiny=(--config "$src/configs/fashion32.yaml" --outdir "$work/runs" --data "$work
 
 "$bin/stylegan2_train" "${tiny[@]}" --kimg 0.032 > "$work/first.log"
 run_dir=$(ls -d "$work"/runs/00000-fashion-mnist-fashion32)
-for f in config.yaml log.txt reals.png fakes_init.png stats.jsonl network-snapshot-000000.pt; do
+for f in config.yaml log.txt run.jsonl reals.png fakes_init.png stats.jsonl network-snapshot-000000.pt; do
   [ -s "$run_dir/$f" ] || fail "missing $f in $run_dir"
 done
+ls "$run_dir"/events.out.tfevents.* > /dev/null || fail "no TensorBoard event file"
+grep -q '"command_line":\[".*stylegan2_train"' "$run_dir/run.jsonl" || fail "run.jsonl lacks the command line"
+grep -q '"versions":{.*"libtorch":"1\.\|"versions":{.*"libtorch":"2\.' "$run_dir/run.jsonl" || fail "run.jsonl lacks versions"
+grep -q '"world_size":1' "$run_dir/run.jsonl" || fail "run.jsonl lacks the world size" 
 grep -q "^tick 0 " "$run_dir/log.txt" || fail "no status line in log.txt"
 first_ticks=$(wc -l < "$run_dir/stats.jsonl")
 
@@ -43,6 +47,8 @@ first_ticks=$(wc -l < "$run_dir/stats.jsonl")
 "$bin/stylegan2_train" --resume latest --outdir "$work/runs" --kimg 0.064 > "$work/second.log"
 grep -q "Resumed from $run_dir/network-snapshot-000000.pt" "$work/second.log" || fail "did not resume"
 grep -q "resuming at 0.0 kimg" "$work/second.log" || fail "resume did not report its position"
+[ "$(wc -l < "$run_dir/run.jsonl")" -eq 2 ] || fail "run.jsonl should have a line per start"
+tail -n 1 "$run_dir/run.jsonl" | grep -q '"resumed_from":".*network-snapshot-000000.pt"' || fail "run.jsonl lacks the resume"
 [ "$(wc -l < "$run_dir/stats.jsonl")" -gt "$first_ticks" ] || fail "resumed run wrote no ticks"
 [ -z "$(ls -d "$work"/runs/00001-* 2>/dev/null)" ] || fail "resume created a new run directory"
 grep -q "batch: 8" "$run_dir/config.yaml" || fail "resumed config lost the batch"
@@ -62,7 +68,10 @@ expect_error "data.path '/nonexistent' does not exist" "$bin/stylegan2_train" "$
 printf 'G:\n  z_dim: [1, 2\n' > "$work/bad.yaml"
 expect_error "bad.yaml:" "$bin/stylegan2_train" --config "$work/bad.yaml"
 expect_error "is not a readable snapshot" "$bin/stylegan2_generate" --network "$work/bad.yaml"
-"$bin/stylegan2_train" "${tiny[@]}" --dry-run | grep -q "z_dim: 32" || fail "--dry-run did not print the config"
+"$bin/stylegan2_train" "${tiny[@]}" --dry-run > "$work/dry.log"
+grep -q "z_dim: 32" "$work/dry.log" || fail "--dry-run did not print the config"
+grep -q "# world: 1 processes" "$work/dry.log" || fail "--dry-run did not print the world"
+grep -q '# versions: {.*"libtorch"' "$work/dry.log" || fail "--dry-run did not print the versions"
 
 # Damaged data: info names the file, record and offset and exits non-zero; so does training.
 cp -r "$work/fashion-mnist" "$work/damaged"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Distributed metrics end to end, through the real command lines:
 #  1. stylegan2_metrics train-detector writes a TorchScript detector (Fashion-MNIST subset);
-#  2. stylegan2_train evaluates fid/kid during training (metric-<name>.jsonl);
+#  2. stylegan2_train evaluates fid/kid during training (metric-<name>.jsonl) and writes TensorBoard
+#     events that an independent reader (tests/e2e/check_events.py) parses;
 #  3. stylegan2_metrics on the final snapshot under mpirun with 1, 2 and 3 ranks prints the training
 #     loop's numbers (relative difference <= 1e-6), the later runs reading the real statistics cache;
 #  4. a corrupt detector file fails every world size with a message naming the file, never a hang.
@@ -20,13 +21,15 @@ fmnist=/usr/share/datasets/fashion-mnist
 metric_options=(--metrics fid320_full,kid320_full --detector "$work/detector.pt" --metric.batch 50
                 --metric.cache_dir "$work/cache" --data.max_images 2000)
 "$bin/stylegan2_train" --config "$src/configs/fashion32.yaml" "${metric_options[@]}" --outdir "$work/runs" \
-    --kimg 0.064 --train.kimg_per_tick 0.032 --run.image_snapshot_ticks 0 --run.threads 1 --data.workers 0 \
+    --kimg 0.064 --train.kimg_per_tick 0.032 --run.image_snapshot_ticks 1 --run.threads 1 --data.workers 0 \
     --run.grid_w 4 --run.grid_h 2 > "$work/train.log" 2>&1 || { cat "$work/train.log"; fail "training with metrics"; }
 run_dir=$(ls -d "$work"/runs/*/)
 snapshot=$(ls "$run_dir"/network-snapshot-*.pt | sort | tail -n 1)
 for metric in fid320_full kid320_full; do
   [ "$(wc -l < "$run_dir/metric-$metric.jsonl")" -ge 2 ] || fail "metric-$metric.jsonl has fewer than 2 lines"
 done
+# The TensorBoard events, read by an independent reader (Python + protobuf), match stats.jsonl and the metrics.
+/usr/bin/python3 "$src/tests/e2e/check_events.py" "$run_dir" "$src/src/train/event.proto" || fail "event file"
 in_training() {  # the value the training loop wrote for the final snapshot
   python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["results"][sys.argv[2]])' \
       "$run_dir/metric-$1.jsonl" "$1"

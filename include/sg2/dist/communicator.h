@@ -66,6 +66,10 @@ class Communicator {
   World world_;
 };
 
+// The communication libraries this build links: {"mpi": "Open MPI v4.1.4", "nccl": "2.28.9"}
+// ("none" where not built).
+std::vector<std::pair<std::string, std::string>> communication_library_versions();
+
 struct CommunicatorOptions {
   std::string backend = "auto";  // auto, nccl, mpi, gloo, local
   at::Device device = at::Device(at::kCPU);  // the training device; auto picks nccl for CUDA

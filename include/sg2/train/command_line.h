@@ -49,6 +49,7 @@ class TrainCommand {
 
  private:
   int train(const TrainConfig& config, dist::Session& session, const std::string& snapshot_path);
+  int print_dry_run(const TrainConfig& config, dist::Session& session);
   ConfigOptions config_;
   std::string resume_;
   bool dry_run_ = false;

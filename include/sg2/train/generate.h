@@ -1,7 +1,8 @@
 #pragma once
-// Image generation from a snapshot's G_ema: one PNG per seed and a grid. Latents for a seed are
-// numpy.random.RandomState(seed).randn(z_dim), as in NVIDIA's generate.py, so the same seed gives
-// the same latent for the same network.
+// Image generation from a snapshot (reference: generate.py, style_mixing.py, gen_video.py): one PNG
+// per seed and a grid; style-mixing figures (rows x columns of seeds); latent interpolation frames.
+// Latents for a seed are numpy.random.RandomState(seed).randn(z_dim), as in NVIDIA's scripts, so the
+// same seed gives the same latent for the same network; --latents FILE.npy gives them directly.
 
 #include "sg2/nn/options.h"
 
@@ -15,7 +16,8 @@ namespace sg2::train {
 struct GenerateOptions {
   std::string network;              // snapshot file
   std::string which = "G_ema";      // G_ema or G
-  std::vector<int64_t> seeds;
+  std::vector<int64_t> seeds;       // images, interpolation key frames; style mixing: rows
+  std::string latents_file;         // .npy float32 [N, z_dim] instead of seeds (images mode)
   double truncation_psi = 1.0;
   int64_t truncation_cutoff = -1;   // < 0: all layers
   nn::NoiseMode noise_mode = nn::NoiseMode::Const;
@@ -23,12 +25,18 @@ struct GenerateOptions {
   std::string outdir = "out";
   std::string device = "auto";
   int64_t batch = 16;
+  // Style mixing: rows = seeds, columns = these seeds; the columns' ws at these layer indices replace the rows'.
+  std::vector<int64_t> mix_columns;
+  std::vector<int64_t> mix_styles;  // empty: 0-6 (the reference's coarse + middle styles), clipped to num_ws
+  int64_t interpolation_frames = 0; // > 0: frames between consecutive seeds, interpolated linearly in W
 };
 
 // [seeds, z_dim] float32 latents, numpy-compatible.
 at::Tensor latents_for_seeds(const std::vector<int64_t>& seeds, int64_t z_dim);
 
-// Renders every seed; returns the written file paths (per-seed PNGs, then grid.png).
+// Images mode: one PNG per seed (seedNNNN.png) or latent (latentNNNN.png), then grid.png.
+// Style mixing (mix_columns set): stylemix.png with the column images on top and the row images on
+// the left. Interpolation (interpolation_frames > 0): frameNNNNN.png. Returns the written paths.
 std::vector<std::string> generate_images(const GenerateOptions& options);
 
 }  // namespace sg2::train

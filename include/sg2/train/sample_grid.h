@@ -5,6 +5,8 @@
 #include "sg2/data/dataset.h"
 #include "sg2/nn/networks.h"
 
+#include "sg2/data/image_io.h"
+
 #include <ATen/ATen.h>
 
 namespace sg2::train {
@@ -23,6 +25,6 @@ SampleGrid setup_sample_grid(const data::Dataset& dataset, int64_t grid_w, int64
 // G(z, c) with constant noise, in chunks of `batch`, as uint8 [N, C, H, W] on the CPU.
 at::Tensor render_grid(nn::Generator& G, const SampleGrid& grid, int64_t batch, bool fused_modconv);
 
-void save_grid_png(const at::Tensor& images_uint8, const SampleGrid& grid, const std::string& path);
+data::Image save_grid_png(const at::Tensor& images_uint8, const SampleGrid& grid, const std::string& path);
 
 }  // namespace sg2::train

@@ -7,13 +7,15 @@
 //   format = "stylegan2-cpp-snapshot", version = 1, config (YAML), networks (JSON {"G", "D"}),
 //   progress.cur_nimg / batch_idx / cur_tick / tick_start_nimg, world_size,
 //   G.<name>, D.<name>, G_ema.<name>, G_opt.<param>.{exp_avg,exp_avg_sq,step}, D_opt...,
-//   loss.pl_mean, rng.step (rank 0's step generator), rng.step.rank<r> (rank r > 0's, dist.rng = rank)
+//   loss.pl_mean, rng.step (rank 0's step generator), rng.step.rank<r> (rank r > 0's, dist.rng = rank),
+//   imported = 1 in snapshots stylegan2_import wrote (networks only: no optimizer state, progress 0)
 //
 // Writes go to a temporary name and are renamed, so a crash never leaves a partial snapshot.
 
 #include "sg2/nn/networks.h"
 #include "sg2/nn/state_dict.h"
 
+#include <ATen/core/Dict.h>
 #include <nlohmann/json.hpp>
 
 #include <memory>
@@ -34,6 +36,7 @@ struct Snapshot {
   std::map<std::string, int64_t> integers;
   nn::TensorMap tensors;
   int64_t integer(const std::string& key) const;
+  bool imported() const { return integers.count("imported") > 0 && integers.at("imported") != 0; }
 };
 
 // rank_states: every rank's step generator state (Trainer::gather_generator_states); empty: this
@@ -41,7 +44,12 @@ struct Snapshot {
 void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<at::Tensor>& rank_states = {});
 Snapshot load_snapshot(const std::string& path);
 
-// Continues `trainer` from `snapshot` (same architecture; any world size).
+// The dict every snapshot starts with (format, version, config, networks), and writing one atomically.
+c10::Dict<c10::IValue, c10::IValue> snapshot_dict(const std::string& config_yaml, const nlohmann::json& networks);
+void write_snapshot_dict(const std::string& path, const c10::Dict<c10::IValue, c10::IValue>& dict);
+
+// Continues `trainer` from `snapshot` (same architecture; any world size). An imported snapshot
+// gives the network weights only: the optimizers start fresh and the progress at 0.
 void restore_trainer(Trainer& trainer, const Snapshot& snapshot);
 
 // A network from a snapshot, for inference: which = "G_ema" (default), "G" or "D".

@@ -1,10 +1,12 @@
 #pragma once
 // The tick loop around Trainer::step (reference: training_loop.py): a status line per tick of
-// kimg_per_tick (tick, kimg, time, sec/tick, sec/kimg, maintenance, memory, losses), stats.jsonl,
+// kimg_per_tick (tick, kimg, time, sec/tick, sec/kimg, maintenance, memory, losses), stats.jsonl and
+// TensorBoard events (scalars at step = images shown, the fake grids),
 // sample grids every image_snapshot_ticks, snapshots every network_snapshot_ticks and at the end,
 // metrics (metric-<name>.jsonl) every metric.ticks or at each snapshot.
 // SIGINT/SIGTERM end the current step, write a snapshot and return.
 
+#include "sg2/train/event_writer.h"
 #include "sg2/train/sample_grid.h"
 #include "sg2/train/trainer.h"
 #include "sg2/train/training_metrics.h"
@@ -37,6 +39,7 @@ class TrainingLoop {
   bool resumed_;
   SampleGrid grid_;
   std::unique_ptr<TrainingMetrics> metrics_;  // when the config names metrics
+  std::unique_ptr<EventWriter> events_;       // TensorBoard, rank 0
   std::ofstream stats_jsonl_;
   double start_time_ = 0;
   double tick_start_time_ = 0;

@@ -1,0 +1,24 @@
+// stylegan2_import: turns a stylegan2-ada-pytorch state dict (scripts/export_pkl.py writes one from
+// NVIDIA's network pickles) and its configuration JSON into a snapshot.
+//   stylegan2_import --state-dict ffhq.pt --config ffhq.json --out ffhq-snapshot.pt
+#include "sg2/train/command_line.h"
+#include "sg2/train/import.h"
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  CLI::App app{"Import stylegan2-ada-pytorch networks (state dict + configuration JSON) as a snapshot."};
+  std::string state_dict, config, out;
+  app.add_option("--state-dict", state_dict, "torch.save'd dict of G.<name>, D.<name>, G_ema.<name> tensors")
+      ->required()->check(CLI::ExistingFile);
+  app.add_option("--config", config, "JSON with the \"G\" and \"D\" network options")->required()->check(CLI::ExistingFile);
+  app.add_option("--out", out, "Snapshot to write (network-snapshot format)")->required();
+  CLI11_PARSE(app, argc, argv);
+  return sg2::train::run_reporting_errors("stylegan2_import", [&] {
+    const auto result = sg2::train::import_reference_networks(state_dict, config, out);
+    for (const std::string& note : result.notes) std::cout << "note: " << note << "\n";
+    std::cout << "Wrote " << out << " (G " << result.G_parameters << " parameters, D " << result.D_parameters
+              << "); render it with stylegan2_generate --network, fine-tune it with stylegan2_train --resume\n";
+    return 0;
+  });
+}

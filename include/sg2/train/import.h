@@ -1,0 +1,28 @@
+#pragma once
+// stylegan2_import: a state dict saved from stylegan2-ada-pytorch networks (torch.save of a flat
+// dict with G.<name>, D.<name> and G_ema.<name> keys, the format of ../shared/fixtures and of
+// scripts/export_pkl.py) plus its configuration JSON ({"G": {z_dim, w_dim, img_resolution, ...},
+// "D": {...}}) -> a snapshot every app loads. Every tensor is checked against the network the
+// configuration describes (names and shapes). The snapshot is marked imported: --resume fine-tunes
+// it in a new run directory with fresh optimizers.
+
+#include "sg2/nn/options.h"
+#include "sg2/train/config.h"
+
+#include <string>
+#include <vector>
+
+namespace sg2::train {
+
+struct ImportResult {
+  int64_t G_parameters = 0, D_parameters = 0;
+  std::vector<std::string> notes;  // what was missing and how it was filled
+};
+
+ImportResult import_reference_networks(const std::string& state_dict_path, const std::string& config_path,
+                                       const std::string& out_path);
+
+// The training config whose networks are `g` and `d` (config-f defaults for everything else).
+TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::DiscriminatorOptions& d);
+
+}  // namespace sg2::train

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Exports NVIDIA's StyleGAN2 network pickles to what stylegan2_import reads: a torch.save'd flat
+dict of G.<name>, D.<name> and G_ema.<name> tensors (float32) and a JSON with the network options.
+
+Run it where stylegan2-ada-pytorch works (its dnnlib, torch_utils and legacy modules importable:
+pass the checkout with --repo). legacy.load_network_pkl also converts the TensorFlow pickles of
+the original StyleGAN2.
+
+  python3 scripts/export_pkl.py --repo ~/stylegan2-ada-pytorch --pkl ffhq.pkl --out ffhq
+  build/bin/stylegan2_import --state-dict ffhq.pt --config ffhq.json --out ffhq-snapshot.pt
+"""
+import argparse
+import json
+import sys
+
+
+def generator_options(G):
+    kwargs = getattr(G, "init_kwargs", {})
+    mapping = kwargs.get("mapping_kwargs", {})
+    synthesis = kwargs.get("synthesis_kwargs", {})
+    conv_clamp = synthesis.get("conv_clamp")
+    return {
+        "z_dim": G.z_dim, "c_dim": G.c_dim, "w_dim": G.w_dim,
+        "img_resolution": G.img_resolution, "img_channels": G.img_channels,
+        "mapping_layers": G.mapping.num_layers,
+        "mapping_lr_multiplier": mapping.get("lr_multiplier", 0.01),
+        "w_avg_beta": G.mapping.w_avg_beta if G.mapping.w_avg_beta is not None else 0.995,
+        "channel_base": synthesis.get("channel_base", 32768),
+        "channel_max": synthesis.get("channel_max", 512),
+        "architecture": synthesis.get("architecture", "skip"),
+        "conv_clamp": -1 if conv_clamp is None else conv_clamp,
+    }
+
+
+def discriminator_options(D):
+    kwargs = getattr(D, "init_kwargs", {})
+    epilogue = kwargs.get("epilogue_kwargs", {})
+    conv_clamp = kwargs.get("conv_clamp")
+    return {
+        "c_dim": D.c_dim, "img_resolution": D.img_resolution, "img_channels": D.img_channels,
+        "architecture": kwargs.get("architecture", "resnet"),
+        "channel_base": kwargs.get("channel_base", 32768),
+        "channel_max": kwargs.get("channel_max", 512),
+        "mbstd_group_size": epilogue.get("mbstd_group_size", 4),
+        "mbstd_num_channels": epilogue.get("mbstd_num_channels", 1),
+        "mapping_layers": kwargs.get("mapping_kwargs", {}).get("num_layers", 8),
+        "conv_clamp": -1 if conv_clamp is None else conv_clamp,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", help="stylegan2-ada-pytorch checkout (added to sys.path)")
+    parser.add_argument("--pkl", required=True, help="network pickle (.pkl) with G, D and G_ema")
+    parser.add_argument("--out", required=True, help="output prefix: writes OUT.pt and OUT.json")
+    args = parser.parse_args()
+    if args.repo:
+        sys.path.insert(0, args.repo)
+    import torch
+    import legacy  # stylegan2-ada-pytorch
+
+    with open(args.pkl, "rb") as f:
+        networks = legacy.load_network_pkl(f)
+    tensors = {}
+    for name in ("G", "D", "G_ema"):
+        if name in networks:
+            for key, value in networks[name].state_dict().items():
+                tensors[f"{name}.{key}"] = value.detach().cpu().float().contiguous()
+    G = networks.get("G_ema", networks.get("G"))
+    if G is None or "D" not in networks:
+        sys.exit(f"export_pkl: {args.pkl} lacks G/G_ema or D (has {sorted(networks)})")
+    config = {"G": generator_options(G), "D": discriminator_options(networks["D"]), "source": args.pkl}
+    torch.save(tensors, args.out + ".pt")
+    with open(args.out + ".json", "w") as f:
+        json.dump(config, f, indent=1)
+    print(f"wrote {args.out}.pt ({len(tensors)} tensors) and {args.out}.json")
+
+
+if __name__ == "__main__":
+    main()

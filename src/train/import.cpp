@@ -1,0 +1,105 @@
+#include "sg2/train/import.h"
+
+#include "sg2/core/error.h"
+#include "sg2/nn/networks.h"
+#include "sg2/nn/state_dict.h"
+#include "sg2/train/snapshot.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace sg2::train {
+
+namespace {
+
+bool has_prefix(const nn::TensorMap& tensors, const std::string& prefix) {
+  for (const auto& item : tensors)
+    if (item.first.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  SG2_CHECK(in.good(), "cannot open the configuration '{}'", path);
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    SG2_FAIL("'{}' is not JSON: {}", path, e.what());
+  }
+}
+
+void put_state(c10::Dict<c10::IValue, c10::IValue>& dict, const torch::nn::Module& module, const std::string& prefix) {
+  for (const auto& [name, tensor] : nn::state_dict(module, prefix)) dict.insert(name, tensor.detach().cpu().clone());
+}
+
+}  // namespace
+
+TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::DiscriminatorOptions& d) {
+  TrainConfig c;
+  c.run.preset = "imported";
+  c.data.resolution = g.img_resolution;
+  c.data.channels = g.img_channels;
+  c.data.use_labels = g.c_dim > 0;
+  c.G.z_dim = g.z_dim;
+  c.G.w_dim = g.w_dim;
+  c.G.mapping_layers = g.mapping_layers;
+  c.G.mapping_lr_multiplier = g.mapping_lr_multiplier;
+  c.G.w_avg_beta = g.w_avg_beta;
+  c.G.channel_base = g.channel_base;
+  c.G.channel_max = g.channel_max;
+  c.G.architecture = nn::to_string(g.architecture);
+  c.G.conv_clamp = g.conv_clamp;
+  c.D.channel_base = d.channel_base;
+  c.D.channel_max = d.channel_max;
+  c.D.architecture = nn::to_string(d.architecture);
+  c.D.mbstd_group_size = d.mbstd_group_size;
+  c.D.mbstd_num_channels = d.mbstd_num_channels;
+  c.D.mapping_layers = d.mapping_layers;
+  c.D.conv_clamp = d.conv_clamp;
+  return c;
+}
+
+ImportResult import_reference_networks(const std::string& state_dict_path, const std::string& config_path,
+                                       const std::string& out_path) {
+  const nn::TensorMap tensors = nn::load_tensor_file(state_dict_path);
+  const nlohmann::json config = read_json(config_path);
+  SG2_CHECK(config.contains("G") && config.contains("D"), "'{}' needs \"G\" and \"D\" network options", config_path);
+  SG2_CHECK(has_prefix(tensors, "G.") || has_prefix(tensors, "G_ema."),
+            "'{}' holds no G.<name> or G_ema.<name> tensors (a state dict saved as {{'G.' + k: v}})", state_dict_path);
+  const nn::GeneratorOptions g = nn::generator_options_from_json(config.at("G"));
+  const nn::DiscriminatorOptions d = nn::discriminator_options_from_json(config.at("D"));
+  ImportResult result;
+  auto G = std::make_shared<nn::Generator>(g), G_ema = std::make_shared<nn::Generator>(g);
+  auto D = std::make_shared<nn::Discriminator>(d);
+  const std::string G_prefix = has_prefix(tensors, "G.") ? "G." : "G_ema.";
+  nn::load_state_dict(*G, tensors, G_prefix, state_dict_path);
+  if (has_prefix(tensors, "G_ema.")) {
+    nn::load_state_dict(*G_ema, tensors, "G_ema.", state_dict_path);
+  } else {
+    nn::copy_state(*G, *G_ema);
+    result.notes.push_back("no G_ema.* tensors: G_ema is a copy of G");
+  }
+  if (G_prefix == "G_ema.") result.notes.push_back("no G.* tensors: G is a copy of G_ema");
+  if (has_prefix(tensors, "D.")) {
+    nn::load_state_dict(*D, tensors, "D.", state_dict_path);
+  } else {
+    result.notes.push_back("no D.* tensors: D is freshly initialised (fine-tuning relearns it)");
+  }
+  auto dict = snapshot_dict(train_schema().to_yaml_string(config_for_networks(g, d)),
+                            {{"G", nn::to_json(g)}, {"D", nn::to_json(d)}});
+  dict.insert("imported", int64_t{1});
+  for (const char* key : {"progress.cur_nimg", "progress.batch_idx", "progress.cur_tick", "progress.tick_start_nimg"})
+    dict.insert(key, int64_t{0});
+  dict.insert("world_size", int64_t{1});
+  put_state(dict, *G, "G.");
+  put_state(dict, *D, "D.");
+  put_state(dict, *G_ema, "G_ema.");
+  write_snapshot_dict(out_path, dict);
+  result.G_parameters = nn::count_parameters(*G);
+  result.D_parameters = nn::count_parameters(*D);
+  return result;
+}
+
+}  // namespace sg2::train

@@ -1,0 +1,75 @@
+#include "sg2/train/run_record.h"
+
+#include "sg2/core/error.h"
+#include "sg2/core/system.h"
+#include "sg2/dist/communicator.h"
+
+#include <torch/version.h>
+
+#include <chrono>
+#include <fstream>
+#include <iterator>
+
+#ifndef SG2_GIT_COMMIT
+#define SG2_GIT_COMMIT "unknown"
+#endif
+
+namespace sg2::train {
+
+namespace {
+
+// argv of this process, from /proc/self/cmdline (NUL-separated).
+std::vector<std::string> command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  for (size_t start = 0; start < raw.size();) {
+    const size_t end = raw.find('\0', start);
+    args.push_back(raw.substr(start, end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return args;
+}
+
+std::string cuda_version() {
+  const CudaRuntimeInfo cuda = query_cuda_runtime();
+  if (!cuda.compiled) return "none";
+  return fmt::format("{}.{} runtime, driver {}", cuda.runtime_version / 1000, (cuda.runtime_version % 1000) / 10,
+                     cuda.driver_version > 0 ? fmt::format("{}.{}", cuda.driver_version / 1000,
+                                                           (cuda.driver_version % 1000) / 10)
+                                             : std::string("none"));
+}
+
+}  // namespace
+
+std::string source_commit() { return SG2_GIT_COMMIT; }
+
+nlohmann::json library_versions() {
+  nlohmann::json versions = {{"libtorch", TORCH_VERSION}, {"cuda", cuda_version()}};
+  for (const auto& [name, version] : dist::communication_library_versions()) versions[name] = version;
+  return versions;
+}
+
+nlohmann::json run_record(const RunStart& start) {
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return {{"timestamp", now},
+          {"command_line", command_line()},
+          {"git_commit", source_commit()},
+          {"world_size", start.world_size},
+          {"backend", start.backend},
+          {"launcher", start.launcher},
+          {"device", start.device},
+          {"host", hostname()},
+          {"resumed_from", start.resumed_from},
+          {"versions", library_versions()}};
+}
+
+void append_run_record(const std::string& run_dir, const RunStart& start) {
+  const std::string path = run_dir + "/run.jsonl";
+  std::ofstream out(path, std::ios::app);
+  out << run_record(start).dump() << "\n";
+  SG2_CHECK(out.good(), "cannot append to '{}'", path);
+}
+
+}  // namespace sg2::train
