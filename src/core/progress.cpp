@@ -22,7 +22,7 @@ ProgressMeter::ProgressMeter(std::string label, int64_t total, std::string unit,
       start_(std::chrono::steady_clock::now()) {}
 
 ProgressMeter::~ProgressMeter() {
-  if (!finished_ && interactive_ && done_ > 0) std::fputs("\n", stderr);
+  if (!finished_ && interactive_ && printed_) std::fputs("\n", stderr);
 }
 
 double ProgressMeter::elapsed() const {
@@ -44,7 +44,7 @@ void ProgressMeter::update(int64_t done) {
   if (!enabled_) return;
   const double now = elapsed();
   if (interactive_) {
-    if (now - last_print_ < 0.2 && done < total_) return;
+    if (now - last_print_ < 0.2 && (done < total_ || !printed_)) return;
     std::fprintf(stderr, "\r%s\x1b[K", render(label_, done, total_, unit_, now).c_str());
     std::fflush(stderr);
   } else {
@@ -52,12 +52,13 @@ void ProgressMeter::update(int64_t done) {
     spdlog::info(render(label_, done, total_, unit_, now));
   }
   last_print_ = now;
+  printed_ = true;
 }
 
 void ProgressMeter::finish() {
   if (finished_) return;
   finished_ = true;
-  if (!enabled_) return;
+  if (!enabled_ || !printed_) return;  // work too short to have shown progress says nothing
   if (interactive_) std::fputs("\n", stderr);
   spdlog::info("{}: {} {} in {}", label_, done_, unit_, format_duration(elapsed()));
 }

@@ -1,6 +1,7 @@
 #include "sg2/data/tfrecord.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/progress.h"
 #include "sg2/data/crc32c.h"
 
 #include <unistd.h>
@@ -85,7 +86,7 @@ void append_record(std::vector<uint8_t>& out, const void* payload, uint64_t size
 
 // ---- reading files ------------------------------------------------------------------------------
 
-std::vector<RecordSpan> TFRecordFile::scan() const {
+std::vector<RecordSpan> TFRecordFile::scan(const std::function<void(uint64_t offset)>& progress) const {
   std::vector<RecordSpan> spans;
   uint8_t header[kRecordHeaderBytes];
   uint64_t offset = 0;
@@ -95,6 +96,7 @@ std::vector<RecordSpan> TFRecordFile::scan() const {
     const uint64_t length = decode_header(header, left, path(), record, offset);
     spans.push_back({offset, length});
     offset = spans.back().end();
+    if (progress) progress(offset);
   }
   return spans;
 }
@@ -172,7 +174,9 @@ std::vector<RecordSpan> load_record_index(const TFRecordFile& file) {
   const IndexKey key = index_key(file);
   std::vector<RecordSpan> spans;
   if (read_cached_index(cache, key, spans)) return spans;
-  spans = file.scan();
+  ProgressMeter meter("indexing " + file.path(), static_cast<int64_t>(file.file_size() >> 20), "MiB");
+  spans = file.scan([&meter](uint64_t offset) { meter.update(static_cast<int64_t>(offset >> 20)); });
+  meter.finish();
   if (spans.size() >= kIndexWorthCaching) write_cached_index(cache, key, spans);
   return spans;
 }

@@ -199,7 +199,9 @@ MetricResult MetricEvaluator::evaluate(const MetricSpec& spec, nn::Generator& G)
   // Rank 0 holds the real statistics (possibly from the cache); it computes and broadcasts the value.
   at::Tensor value = at::zeros({1}, at::TensorOptions(comm_.device()).dtype(at::kDouble));
   if (comm_.rank() == 0) {
-    value.fill_(kid ? kernel_inception_distance(reals.all(), fakes.all(), kKidSubsets, kKidSubsetSize, options_.seed)
+    // KID's kernel matrices run where the collectives do (the GPU under NCCL).
+    value.fill_(kid ? kernel_inception_distance(reals.all().to(comm_.device()), fakes.all().to(comm_.device()),
+                                                kKidSubsets, kKidSubsetSize, options_.seed)
                     : frechet_distance(reals.mean(), reals.covariance(), fakes.mean(), fakes.covariance()));
   }
   comm_.broadcast({value}, 0);

@@ -94,6 +94,8 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
   stats.report_scalar("Timing/sec_per_tick", tick_end - tick_start_time_);
   stats.report_scalar("Timing/sec_per_kimg",
                       (tick_end - tick_start_time_) / std::max<double>(p.cur_nimg - p.tick_start_nimg, 1) * 1e3);
+  stats.report_scalar("Timing/img_per_sec",
+                      static_cast<double>(p.cur_nimg - p.tick_start_nimg) / std::max(tick_end - tick_start_time_, 1e-9));
   stats.report_scalar("Timing/maintenance_sec", maintenance_seconds_);
   stats.report_scalar("Resources/cpu_mem_gb", current_rss_gib());
   stats.report_scalar("Resources/peak_gpu_mem_gb", device_peak_memory_gib(trainer_.device()));

@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 EXPECTED_TAGS = ["Loss/G/loss", "Loss/D/loss", "Loss/r1_penalty", "Loss/pl_penalty", "Loss/scores/fake",
-                 "Timing/sec_per_kimg", "Timing/sec_per_tick", "Resources/cpu_mem_gb", "Progress/kimg"]
+                 "Timing/sec_per_kimg", "Timing/sec_per_tick", "Timing/img_per_sec", "Resources/cpu_mem_gb", "Progress/kimg"]
 
 
 def crc32c(data):

@@ -5,7 +5,8 @@
 #     events that an independent reader (tests/e2e/check_events.py) parses;
 #  3. stylegan2_metrics on the final snapshot under mpirun with 1, 2 and 3 ranks prints the training
 #     loop's numbers (relative difference <= 1e-6), the later runs reading the real statistics cache;
-#  4. a corrupt detector file fails every world size with a message naming the file, never a hang.
+#  4. scripts/plot_stats plots the run;
+#  5. a corrupt detector file fails every world size with a message naming the file, never a hang.
 # Usage: metrics_ranks.sh BIN_DIR SOURCE_DIR
 set -euo pipefail
 bin=$1 src=$2
@@ -30,6 +31,11 @@ for metric in fid320_full kid320_full; do
 done
 # The TensorBoard events, read by an independent reader (Python + protobuf), match stats.jsonl and the metrics.
 /usr/bin/python3 "$src/tests/e2e/check_events.py" "$run_dir" "$src/src/train/event.proto" || fail "event file"
+# scripts/plot_stats draws the run (gnuplot): losses and each metric as PNGs.
+"$src/scripts/plot_stats" "$run_dir" --out "$work/plots" > "$work/plots.log" || { cat "$work/plots.log"; fail "plot_stats"; }
+for png in losses.png timing.png fid320_full.png kid320_full.png; do
+  head -c 8 "$work/plots/$png" | od -An -tx1 | grep -q "89 50 4e 47 0d 0a 1a 0a" || fail "plot_stats wrote no $png"
+done
 in_training() {  # the value the training loop wrote for the final snapshot
   python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["results"][sys.argv[2]])' \
       "$run_dir/metric-$1.jsonl" "$1"

@@ -28,8 +28,8 @@ class ProgressMeter {
 
   std::string label_, unit_;
   int64_t total_, done_ = 0;
-  bool enabled_, interactive_, finished_ = false;
-  double log_interval_, last_print_ = -1e9;
+  bool enabled_, interactive_, finished_ = false, printed_ = false;
+  double log_interval_, last_print_ = 0;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -40,8 +40,9 @@ class TFRecordFile {
   const std::string& path() const { return file_.path(); }
   uint64_t file_size() const { return file_.size(); }
 
-  // The record offsets by scanning the headers (length CRCs checked, payloads skipped).
-  std::vector<RecordSpan> scan() const;
+  // The record offsets by scanning the headers (length CRCs checked, payloads skipped); `progress`
+  // (optional) gets the byte offset reached after each record.
+  std::vector<RecordSpan> scan(const std::function<void(uint64_t offset)>& progress = {}) const;
   // The payload of record `record` at `span`, both CRCs checked.
   void read(int64_t record, const RecordSpan& span, std::vector<uint8_t>& payload) const;
 

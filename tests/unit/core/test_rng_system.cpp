@@ -1,5 +1,6 @@
 // Host RNG reproducibility and small system helpers.
 #include "sg2/core/error.h"
+#include "sg2/core/progress.h"
 #include "sg2/core/rng.h"
 #include "sg2/core/system.h"
 #include "test_support.h"
@@ -64,6 +65,15 @@ TEST(CudaRuntime, AnswersWithoutCrashing) {
   if (info.devices.empty()) {
     EXPECT_FALSE(info.error.empty());
   }
+}
+
+TEST(ProgressMeter, RendersCountRateAndEta) {
+  const std::string line = ProgressMeter::render("fake features", 2500, 5000, "img", 10.0, 10);
+  EXPECT_EQ(line, "fake features [#####.....]  50% 2500/5000 img 250.0 img/s ETA 10s");
+  EXPECT_NE(ProgressMeter::render("x", 0, 10, "img", 0.0).find("ETA ?"), std::string::npos);
+  ProgressMeter quiet("quick work", 3, "img");  // ends before its first line: prints nothing, does not throw
+  quiet.update(3);
+  quiet.finish();
 }
 
 }  // namespace
