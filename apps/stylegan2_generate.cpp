@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     if (!columns.empty()) options.mix_columns = sg2::parse_index_list(columns, "--mix-columns");
     if (!styles.empty()) options.mix_styles = sg2::parse_index_list(styles, "--styles");
     options.noise_mode = sg2::nn::parse_noise_mode(noise_mode);
+    sg2::limit_blas_threads();
     const auto written = sg2::train::generate_images(options);
     std::cout << "Wrote " << written.size() << " files: " << written.front()
               << (written.size() > 1 ? " ... " + written.back() : std::string()) << "\n";

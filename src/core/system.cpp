@@ -2,16 +2,27 @@
 
 #include "sg2/core/error.h"
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 namespace sg2 {
+
+bool limit_blas_threads() {
+  if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) return false;
+  using SetThreads = void (*)(int);
+  auto set_threads = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (set_threads == nullptr) return false;
+  set_threads(1);
+  return true;
+}
 
 double peak_rss_gib() {
   rusage usage{};

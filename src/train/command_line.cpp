@@ -72,6 +72,7 @@ std::unique_ptr<dist::Session> start_session(const TrainConfig& config, bool ver
 void apply_thread_setting(const TrainConfig& c) {
   const int threads = c.run.threads > 0 ? c.run.threads : static_cast<int>(std::thread::hardware_concurrency());
   at::set_num_threads(std::max(threads, 1));
+  limit_blas_threads();
 }
 
 void TrainCommand::add_to(CLI::App& app) {

@@ -1,5 +1,6 @@
 #include "sg2/core/error.h"
 #include "sg2/core/logging.h"
+#include "sg2/core/system.h"
 #include "sg2/data/dataset.h"
 #include "sg2/metrics/builtin_detector.h"
 #include "sg2/train/command_line.h"
@@ -68,6 +69,7 @@ void DetectorCommand::add_to(CLI::App& app) {
 int DetectorCommand::run() {
   init_logging(0, false);
   if (threads_ > 0) at::set_num_threads(threads_);
+  limit_blas_threads();
   data::DatasetOptions options;
   options.path = data_;
   options.split = split_;

@@ -8,6 +8,12 @@
 
 namespace sg2 {
 
+// OpenBLAS's own thread pool (libopenblas0-pthread) oversubscribes the cores LibTorch already
+// parallelises over with OpenMP: its threads spin in sched_yield against the OpenMP team. Sets it to
+// one thread unless OPENBLAS_NUM_THREADS is set; no-op when OpenBLAS is not loaded. Returns whether
+// it changed anything.
+bool limit_blas_threads();
+
 double peak_rss_gib();     // peak resident set size of this process
 double current_rss_gib();  // resident set size now
 std::string hostname();

@@ -36,7 +36,7 @@ std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& config
 // device of run.device chosen by local rank) and makes the logging rank-aware.
 std::unique_ptr<dist::Session> start_session(const TrainConfig& config, bool verbose = false);
 
-// Sets the CPU thread count (run.threads, 0 = all cores).
+// Sets the CPU thread count (run.threads, 0 = all cores) and keeps OpenBLAS to one thread.
 void apply_thread_setting(const TrainConfig& config);
 
 // stylegan2_train: parses its command line and trains (new run or --resume).
