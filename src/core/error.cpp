@@ -12,3 +12,9 @@ void fail_check(const char* expression, const char* file, int line, const std::s
 }
 
 }  // namespace sg2::detail
+
+namespace sg2 {
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace sg2

@@ -18,15 +18,10 @@ ProgressMeter::ProgressMeter(std::string label, int64_t total, std::string unit,
       total_(std::max<int64_t>(total, 1)),
       enabled_(enabled),
       interactive_(enabled && isatty(STDERR_FILENO) == 1),
-      log_interval_(log_interval_seconds),
-      start_(std::chrono::steady_clock::now()) {}
+      log_interval_(log_interval_seconds) {}
 
 ProgressMeter::~ProgressMeter() {
   if (!finished_ && interactive_ && printed_) std::fputs("\n", stderr);
-}
-
-double ProgressMeter::elapsed() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
 std::string ProgressMeter::render(const std::string& label, int64_t done, int64_t total, const std::string& unit,
@@ -42,7 +37,7 @@ std::string ProgressMeter::render(const std::string& label, int64_t done, int64_
 void ProgressMeter::update(int64_t done) {
   done_ = done;
   if (!enabled_) return;
-  const double now = elapsed();
+  const double now = clock_.seconds();
   if (interactive_) {
     if (now - last_print_ < 0.2 && (done < total_ || !printed_)) return;
     std::fprintf(stderr, "\r%s\x1b[K", render(label_, done, total_, unit_, now).c_str());
@@ -60,7 +55,7 @@ void ProgressMeter::finish() {
   finished_ = true;
   if (!enabled_ || !printed_) return;  // work too short to have shown progress says nothing
   if (interactive_) std::fputs("\n", stderr);
-  spdlog::info("{}: {} {} in {}", label_, done_, unit_, format_duration(elapsed()));
+  spdlog::info("{}: {} {} in {}", label_, done_, unit_, format_duration(clock_.seconds()));
 }
 
 }  // namespace sg2

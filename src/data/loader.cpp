@@ -4,6 +4,7 @@
 #include "sg2/core/rng.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace sg2::data {
 
@@ -86,6 +87,20 @@ at::Tensor all_labels(const Dataset& dataset) {
   float* out = labels.data_ptr<float>();
   for (int64_t i = 0; i < dataset.size(); ++i) dataset.read_label(i, out + i * dataset.label_dim());
   return labels;
+}
+
+at::Tensor read_images(const Dataset& dataset, const std::vector<int64_t>& indices) {
+  const ImageShape s = dataset.shape();
+  at::Tensor images = at::empty({static_cast<int64_t>(indices.size()), s.channels, s.height, s.width}, at::kByte);
+  uint8_t* out = images.data_ptr<uint8_t>();
+  for (size_t i = 0; i < indices.size(); ++i) dataset.read_image(indices[i], out + static_cast<int64_t>(i) * s.bytes());
+  return images;
+}
+
+std::vector<int64_t> index_range(int64_t start, int64_t count) {
+  std::vector<int64_t> indices(static_cast<size_t>(count));
+  std::iota(indices.begin(), indices.end(), start);
+  return indices;
 }
 
 }  // namespace sg2::data

@@ -3,6 +3,7 @@
 #include "sg2/core/error.h"
 #include "sg2/core/rng.h"
 #include "sg2/data/atomic_file.h"
+#include "sg2/data/loader.h"
 
 #include <spdlog/spdlog.h>
 #include <torch/optim/adam.h>
@@ -19,18 +20,11 @@ constexpr int64_t kResolution = 32;     // inputs are resized to this
 constexpr int64_t kFeatureDim = 128;
 const std::vector<int64_t> kChannels = {16, 32, 64};
 
-// The images and class indices of items [start, start + count) of a labelled dataset.
-std::pair<at::Tensor, at::Tensor> read_batch(const data::Dataset& dataset, const std::vector<int64_t>& order,
-                                             int64_t start, int64_t count) {
-  const data::ImageShape shape = dataset.shape();
-  at::Tensor images = at::empty({count, shape.channels, shape.height, shape.width}, at::kByte);  // [n, C, H, W]
-  at::Tensor labels = at::empty({count, dataset.label_dim()}, at::kFloat);                     // [n, classes]
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t index = order[static_cast<size_t>(start + i)];
-    dataset.read_image(index, images[i].data_ptr<uint8_t>());
-    dataset.read_label(index, labels[i].data_ptr<float>());
-  }
-  return {images, labels.argmax(1)};
+// The images [n, C, H, W] and class indices [n] of items order[start, start + count); classes: [N].
+std::pair<at::Tensor, at::Tensor> read_batch(const data::Dataset& dataset, const at::Tensor& classes,
+                                             const std::vector<int64_t>& order, int64_t start, int64_t count) {
+  const std::vector<int64_t> indices(order.begin() + start, order.begin() + start + count);
+  return {data::read_images(dataset, indices), classes.index_select(0, at::tensor(indices, at::kLong))};
 }
 
 void add_parameter(torch::jit::Module& module, const std::string& name, std::vector<int64_t> shape, int64_t fan_in,
@@ -69,12 +63,12 @@ at::Tensor logits_of(torch::jit::Module& module, const at::Tensor& images) {
 
 double accuracy(torch::jit::Module& module, const data::Dataset& dataset, int64_t batch) {
   at::NoGradGuard no_grad;
-  std::vector<int64_t> order(static_cast<size_t>(dataset.size()));
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+  const std::vector<int64_t> order = data::index_range(0, dataset.size());
+  const at::Tensor classes = data::all_labels(dataset).argmax(1);
   int64_t correct = 0;
   for (int64_t start = 0; start < dataset.size(); start += batch) {
     const int64_t n = std::min(batch, dataset.size() - start);
-    auto [images, labels] = read_batch(dataset, order, start, n);
+    auto [images, labels] = read_batch(dataset, classes, order, start, n);
     correct += logits_of(module, images).argmax(1).eq(labels).sum().item<int64_t>();
   }
   return static_cast<double>(correct) / static_cast<double>(dataset.size());
@@ -114,6 +108,7 @@ DetectorTrainingResult train_builtin_detector(const data::Dataset& train, const 
   SG2_CHECK(options.epochs > 0 && options.batch > 0, "epochs and batch must be positive");
   torch::jit::Module module = build_detector(train.shape().channels, train.label_dim(), options.seed);
   torch::optim::Adam optimizer(parameters_of(module), torch::optim::AdamOptions(options.learning_rate));
+  const at::Tensor classes = data::all_labels(train).argmax(1);  // [N]
   const int64_t count = options.max_images > 0 ? std::min(options.max_images, train.size()) : train.size();
   DetectorTrainingResult result;
   for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
@@ -122,7 +117,7 @@ DetectorTrainingResult train_builtin_detector(const data::Dataset& train, const 
     int64_t correct = 0;
     for (int64_t start = 0; start < count; start += options.batch) {
       const int64_t n = std::min(options.batch, count - start);
-      auto [images, labels] = read_batch(train, order, start, n);
+      auto [images, labels] = read_batch(train, classes, order, start, n);
       const at::Tensor logits = logits_of(module, images);
       const at::Tensor loss = at::cross_entropy_loss(logits, labels);
       optimizer.zero_grad();

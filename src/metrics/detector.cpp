@@ -12,8 +12,6 @@ namespace sg2::metrics {
 
 namespace {
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 // "<file name> <bytes> bytes crc32c <hex>": content, not path, so a moved file keeps its caches.
 std::string file_identity(const std::string& path) {
   const std::vector<char> bytes = nn::read_file_bytes(path);
@@ -75,7 +73,7 @@ class TorchScriptDetector : public FeatureDetector {
 at::Tensor detector_input(const at::Tensor& images, const at::Device& device) {
   SG2_CHECK(images.dim() == 4 && (images.size(1) == 1 || images.size(1) == 3) && images.scalar_type() == at::kByte,
             "detector input must be uint8 [N, 1 or 3, H, W], got {} {}", c10::toString(images.scalar_type()), images.sizes());
-  at::Tensor x = images.to(device).to(at::kFloat);  // [N, C, H, W] in [0, 255]
+  at::Tensor x = images.to(device, at::kFloat);  // [N, C, H, W] in [0, 255]
   return images.size(1) == 1 ? x.repeat({1, 3, 1, 1}) : x;
 }
 

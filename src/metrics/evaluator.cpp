@@ -3,7 +3,9 @@
 #include "sg2/core/error.h"
 #include "sg2/core/progress.h"
 #include "sg2/core/rng.h"
+#include "sg2/core/timer.h"
 #include "sg2/data/crc32c.h"
+#include "sg2/data/loader.h"
 #include "sg2/metrics/distance.h"
 
 #include <nlohmann/json.hpp>
@@ -24,10 +26,6 @@ constexpr uint64_t kLabelStream = 0x66616b6563;
 constexpr uint64_t kNoiseStream = 0x66616b656e;
 constexpr int64_t kKidSubsets = 100;
 constexpr int64_t kKidSubsetSize = 1000;
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 nlohmann::json file_entries(const fs::path& root) {
   std::vector<fs::path> files;
@@ -69,14 +67,14 @@ MetricSpec parse_metric(const std::string& name) {
   return spec;
 }
 
-std::string dataset_identity(const std::string& path, const data::Dataset& dataset) {
+nlohmann::json dataset_identity(const std::string& path, const data::Dataset& dataset) {
   const data::ImageShape shape = dataset.shape();
   nlohmann::json identity = {{"path", fs::exists(path) ? fs::absolute(path).lexically_normal().string() : path},
                              {"name", dataset.name()},
                              {"size", dataset.size()},
                              {"shape", {shape.channels, shape.height, shape.width}},
                              {"files", file_entries(path)}};
-  return identity.dump();
+  return identity;
 }
 
 void gather_features_in_block_order(dist::Communicator& comm, int64_t num_items, int64_t batch, int64_t feature_dim,
@@ -105,7 +103,7 @@ void gather_features_in_block_order(dist::Communicator& comm, int64_t num_items,
 }
 
 MetricEvaluator::MetricEvaluator(dist::Communicator& comm, std::shared_ptr<FeatureDetector> detector,
-                                 std::shared_ptr<const data::Dataset> reals, std::string reals_identity,
+                                 std::shared_ptr<const data::Dataset> reals, nlohmann::json reals_identity,
                                  EvaluationOptions options)
     : comm_(comm),
       detector_(std::move(detector)),
@@ -114,10 +112,11 @@ MetricEvaluator::MetricEvaluator(dist::Communicator& comm, std::shared_ptr<Featu
       options_(std::move(options)) {
   SG2_CHECK(detector_->feature_dim() > 0, "the detector has not been probed (feature dimension unknown)");
   SG2_CHECK(reals_->size() > 0, "the real dataset '{}' is empty", reals_->name());
+  if (reals_->label_dim() > 0) label_table_ = data::all_labels(*reals_);
 }
 
 std::string MetricEvaluator::cache_key(int64_t max_items, bool capture_all) const {
-  return nlohmann::json{{"dataset", nlohmann::json::parse(reals_identity_)},
+  return nlohmann::json{{"dataset", reals_identity_},
                         {"detector", detector_->identity()},
                         {"max_items", max_items},
                         {"capture_all", capture_all},
@@ -126,10 +125,7 @@ std::string MetricEvaluator::cache_key(int64_t max_items, bool capture_all) cons
 }
 
 at::Tensor MetricEvaluator::real_features(int64_t start, int64_t count) {
-  const data::ImageShape shape = reals_->shape();
-  at::Tensor images = at::empty({count, shape.channels, shape.height, shape.width}, at::kByte);  // [n, C, H, W]
-  for (int64_t i = 0; i < count; ++i) reals_->read_image(start + i, images[i].data_ptr<uint8_t>());
-  return detector_->features(images);
+  return detector_->features(data::read_images(*reals_, data::index_range(start, count)));  // [n, C, H, W] -> [n, D]
 }
 
 at::Tensor MetricEvaluator::fake_features(nn::Generator& G, int64_t start, int64_t count) {
@@ -142,8 +138,7 @@ at::Tensor MetricEvaluator::fake_features(nn::Generator& G, int64_t start, int64
     SG2_CHECK(reals_->label_dim() == G.options.c_dim, "the network has {} classes, the dataset '{}' {}",
               G.options.c_dim, reals_->name(), reals_->label_dim());
     at::Generator labels = nn::make_generator(at::kCPU, mix_seed({options_.seed, kLabelStream, block}));
-    const at::Tensor indices = at::randint(reals_->size(), {count}, labels, at::kLong);
-    for (int64_t i = 0; i < count; ++i) reals_->read_label(indices[i].item<int64_t>(), c[i].data_ptr<float>());
+    c = label_table_.index_select(0, at::randint(reals_->size(), {count}, labels, at::kLong));
   }
   nn::SynthesisRun synthesis;
   synthesis.noise_mode = nn::NoiseMode::Random;
@@ -163,7 +158,7 @@ const FeatureStats& MetricEvaluator::real_stats(int64_t max_items, bool capture_
   std::string path;
   if (!options_.cache_dir.empty()) {
     // The name depends on what stays put (path, detector, options); the full key inside catches changes.
-    const std::string stable = fmt::format("{} {} {} {}", nlohmann::json::parse(reals_identity_)["path"].dump(),
+    const std::string stable = fmt::format("{} {} {} {}", reals_identity_.at("path").dump(),
                                            detector_->name(), count, capture_all);
     path = fmt::format("{}/{}-{}-{}-{:08x}.pt", options_.cache_dir, reals_->name(), detector_->name(),
                        capture_all ? "all" : "meancov", data::crc32c(stable.data(), stable.size()));
@@ -192,7 +187,7 @@ FeatureStats MetricEvaluator::fake_stats(nn::Generator& G, int64_t num_fakes, bo
 }
 
 MetricResult MetricEvaluator::evaluate(const MetricSpec& spec, nn::Generator& G) {
-  const auto start = std::chrono::steady_clock::now();
+  const Stopwatch clock;
   const bool kid = spec.kind == MetricSpec::Kind::KID;
   const FeatureStats& reals = real_stats(spec.max_reals, kid);
   const FeatureStats fakes = fake_stats(G, spec.num_fakes, kid);
@@ -210,7 +205,7 @@ MetricResult MetricEvaluator::evaluate(const MetricSpec& spec, nn::Generator& G)
   result.value = value.cpu().item<double>();
   result.num_fakes = fakes.count();
   result.num_reals = reals.max_items();
-  result.seconds = seconds_since(start);
+  result.seconds = clock.seconds();
   return result;
 }
 

@@ -19,8 +19,6 @@ constexpr int64_t kCacheVersion = 1;
 
 using Dict = c10::Dict<c10::IValue, c10::IValue>;
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 }  // namespace
 
 FeatureStats::FeatureStats(int64_t max_items, bool capture_all, bool capture_mean_cov)

@@ -2,18 +2,13 @@
 
 #include "event.pb.h"
 #include "sg2/core/error.h"
+#include "sg2/core/system.h"
 #include "sg2/data/tfrecord.h"
 #include "sg2/dist/world.h"
-
-#include <chrono>
 
 namespace sg2::train {
 
 namespace {
-
-double unix_time() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 tensorboard::Event event_at(int64_t step) {
   tensorboard::Event event;

@@ -30,10 +30,6 @@ nlohmann::json read_json(const std::string& path) {
   }
 }
 
-void put_state(c10::Dict<c10::IValue, c10::IValue>& dict, const torch::nn::Module& module, const std::string& prefix) {
-  for (const auto& [name, tensor] : nn::state_dict(module, prefix)) dict.insert(name, tensor.detach().cpu().clone());
-}
-
 }  // namespace
 
 TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::DiscriminatorOptions& d) {
@@ -93,9 +89,9 @@ ImportResult import_reference_networks(const std::string& state_dict_path, const
   for (const char* key : {"progress.cur_nimg", "progress.batch_idx", "progress.cur_tick", "progress.tick_start_nimg"})
     dict.insert(key, int64_t{0});
   dict.insert("world_size", int64_t{1});
-  put_state(dict, *G, "G.");
-  put_state(dict, *D, "D.");
-  put_state(dict, *G_ema, "G_ema.");
+  put_tensors(dict, nn::state_dict(*G, "G."));
+  put_tensors(dict, nn::state_dict(*D, "D."));
+  put_tensors(dict, nn::state_dict(*G_ema, "G_ema."));
   write_snapshot_dict(out_path, dict);
   result.G_parameters = nn::count_parameters(*G);
   result.D_parameters = nn::count_parameters(*D);

@@ -36,7 +36,7 @@ int MetricsCommand::run() {
     const at::Device device = session->comm().device();
     auto G = load_generator(snapshot, "G_ema");
     G->to(device);
-    TrainingMetrics metrics(config, session->comm(), device);
+    TrainingMetrics metrics(config, open_configured_dataset(config), session->comm(), device);
     const std::string run_dir = std::filesystem::path(network_).parent_path().string();
     const std::string snapshot_file = std::filesystem::path(network_).filename().string();
     const double kimg = static_cast<double>(snapshot.integer("progress.cur_nimg")) / 1e3;

@@ -6,7 +6,6 @@
 
 #include <torch/version.h>
 
-#include <chrono>
 #include <fstream>
 #include <iterator>
 
@@ -52,8 +51,7 @@ nlohmann::json library_versions() {
 }
 
 nlohmann::json run_record(const RunStart& start) {
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  return {{"timestamp", now},
+  return {{"timestamp", unix_time()},
           {"command_line", command_line()},
           {"git_commit", source_commit()},
           {"world_size", start.world_size},

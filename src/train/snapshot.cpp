@@ -18,13 +18,9 @@ int64_t Snapshot::integer(const std::string& key) const {
 
 using Dict = c10::Dict<c10::IValue, c10::IValue>;
 
-namespace {
-
 void put_tensors(Dict& dict, const nn::NamedTensors& tensors) {
   for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().cpu().clone());
 }
-
-}  // namespace
 
 Dict snapshot_dict(const std::string& config_yaml, const nlohmann::json& networks) {
   Dict dict(c10::StringType::get(), c10::AnyType::get());

@@ -20,10 +20,6 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double unix_time() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 bool inference_fused(const TrainConfig& c) { return c.G.fused_modconv != "false"; }
 
 std::string mean_of(const std::map<std::string, StatValue>& stats, const std::string& name) {
@@ -43,7 +39,8 @@ TrainingLoop::TrainingLoop(Trainer& trainer, std::string run_dir, bool resumed)
     SG2_CHECK(stats_jsonl_.good(), "cannot open '{}/stats.jsonl'", run_dir_);
     events_ = std::make_unique<EventWriter>(run_dir_);
   }
-  if (!c.metrics.empty()) metrics_ = std::make_unique<TrainingMetrics>(c, trainer_.comm(), trainer_.device());
+  if (!c.metrics.empty())
+    metrics_ = std::make_unique<TrainingMetrics>(c, trainer_.shared_dataset(), trainer_.comm(), trainer_.device());
 }
 
 void TrainingLoop::write_initial_images() {
@@ -122,7 +119,9 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
     events_->add_png("fakes", data::encode_png(grid), grid.height, grid.width, grid.channels, p.cur_nimg);
   }
   const bool snapshot_due = c.run.network_snapshot_ticks > 0 && p.cur_tick % c.run.network_snapshot_ticks == 0;
-  const bool metrics_due = metrics_ && (last || (c.metric.ticks > 0 ? p.cur_tick % c.metric.ticks == 0 : snapshot_due));
+  // Not when stopping on a signal: a scheduler's time limit leaves no time for 50,000 fakes.
+  const bool metrics_due =
+      metrics_ && !stopping && (done || (c.metric.ticks > 0 ? p.cur_tick % c.metric.ticks == 0 : snapshot_due));
   p.cur_tick += 1;  // the snapshot resumes with the next tick
   p.tick_start_nimg = p.cur_nimg;
   std::string snapshot;

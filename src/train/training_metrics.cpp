@@ -2,22 +2,19 @@
 
 #include "sg2/core/error.h"
 #include "sg2/core/system.h"
-#include "sg2/train/command_line.h"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <fstream>
 
 namespace sg2::train {
 
-TrainingMetrics::TrainingMetrics(const TrainConfig& config, dist::Communicator& comm, const at::Device& device,
-                                 bool show_progress) {
+TrainingMetrics::TrainingMetrics(const TrainConfig& config, std::shared_ptr<const data::Dataset> reals,
+                                 dist::Communicator& comm, const at::Device& device, bool show_progress) {
   for (const std::string& name : config.metrics) specs_.push_back(metrics::parse_metric(name));
   SG2_CHECK(!specs_.empty(), "no metrics configured (metrics: [fid50k_full, ...])");
   SG2_CHECK(!config.metric.detector.empty(), "metric.detector is not set");
-  std::shared_ptr<const data::Dataset> reals = open_configured_dataset(config);
   std::shared_ptr<metrics::FeatureDetector> detector =
       metrics::load_torchscript_detector(config.metric.detector, device, reals->resolution());
   metrics::EvaluationOptions options;
@@ -40,14 +37,13 @@ std::vector<metrics::MetricResult> TrainingMetrics::evaluate(nn::Generator& G) {
 
 void append_metric_line(const std::string& run_dir, const metrics::MetricResult& result, int world_size,
                         const std::string& snapshot, double kimg) {
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const nlohmann::json line = {{"results", {{result.metric, result.value}}},
                                {"metric", result.metric},
                                {"total_time", result.seconds},
                                {"total_time_str", format_duration(result.seconds)},
                                {"num_gpus", world_size},
                                {"snapshot_pkl", snapshot},
-                               {"timestamp", now},
+                               {"timestamp", unix_time()},
                                {"kimg", kimg}};
   const std::string path = run_dir + "/metric-" + result.metric + ".jsonl";
   std::ofstream out(path, std::ios::app);

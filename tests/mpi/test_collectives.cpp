@@ -4,17 +4,17 @@
 #include "sg2/dist/consistency.h"
 #include "sg2/dist/reducer.h"
 
+#include "test_world.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <thread>
 
 namespace sg2::dist {
 namespace {
 
-Communicator* g_comm = nullptr;
-Communicator& comm() { return *g_comm; }
+Communicator& comm() { return test::world(); }
 
 const std::vector<int64_t> kOddSizes{1, 7, 1001, 65537};
 const std::vector<at::ScalarType> kDtypes{at::kFloat, at::kDouble, at::kInt, at::kLong, at::kHalf, at::kByte};
@@ -163,15 +163,3 @@ TEST(Reducer, BucketsFollowTheByteLimitInReverseOrder) {
 
 }  // namespace
 }  // namespace sg2::dist
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  sg2::dist::CommunicatorOptions options;
-  if (const char* backend = std::getenv("SG2_TEST_BACKEND")) options.backend = backend;
-  auto session = sg2::dist::Session::start(options);
-  sg2::dist::g_comm = &session->comm();
-  const int failed = RUN_ALL_TESTS();
-  // Any rank's failure fails the job on every rank.
-  const bool any_failed = session->comm().any(failed != 0);
-  return any_failed ? 1 : 0;
-}

@@ -2,8 +2,11 @@
 // rank-tagged features arrive complete, in block order, from the rank that owns each block; real
 // statistics equal a one-process computation whatever the world size.
 #include "sg2/data/fashion_mnist.h"
+#include "sg2/data/loader.h"
 #include "sg2/dist/communicator.h"
 #include "sg2/metrics/evaluator.h"
+
+#include "test_world.h"
 
 #include <gtest/gtest.h>
 #include <torch/script.h>
@@ -13,8 +16,7 @@
 namespace sg2::metrics {
 namespace {
 
-dist::Communicator* g_comm = nullptr;
-dist::Communicator& comm() { return *g_comm; }
+dist::Communicator& comm() { return test::world(); }
 
 TEST(GatherFeatures, EveryRanksBlocksArriveInBlockOrder) {
   for (const auto& [num_items, batch] : std::vector<std::pair<int64_t, int64_t>>{{1, 4}, {4, 4}, {10, 3}, {37, 5}, {24, 4}}) {
@@ -58,8 +60,7 @@ def forward(self, images, return_features: bool = False):
   MetricEvaluator evaluator(comm(), detector, reals, dataset_identity(path, *reals), options);
   const FeatureStats& stats = evaluator.real_stats(0, false);
 
-  at::Tensor images = at::empty({reals->size(), 1, 32, 32}, at::kByte);
-  for (int64_t i = 0; i < reals->size(); ++i) reals->read_image(i, images[i].data_ptr<uint8_t>());
+  const at::Tensor images = data::read_images(*reals, data::index_range(0, reals->size()));
   const at::Tensor features = detector->features(images).to(at::kDouble);  // [203, 9]
   const at::Tensor centered = features - features.mean(0);
   EXPECT_TRUE(at::allclose(stats.mean(), features.mean(0), 1e-10, 1e-10));
@@ -70,11 +71,3 @@ def forward(self, images, return_features: bool = False):
 
 }  // namespace
 }  // namespace sg2::metrics
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  auto session = sg2::dist::Session::start(sg2::dist::CommunicatorOptions{});
-  sg2::metrics::g_comm = &session->comm();
-  const int failed = RUN_ALL_TESTS();
-  return session->comm().any(failed != 0) ? 1 : 0;
-}

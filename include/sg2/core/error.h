@@ -15,6 +15,9 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The first line of a message (library errors append backtraces and source excerpts).
+std::string first_line(const std::string& text);
+
 namespace detail {
 [[noreturn]] void fail_check(const char* expression, const char* file, int line, const std::string& message);
 }  // namespace detail

@@ -4,7 +4,8 @@
 // and ETA; otherwise (logs, batch jobs) a plain log line every `log_interval` seconds. Disabled
 // meters (other ranks) print nothing.
 
-#include <chrono>
+#include "sg2/core/timer.h"
+
 #include <cstdint>
 #include <string>
 
@@ -24,13 +25,11 @@ class ProgressMeter {
                             double elapsed_seconds, int bar_width = 24);
 
  private:
-  double elapsed() const;
-
   std::string label_, unit_;
   int64_t total_, done_ = 0;
   bool enabled_, interactive_, finished_ = false, printed_ = false;
   double log_interval_, last_print_ = 0;
-  std::chrono::steady_clock::time_point start_;
+  Stopwatch clock_;
 };
 
 }  // namespace sg2

@@ -69,4 +69,9 @@ class BatchLoader {
 // All labels of a dataset as one tensor [N, label_dim] (for drawing generator labels).
 at::Tensor all_labels(const Dataset& dataset);
 
+// The images at `indices`, uint8 [n, C, H, W] (metrics and the detector read them without the loader).
+at::Tensor read_images(const Dataset& dataset, const std::vector<int64_t>& indices);
+// Indices [start, start + count).
+std::vector<int64_t> index_range(int64_t start, int64_t count);
+
 }  // namespace sg2::data

@@ -19,6 +19,8 @@
 #include "sg2/metrics/feature_stats.h"
 #include "sg2/nn/networks.h"
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -54,7 +56,7 @@ struct MetricResult {
 
 // What identifies a dataset's content in cache keys: its path and every file's name, size and
 // modification time (so a rewritten dataset gets new statistics), its size and image shape.
-std::string dataset_identity(const std::string& path, const data::Dataset& dataset);
+nlohmann::json dataset_identity(const std::string& path, const data::Dataset& dataset);
 
 // Computes features_of(start, count) -> [count, D] for the blocks this rank owns and appends every
 // rank's blocks to `stats` in block order (all ranks call it together). D must be `feature_dim`.
@@ -66,7 +68,7 @@ class MetricEvaluator {
  public:
   // reals: the whole dataset; reals_identity: dataset_identity() of it. All ranks construct it.
   MetricEvaluator(dist::Communicator& comm, std::shared_ptr<FeatureDetector> detector,
-                  std::shared_ptr<const data::Dataset> reals, std::string reals_identity, EvaluationOptions options);
+                  std::shared_ptr<const data::Dataset> reals, nlohmann::json reals_identity, EvaluationOptions options);
 
   // Every rank calls it with its copy of G (identical replicas); every rank gets the result.
   MetricResult evaluate(const MetricSpec& spec, nn::Generator& G);
@@ -83,7 +85,8 @@ class MetricEvaluator {
   dist::Communicator& comm_;
   std::shared_ptr<FeatureDetector> detector_;
   std::shared_ptr<const data::Dataset> reals_;
-  std::string reals_identity_;
+  nlohmann::json reals_identity_;
+  at::Tensor label_table_;  // [N, label_dim] of the reals, for the fakes' labels (conditional networks)
   EvaluationOptions options_;
   std::vector<std::pair<std::string, std::unique_ptr<FeatureStats>>> real_cache_;  // key -> stats
 };

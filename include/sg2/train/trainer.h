@@ -83,6 +83,7 @@ class Trainer {
   Progress& progress() { return progress_; }
   const TrainConfig& config() const { return config_; }
   const data::Dataset& dataset() const { return *dataset_; }
+  const std::shared_ptr<const data::Dataset>& shared_dataset() const { return dataset_; }
   const at::Device& device() const { return device_; }
   ProcessPlace place() const { return place_; }
   dist::Communicator& comm() { return *comm_; }

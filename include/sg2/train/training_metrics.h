@@ -15,9 +15,10 @@ namespace sg2::train {
 
 class TrainingMetrics {
  public:
-  // Opens the whole dataset of config.data and loads metric.detector onto `device` (all ranks).
-  TrainingMetrics(const TrainConfig& config, dist::Communicator& comm, const at::Device& device,
-                  bool show_progress = true);
+  // reals: the whole dataset of config.data (not a rank's shard); loads metric.detector onto `device`.
+  // All ranks construct it.
+  TrainingMetrics(const TrainConfig& config, std::shared_ptr<const data::Dataset> reals, dist::Communicator& comm,
+                  const at::Device& device, bool show_progress = true);
 
   // Every configured metric of G (each rank's identical replica); every rank gets the results.
   std::vector<metrics::MetricResult> evaluate(nn::Generator& G);

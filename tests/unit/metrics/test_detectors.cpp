@@ -4,6 +4,7 @@
 
 #include "sg2/data/dataset_writer.h"
 #include "sg2/data/fashion_mnist.h"
+#include "sg2/data/loader.h"
 #include "sg2/dist/communicator.h"
 #include "sg2/metrics/builtin_detector.h"
 #include "sg2/metrics/detector.h"
@@ -123,8 +124,7 @@ TEST(MetricEvaluator, RealStatisticsAreCachedAndRecomputedWhenTheDatasetChanges)
   EXPECT_FALSE(at::allclose(recomputed, first));
   EXPECT_NE(std::filesystem::last_write_time(cache_file), written);
   // The recomputed statistics are the dataset's own.
-  at::Tensor images = at::empty({changed->size(), 1, 32, 32}, at::kByte);
-  for (int64_t i = 0; i < changed->size(); ++i) changed->read_image(i, images[i].data_ptr<uint8_t>());
+  const at::Tensor images = data::read_images(*changed, data::index_range(0, changed->size()));
   EXPECT_TRUE(at::allclose(recomputed, detector->features(images).to(at::kDouble).mean(0), 1e-9, 1e-9));
 }
 
