@@ -19,18 +19,22 @@ export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 mpirun_n() { local n=$1; shift; mpirun --oversubscribe -np "$n" "$@"; }
 
 # Tolerance: the runs differ only in float summation order (the rounds' gradients add in .grad on
-# one rank, in the allreduce on several). Adam with beta1 = 0 and eps = 1e-8 turns that rounding
-# into whole learning-rate steps wherever a gradient is near zero (its sign flips): one process
-# with 1 vs 2 CPU threads then differs by ~2e-3 after 5 steps. With optim.eps = 1e-3 the update is
-# continuous in the gradient; 4 steps (regularization at step 0) then stay below ~1e-5. Later
-# regularization steps amplify rounding again (5e-4 after 8 steps), hence 4.
-tolerance=1e-4
+# one rank, in the allreduce on several), which moves the weights after each phase by an ulp. A
+# pre-activation that lies within rounding of a leaky ReLU kink can then take the other slope in a
+# later phase (path length and R1 differentiate through those kinks twice), changing a cancelling
+# gradient sum such as a noise strength by a few percent: with optim.eps 1e-3, Adam passes that
+# straight into the step (max 1e-3, RMS 2.7e-5 measured on an AVX2 EPYC); with the default
+# eps = 1e-8 and beta1 = 0 the first steps are lr * sign(g) and it does not (max 5e-5, RMS 3e-7),
+# but a gradient whose sign rounding flips still moves one element by two learning-rate steps. So
+# the check is on the RMS over every element (1e-5; per-rank randomness, the control, is 5e-3), with
+# a loose bound on the largest single difference (1e-2, four steps of lr 0.0025).
+max_tolerance=1e-2 rms_tolerance=1e-5
 common=(--config "$src/configs/fashion32.yaml" --dist.rng global --train.batch 16 --train.batch_gpu 4
-        --optim.eps 1e-3 --kimg 0.064 --train.kimg_per_tick 0.032 --run.image_snapshot_ticks 0 --run.threads 1
+        --kimg 0.064 --train.kimg_per_tick 0.032 --run.image_snapshot_ticks 0 --run.threads 1
         --data.workers 0 --data.max_images 512 --run.grid_w 4 --run.grid_h 2)
 snapshot_of() { ls "$work/$1"/*/network-snapshot-000000.pt; }
-same_weights() {  # same_weights RUN_A RUN_B TOLERANCE
-  "$tests_bin/snapshot_diff" "$(snapshot_of "$1")" "$(snapshot_of "$2")" --tolerance "$3" \
+same_weights() {  # same_weights RUN_A RUN_B MAX_TOLERANCE [RMS_TOLERANCE]
+  "$tests_bin/snapshot_diff" "$(snapshot_of "$1")" "$(snapshot_of "$2")" --tolerance "$3" --rms-tolerance "${4:--1}" \
       --prefixes G.,D.,G_ema.,loss.pl_mean > "$work/diff.log" || { cat "$work/diff.log"; fail "$1 and $2 differ"; }
   echo "$1 vs $2:"; sed 's/^/  /' "$work/diff.log"
 }
@@ -43,11 +47,13 @@ equivalence() {
       { cat "$work/mpi$n.log"; fail "mpirun -np $n"; }
     grep -q "World: $n processes, backend mpi, rng global, $((4 / n)) rounds of 4 images" "$work/mpi$n.log" ||
       fail "mpirun -np $n: wrong layout"
-    same_weights one "mpi$n" "$tolerance"
+    same_weights one "mpi$n" "$max_tolerance" "$rms_tolerance"
   done
   # The comparison discriminates: per-rank randomness (the paper's mode) is another run.
   mpirun_n 2 "$bin/stylegan2_train" "${common[@]}" --dist.rng rank --outdir "$work/rank2" > "$work/rank2.log" 2>&1
-  if (same_weights one rank2 0.01 > /dev/null 2>&1); then fail "rng rank gave the same run as rng global"; fi
+  if (same_weights one rank2 "$max_tolerance" "$rms_tolerance" > /dev/null 2>&1); then
+    fail "rng rank gave the same run as rng global"
+  fi
 }
 
 launch() {

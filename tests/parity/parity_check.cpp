@@ -12,6 +12,7 @@
 // close to the exact values as the reference is. --kernels runs the fast kernels instead (the unit
 // tests hold each kernel to its reference, first and second order).
 #include "sg2/core/error.h"
+#include "sg2/nn/kink_pinning.h"
 #include "sg2/nn/networks.h"
 #include "sg2/nn/state_dict.h"
 #include "sg2/train/loss.h"
@@ -29,10 +30,13 @@ using sg2::nn::TensorMap;
 
 constexpr double kForwardTolerance = 1e-4;
 constexpr double kGradientTolerance = 1e-3;
+// Pre-activations this close to a ReLU kink (relative to the largest of their call) are ties that
+// float32 rounding decides; --kernels gives them the reference ops' side (sg2/nn/kink_pinning.h).
+constexpr double kKinkBand = 1e-6;
 
 class Report {
  public:
-  explicit Report(const TensorMap& fixture) : fixture_(fixture) {}
+  explicit Report(const TensorMap& fixture, bool quiet = false) : fixture_(fixture), quiet_(quiet) {}
 
   // Compares `ours` with fixture[key]: max |a - b| / max |b| (absolute error when b is all zero).
   void compare(const std::string& key, const at::Tensor& ours, double tolerance) {
@@ -52,7 +56,7 @@ class Report {
     const bool ok = error <= tolerance;
     failures_ += ok ? 0 : 1;
     ++compared_;
-    fmt::print("{}  {:<58} rel err {:.3e} (tol {:.0e})\n", ok ? "ok  " : "FAIL", key, error, tolerance);
+    if (!quiet_) fmt::print("{}  {:<58} rel err {:.3e} (tol {:.0e})\n", ok ? "ok  " : "FAIL", key, error, tolerance);
   }
 
   // Compares every fixture key "grad.<phase>.<net>.<param>" with the gradient of that parameter.
@@ -78,6 +82,7 @@ class Report {
 
  private:
   const TensorMap& fixture_;
+  bool quiet_;
   std::set<std::string> checked_;
   int compared_ = 0;
   int failures_ = 0;
@@ -158,7 +163,15 @@ void check_path_length(Report& report, const TensorMap& fx, sg2::nn::Generator& 
   report.compare_gradients("Gpl", "G", G);
 }
 
-int run(const std::string& pt_path, const std::string& json_path) {
+void evaluate(Report& report, const TensorMap& fixture, const nlohmann::json& config, sg2::nn::Generator& G,
+              sg2::nn::Discriminator& D) {
+  check_forward(report, fixture, G, D, config.value("truncation_psi", 0.7));
+  check_generator_main(report, fixture, G, D);
+  check_discriminator(report, fixture, D, config.value("r1_gamma", 10.0));
+  check_path_length(report, fixture, G, config.value("pl_weight", 2.0), config.value("pl_decay", 0.01));
+}
+
+int run(const std::string& pt_path, const std::string& json_path, bool kernels) {
   std::ifstream json_file(json_path);
   SG2_CHECK(json_file.good(), "cannot open '{}'", json_path);
   const nlohmann::json config = nlohmann::json::parse(json_file);
@@ -175,11 +188,22 @@ int run(const std::string& pt_path, const std::string& json_path) {
   fmt::print("G: {} parameters, D: {} parameters (loaded from {})\n", sg2::nn::count_parameters(*G),
              sg2::nn::count_parameters(*D), pt_path);
 
+  namespace ops = sg2::nn::ops;
+  if (kernels) {  // the reference ops' sides of every kink, then the kernels with those sides (kink_pinning.h)
+    ops::set_reference_ops(true);
+    ops::set_kink_pinning(ops::KinkPinning::Record);
+    Report recording(fixture, /*quiet=*/true);
+    evaluate(recording, fixture, config, *G, *D);
+    ops::set_reference_ops(false);
+    ops::set_kink_pinning(ops::KinkPinning::Replay, kKinkBand);
+  }
   Report report(fixture);
-  check_forward(report, fixture, *G, *D, config.value("truncation_psi", 0.7));
-  check_generator_main(report, fixture, *G, *D);
-  check_discriminator(report, fixture, *D, config.value("r1_gamma", 10.0));
-  check_path_length(report, fixture, *G, config.value("pl_weight", 2.0), config.value("pl_decay", 0.01));
+  evaluate(report, fixture, config, *G, *D);
+  if (kernels) {
+    fmt::print("kink ties: {} pre-activations within {:.0e} of 0 (relative) took the reference's side\n",
+               ops::pinned_kink_count(), kKinkBand);
+    ops::set_kink_pinning(ops::KinkPinning::Off);
+  }
   return report.finish();
 }
 
@@ -194,7 +218,7 @@ int main(int argc, char** argv) {
   sg2::nn::ops::set_reference_ops(!kernels);
   fmt::print("ops: {}\n", kernels ? "fast kernels (--kernels)" : "reference implementations");
   try {
-    return run(argv[1], argv[2]);
+    return run(argv[1], argv[2], kernels);
   } catch (const std::exception& e) {
     std::cerr << "parity_check: " << e.what() << "\n";
     return 2;

@@ -1,11 +1,13 @@
-// snapshot_diff A B [--tolerance T] [--prefixes G.,D.,G_ema.]: compares two snapshots' tensors with
-// the given prefixes; prints the largest absolute difference per prefix and the worst tensor.
-// Exit 0 when every difference is within T, 1 when not, 2 on bad input.
+// snapshot_diff A B [--tolerance T] [--rms-tolerance R] [--prefixes G.,D.,G_ema.]: compares two
+// snapshots' tensors with the given prefixes; prints per prefix the largest absolute difference (and
+// its tensor) and the root mean square of the differences over all elements. Exit 0 when every
+// difference is within T and every RMS within R, 1 when not, 2 on bad input.
 #include "sg2/train/command_line.h"
 #include "sg2/train/snapshot.h"
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <iostream>
 
 namespace {
@@ -14,6 +16,9 @@ struct Worst {
   double diff = 0;
   std::string name;
   int64_t compared = 0;
+  double squared_sum = 0;  // of the differences of every element
+  int64_t elements = 0;
+  double rms() const { return elements > 0 ? std::sqrt(squared_sum / static_cast<double>(elements)) : 0.0; }
 };
 
 Worst compare_prefix(const sg2::train::Snapshot& a, const sg2::train::Snapshot& b, const std::string& prefix) {
@@ -23,9 +28,15 @@ Worst compare_prefix(const sg2::train::Snapshot& a, const sg2::train::Snapshot& 
     auto it = b.tensors.find(name);
     SG2_CHECK(it != b.tensors.end(), "'{}' is in {} but not in {}", name, a.path, b.path);
     SG2_CHECK(ta.sizes() == it->second.sizes(), "'{}': shape {} vs {}", name, ta.sizes(), it->second.sizes());
-    const double diff = (ta.to(at::kDouble) - it->second.to(at::kDouble)).abs().max().item<double>();
+    const at::Tensor delta = ta.to(at::kDouble) - it->second.to(at::kDouble);
+    const double diff = delta.abs().max().item<double>();
     ++worst.compared;
-    if (diff >= worst.diff) worst = {diff, name, worst.compared};
+    worst.squared_sum += delta.square().sum().item<double>();
+    worst.elements += delta.numel();
+    if (diff >= worst.diff) {
+      worst.diff = diff;
+      worst.name = name;
+    }
   }
   SG2_CHECK(worst.compared > 0, "no tensor named {}* in {}", prefix, a.path);
   return worst;
@@ -36,10 +47,12 @@ Worst compare_prefix(const sg2::train::Snapshot& a, const sg2::train::Snapshot& 
 int main(int argc, char** argv) {
   CLI::App app{"Compare the tensors of two stylegan2-cpp snapshots."};
   std::string path_a, path_b, prefixes = "G.,D.,G_ema.";
-  double tolerance = 0;
+  double tolerance = 0, rms_tolerance = -1;
   app.add_option("a", path_a)->required()->check(CLI::ExistingFile);
   app.add_option("b", path_b)->required()->check(CLI::ExistingFile);
   app.add_option("--tolerance", tolerance, "Largest allowed absolute difference");
+  app.add_option("--rms-tolerance", rms_tolerance,
+                 "Largest allowed root mean square of the differences over all elements of a prefix (< 0: not checked)");
   app.add_option("--prefixes", prefixes, "Comma-separated tensor name prefixes");
   CLI11_PARSE(app, argc, argv);
   int status = 2;
@@ -49,9 +62,9 @@ int main(int argc, char** argv) {
     std::stringstream list(prefixes);
     for (std::string prefix; std::getline(list, prefix, ',');) {
       const Worst worst = compare_prefix(a, b, prefix);
-      std::cout << fmt::format("{:<8} max |a - b| = {:.3e} ({}; {} tensors)\n", prefix, worst.diff, worst.name,
-                               worst.compared);
-      if (worst.diff > tolerance) status = 1;
+      std::cout << fmt::format("{:<8} max |a - b| = {:.3e} ({}; {} tensors), rms {:.3e}\n", prefix, worst.diff,
+                               worst.name, worst.compared, worst.rms());
+      if (worst.diff > tolerance || (rms_tolerance >= 0 && worst.rms() > rms_tolerance)) status = 1;
     }
     return status;
   });
