@@ -1,8 +1,9 @@
 // CPU kernel for upfirdn2d (see kernels.h): one pass per output row, vectorised by the compiler
-// through stride-specialised inner loops, parallel over image planes.
+// through stride-specialised inner loops, parallel over image planes, compiled once per CPU level
+// (sg2/core/cpu_level.h).
 #include "sg2/nn/kernels.h"
-#include "sg2/nn/vectorize.h"
 
+#include "sg2/core/cpu_level.h"
 #include "sg2/core/error.h"
 
 #include <ATen/Parallel.h>
@@ -42,11 +43,11 @@ TapRun tap_run(int64_t tap, int64_t up, int64_t down, int64_t pad0, int64_t in_l
 }
 
 template <int XStep, int SrcStep>
-SG2_VECTOR_CLONES void axpy_strided(float* __restrict out, const float* __restrict in, float w, int64_t count) {
+SG2_INLINE_IN_CLONES void axpy_strided(float* __restrict out, const float* __restrict in, float w, int64_t count) {
   for (int64_t j = 0; j < count; ++j) out[j * XStep] += w * in[j * SrcStep];
 }
 
-void axpy_run(float* out_row, const float* in_row, float w, const TapRun& r) {
+SG2_INLINE_IN_CLONES void axpy_run(float* out_row, const float* in_row, float w, const TapRun& r) {
   float* out = out_row + r.x_start;
   const float* in = in_row + r.src_start;
   if (r.x_step == 1 && r.src_step == 1) return axpy_strided<1, 1>(out, in, w, r.count);
@@ -64,7 +65,7 @@ struct Plane {
 
 // out_row[ox] += sum_kx taps[kx] * row[ox * down + kx]; compile-time DOWN and KW (0: run time).
 template <int DOWN, int KW>
-inline void fir_row(float* __restrict out_row, const float* __restrict row, const float* __restrict taps,
+SG2_INLINE_IN_CLONES void fir_row(float* __restrict out_row, const float* __restrict row, const float* __restrict taps,
                     int64_t out_w, int64_t down_runtime, int64_t kw_runtime) {
   const int64_t down = DOWN > 0 ? DOWN : down_runtime, kw = KW > 0 ? KW : kw_runtime;
   for (int64_t ox = 0; ox < out_w; ++ox) {
@@ -75,7 +76,7 @@ inline void fir_row(float* __restrict out_row, const float* __restrict row, cons
 }
 
 template <int DOWN, int KW>
-inline void fir_rows(const float* scratch, int64_t padded_w, float* out, int64_t out_h, int64_t out_w,
+SG2_INLINE_IN_CLONES void fir_rows(const float* scratch, int64_t padded_w, float* out, int64_t out_h, int64_t out_w,
                      const float* g, int64_t kh, int64_t kw, int64_t down) {
   for (int64_t oy = 0; oy < out_h; ++oy) {
     for (int64_t ky = 0; ky < kh; ++ky) {
@@ -84,8 +85,7 @@ inline void fir_rows(const float* scratch, int64_t padded_w, float* out, int64_t
   }
 }
 
-SG2_VECTOR_CLONES
-void fir_plane_no_up(const Plane& in, float* out, int64_t out_h, int64_t out_w, const float* g, int64_t kh,
+SG2_INLINE_IN_CLONES void fir_plane_no_up(const Plane& in, float* out, int64_t out_h, int64_t out_w, const float* g, int64_t kh,
                      int64_t kw, int64_t down, const ops::Padding& pad, float* scratch) {
   const auto [px0, px1, py0, py1] = pad;
   const int64_t padded_h = in.height + py0 + py1, padded_w = in.width + px0 + px1;
@@ -98,6 +98,66 @@ void fir_plane_no_up(const Plane& in, float* out, int64_t out_h, int64_t out_w, 
   if (down == 1 && kw == 4) return fir_rows<1, 4>(scratch, padded_w, out, out_h, out_w, g, kh, kw, down);
   if (down == 2 && kw == 4) return fir_rows<2, 4>(scratch, padded_w, out, out_h, out_w, g, kh, kw, down);
   fir_rows<0, 0>(scratch, padded_w, out, out_h, out_w, g, kh, kw, down);
+}
+
+// One call's planes: x [N, C, in_h, in_w] (rows contiguous) -> y [N, C, out_h, out_w] (contiguous).
+struct PlaneJob {
+  const float* in;
+  int64_t channels, in_h, in_w, stride_n, stride_c, stride_y;
+  float* out;
+  int64_t out_h, out_w;
+  const float* taps;  // [fh, fw], correlation order, gain applied
+  int64_t fh, fw;
+  ops::FirParams p;
+  std::vector<TapRun> runs_x;  // per column tap, for up > 1
+};
+
+// Upsampling: every tap of every output row adds a strided run of one input row.
+SG2_INLINE_IN_CLONES void fir_plane_up(const PlaneJob& job, const float* in_plane, float* out_plane) {
+  const ops::FirParams& p = job.p;
+  for (int64_t oy = 0; oy < job.out_h; ++oy) {
+    float* out_row = out_plane + oy * job.out_w;
+    for (int64_t ky = 0; ky < job.fh; ++ky) {
+      const int64_t vy = oy * p.down + ky - p.padding[2];  // row in upsampled coordinates
+      if (vy < 0 || vy >= job.in_h * p.up || vy % p.up != 0) continue;
+      const float* in_row = in_plane + (vy / p.up) * job.stride_y;
+      for (int64_t kx = 0; kx < job.fw; ++kx) {
+        axpy_run(out_row, in_row, job.taps[ky * job.fw + kx], job.runs_x[static_cast<size_t>(kx)]);
+      }
+    }
+  }
+}
+
+SG2_INLINE_IN_CLONES void run_planes_at_this_level(const PlaneJob& job, int64_t begin, int64_t end) {
+  const ops::Padding& pad = job.p.padding;
+  std::vector<float> scratch;
+  if (job.p.up == 1) scratch.resize(static_cast<size_t>((job.in_h + pad[2] + pad[3]) * (job.in_w + pad[0] + pad[1])));
+  for (int64_t plane = begin; plane < end; ++plane) {
+    const float* in_plane = job.in + (plane / job.channels) * job.stride_n + (plane % job.channels) * job.stride_c;
+    float* out_plane = job.out + plane * job.out_h * job.out_w;
+    if (job.p.up == 1) {
+      fir_plane_no_up(Plane{in_plane, job.in_h, job.in_w, job.stride_y}, out_plane, job.out_h, job.out_w, job.taps,
+                      job.fh, job.fw, job.p.down, pad, scratch.data());
+    } else {
+      fir_plane_up(job, in_plane, out_plane);
+    }
+  }
+}
+
+SG2_TARGET_AVX512 void run_planes_avx512(const PlaneJob& job, int64_t begin, int64_t end) {
+  run_planes_at_this_level(job, begin, end);
+}
+SG2_TARGET_AVX2 void run_planes_avx2(const PlaneJob& job, int64_t begin, int64_t end) {
+  run_planes_at_this_level(job, begin, end);
+}
+void run_planes_baseline(const PlaneJob& job, int64_t begin, int64_t end) { run_planes_at_this_level(job, begin, end); }
+
+void run_planes(const PlaneJob& job, int64_t begin, int64_t end) {
+  switch (cpu::cpu_level()) {
+    case cpu::Level::Avx512: return run_planes_avx512(job, begin, end);
+    case cpu::Level::Avx2: return run_planes_avx2(job, begin, end);
+    case cpu::Level::Baseline: return run_planes_baseline(job, begin, end);
+  }
 }
 
 }  // namespace
@@ -125,35 +185,9 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x_in, const at::Tensor& f_in, con
   for (int64_t kx = 0; kx < fw; ++kx) runs_x.push_back(tap_run(kx, p.up, p.down, px0, in_w, out_w));
 
   at::Tensor y = at::zeros({x.size(0), x.size(1), out_h, out_w}, x.options());
-  const float* in = x.data_ptr<float>();
-  float* out = y.data_ptr<float>();
-  if (p.up == 1) {
-    const int64_t scratch_size = (in_h + py0 + py1) * (in_w + px0 + px1);
-    at::parallel_for(0, planes, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> scratch(static_cast<size_t>(scratch_size));
-      for (int64_t plane = begin; plane < end; ++plane) {
-        const Plane source{in + (plane / channels) * stride_n + (plane % channels) * stride_c, in_h, in_w, stride_y};
-        fir_plane_no_up(source, out + plane * out_h * out_w, out_h, out_w, g, fh, fw, p.down, p.padding,
-                        scratch.data());
-      }
-    });
-    return y;
-  }
-  at::parallel_for(0, planes, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t plane = begin; plane < end; ++plane) {
-      const float* in_plane = in + (plane / channels) * stride_n + (plane % channels) * stride_c;
-      float* out_plane = out + plane * out_h * out_w;
-      for (int64_t oy = 0; oy < out_h; ++oy) {
-        float* out_row = out_plane + oy * out_w;
-        for (int64_t ky = 0; ky < fh; ++ky) {
-          const int64_t vy = oy * p.down + ky - py0;  // row in upsampled coordinates
-          if (vy < 0 || vy >= in_h * p.up || vy % p.up != 0) continue;
-          const float* in_row = in_plane + (vy / p.up) * stride_y;
-          for (int64_t kx = 0; kx < fw; ++kx) axpy_run(out_row, in_row, g[ky * fw + kx], runs_x[static_cast<size_t>(kx)]);
-        }
-      }
-    }
-  });
+  const PlaneJob job{x.data_ptr<float>(), channels, in_h, in_w, stride_n, stride_c, stride_y, y.data_ptr<float>(),
+                     out_h, out_w, g, fh, fw, p, std::move(runs_x)};
+  at::parallel_for(0, planes, 1, [&](int64_t begin, int64_t end) { run_planes(job, begin, end); });
   return y;
 }
 

@@ -1,0 +1,150 @@
+// Every CPU-level clone of the hand-written kernels (sg2/core/cpu_level.h), forced in turn, against
+// the reference ops at the shapes the networks use: outputs, first and second derivatives. And kink
+// pinning, which the parity check of the kernels relies on.
+#include "sg2/core/cpu_level.h"
+#include "sg2/nn/kink_pinning.h"
+#include "sg2/nn/ops.h"
+#include "test_support.h"
+
+#include <torch/csrc/autograd/autograd.h>
+
+#include <functional>
+
+namespace sg2::nn {
+namespace {
+
+double max_relative_error(const at::Tensor& a, const at::Tensor& b) {
+  const double scale = b.abs().max().item<double>();
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>() / std::max(scale, 1e-30);
+}
+
+// Restores the CPU level and the op choice at the end of a test.
+struct LevelGuard {
+  cpu::Level saved = cpu::cpu_level();
+  ~LevelGuard() {
+    cpu::force_cpu_level(saved);
+    ops::set_reference_ops(false);
+  }
+};
+
+// A resampling op of the networks: y = op(x, w); w may be undefined (pure FIR).
+struct NetworkOp {
+  std::string name;
+  std::vector<int64_t> x_shape, w_shape;
+  std::function<at::Tensor(const at::Tensor&, const at::Tensor&)> apply;
+};
+
+std::vector<NetworkOp> network_ops() {
+  const at::Tensor f = ops::setup_filter({1, 3, 3, 1});
+  auto conv = [f](int64_t up, int64_t down, int64_t padding, bool flip_weight) {
+    return [=](const at::Tensor& x, const at::Tensor& w) {
+      ops::ConvResampleParams p;
+      p.up = up;
+      p.down = down;
+      p.padding = {padding, padding, padding, padding};
+      p.flip_weight = flip_weight;
+      return ops::conv2d_resample(x, w, f, p);
+    };
+  };
+  std::vector<NetworkOp> cases;
+  for (int64_t r : {4, 8, 32}) {
+    const std::string at = " at " + std::to_string(r);
+    cases.push_back({"G skip upsample2d" + at, {2, 3, r, r}, {}, [f](const at::Tensor& x, const at::Tensor&) {
+                       return ops::upsample2d(x, f);
+                     }});
+    cases.push_back({"D downsample2d" + at, {2, 8, r, r}, {}, [f](const at::Tensor& x, const at::Tensor&) {
+                       return ops::downsample2d(x, f);
+                     }});
+    cases.push_back({"G conv0 (3x3, up 2)" + at, {2, 8, r, r}, {6, 8, 3, 3}, conv(2, 1, 1, false)});
+    cases.push_back({"D conv1 (3x3, down 2)" + at, {2, 8, r, r}, {6, 8, 3, 3}, conv(1, 2, 1, true)});
+    cases.push_back({"D skip (1x1, down 2)" + at, {2, 8, r, r}, {6, 8, 1, 1}, conv(1, 2, 0, true)});
+  }
+  return cases;
+}
+
+// Output, dL/dx, dL/dw and the second-order d((dL/dx . v))/d(x, w) for L = sum(op(x^2, w) * g).
+std::vector<at::Tensor> derivatives(const NetworkOp& op, const at::Tensor& x0, const at::Tensor& w0, bool reference) {
+  ops::set_reference_ops(reference);
+  at::Tensor x = x0.clone().requires_grad_(true);
+  at::Tensor w = w0.defined() ? w0.clone().requires_grad_(true) : at::Tensor();
+  at::Tensor y = op.apply(x.square(), w);
+  at::manual_seed(11);
+  const at::Tensor g = at::randn(y.sizes()), v = at::randn(x0.sizes());
+  std::vector<at::Tensor> inputs{x};
+  if (w.defined()) inputs.push_back(w);
+  auto first = torch::autograd::grad({(y * g).sum()}, inputs, {}, /*retain_graph=*/true, /*create_graph=*/true);
+  auto second = torch::autograd::grad({(first[0] * v).sum()}, inputs, {}, /*retain_graph=*/false,
+                                      /*create_graph=*/false, /*allow_unused=*/true);
+  std::vector<at::Tensor> out{y.detach()};
+  for (const auto& t : first) out.push_back(t.detach());
+  for (const auto& t : second) {
+    if (t.defined()) out.push_back(t);
+  }
+  return out;
+}
+
+TEST(KernelsPerCpuLevel, EveryCloneMatchesTheReferenceToSecondOrderAtNetworkShapes) {
+  LevelGuard guard;
+  const std::vector<cpu::Level> levels = cpu::supported_levels();
+  std::cout << "CPU levels tested: ";
+  for (auto level : levels) std::cout << cpu::to_string(level) << " ";
+  std::cout << "(best supported: " << cpu::to_string(cpu::best_supported_level()) << ")\n";
+  for (const NetworkOp& op : network_ops()) {
+    at::manual_seed(5);
+    const at::Tensor x0 = at::randn(op.x_shape);
+    const at::Tensor w0 = op.w_shape.empty() ? at::Tensor() : at::randn(op.w_shape);
+    const auto reference = derivatives(op, x0, w0, /*reference=*/true);
+    for (cpu::Level level : levels) {
+      cpu::force_cpu_level(level);
+      const auto kernel = derivatives(op, x0, w0, /*reference=*/false);
+      ASSERT_EQ(kernel.size(), reference.size()) << op.name;
+      for (size_t i = 0; i < kernel.size(); ++i) {
+        EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5)
+            << op.name << ", " << cpu::to_string(level) << ", derivative output " << i;
+      }
+    }
+  }
+}
+
+TEST(KernelsPerCpuLevel, ForcingAnUnsupportedLevelFailsAndNamesTheBest) {
+  LevelGuard guard;
+  if (cpu::best_supported_level() == cpu::Level::Avx512) GTEST_SKIP() << "this CPU supports every level";
+  EXPECT_THROW(cpu::force_cpu_level(cpu::Level::Avx512), std::exception);
+  EXPECT_THROW(cpu::parse_level("sse9"), std::exception);
+  EXPECT_EQ(cpu::parse_level("baseline"), cpu::Level::Baseline);
+}
+
+TEST(KinkPinning, ReplayGivesNearZeroPreActivationsTheRecordedSideWithIdentityGradient) {
+  ops::BiasActParams p;
+  p.act = ops::Activation::LRelu;
+  // Recorded: the reference run saw +1e-7 (slope 1) and -2e-7 (slope 0.2) at the kink.
+  const at::Tensor recorded = at::tensor({2.0f, 1e-7f, -2e-7f, -3.0f}).reshape({1, 4});
+  ops::set_kink_pinning(ops::KinkPinning::Record);
+  ops::bias_act(recorded, at::Tensor(), p);
+  // Replayed: rounding put both ties on the other side, and one clear value changed sign (no tie).
+  at::Tensor x = at::tensor({2.0f, -1e-7f, 2e-7f, 3.0f}).reshape({1, 4}).requires_grad_(true);
+  ops::set_kink_pinning(ops::KinkPinning::Replay, 1e-6);
+  at::Tensor y = ops::bias_act(x, at::Tensor(), p);
+  y.sum().backward();
+  EXPECT_EQ(ops::pinned_kink_count(), 2);
+  ops::set_kink_pinning(ops::KinkPinning::Off);
+  const double gain = std::sqrt(2.0);
+  const at::Tensor expected_grad = at::tensor({1.0, 1.0, 0.2, 1.0}) * gain;  // recorded slopes at the ties
+  EXPECT_LT((x.grad().to(at::kDouble).flatten() - expected_grad).abs().max().item<double>(), 1e-6);
+  EXPECT_GT(y[0][1].item<float>(), 0.0f);
+  EXPECT_LT(y[0][2].item<float>(), 0.0f);
+  EXPECT_NEAR(y[0][3].item<float>(), 3.0 * gain, 1e-5);  // far from the kink: untouched
+}
+
+TEST(KinkPinning, ReplayOfAnotherShapeIsAnError) {
+  ops::BiasActParams p;
+  p.act = ops::Activation::LRelu;
+  ops::set_kink_pinning(ops::KinkPinning::Record);
+  ops::bias_act(at::ones({2, 3}), at::Tensor(), p);
+  ops::set_kink_pinning(ops::KinkPinning::Replay);
+  EXPECT_THROW(ops::bias_act(at::ones({3, 2}), at::Tensor(), p), std::exception);
+  ops::set_kink_pinning(ops::KinkPinning::Off);
+}
+
+}  // namespace
+}  // namespace sg2::nn
