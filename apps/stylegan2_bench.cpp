@@ -3,6 +3,7 @@
 // communicator like nccl-tests.
 //   stylegan2_bench --config configs/bench-cpu-32.yaml
 //   mpirun -np 2 stylegan2_bench comm [--config configs/bench-cpu-32.yaml]
+#include "sg2/core/cli_parse.h"
 #include "sg2/core/logging.h"
 #include "sg2/dist/comm_benchmark.h"
 #include "sg2/nn/ops.h"
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
   comm->add_option("--step-factor", comm_options.step_factor, "Size multiplier")->capture_default_str();
   comm->add_option("--iters", comm_options.iterations, "Timed calls per size")->capture_default_str();
   comm->add_option("--warmup", comm_options.warmup, "Untimed calls per size")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  SG2_PARSE_COMMAND_LINE(app, argc, argv);
   bench.op_families = !no_ops;
   nn::ops::set_reference_ops(reference_ops);
   return train::run_reporting_errors("stylegan2_bench", [&] {

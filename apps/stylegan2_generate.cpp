@@ -3,6 +3,7 @@
 //   stylegan2_generate --network runs/00000-x/network-snapshot-000030.pt --seeds 0-63 --trunc 0.7 --outdir out
 //   stylegan2_generate --network N.pt --seeds 85,100,75 --mix-columns 55,821,1789 --styles 0-6 --outdir mix
 //   stylegan2_generate --network N.pt --seeds 1,2,3,1 --interpolate 30 --outdir frames
+#include "sg2/core/cli_parse.h"
 #include "sg2/core/system.h"
 #include "sg2/train/command_line.h"
 #include "sg2/train/generate.h"
@@ -28,7 +29,7 @@ int main(int argc, char** argv) {
   app.add_option("--outdir", options.outdir, "Output directory")->capture_default_str();
   app.add_option("--device", options.device, "auto, cpu or cuda")->capture_default_str();
   app.add_option("--batch", options.batch, "Images per forward pass")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  SG2_PARSE_COMMAND_LINE(app, argc, argv);
   return sg2::train::run_reporting_errors("stylegan2_generate", [&] {
     if (options.latents_file.empty()) options.seeds = sg2::parse_index_list(seeds, "--seeds");
     if (!columns.empty()) options.mix_columns = sg2::parse_index_list(columns, "--mix-columns");

@@ -1,6 +1,7 @@
 // stylegan2_import: turns a stylegan2-ada-pytorch state dict (scripts/export_pkl.py writes one from
 // NVIDIA's network pickles) and its configuration JSON into a snapshot.
 //   stylegan2_import --state-dict ffhq.pt --config ffhq.json --out ffhq-snapshot.pt
+#include "sg2/core/cli_parse.h"
 #include "sg2/train/command_line.h"
 #include "sg2/train/import.h"
 
@@ -13,7 +14,7 @@ int main(int argc, char** argv) {
       ->required()->check(CLI::ExistingFile);
   app.add_option("--config", config, "JSON with the \"G\" and \"D\" network options")->required()->check(CLI::ExistingFile);
   app.add_option("--out", out, "Snapshot to write (network-snapshot format)")->required();
-  CLI11_PARSE(app, argc, argv);
+  SG2_PARSE_COMMAND_LINE(app, argc, argv);
   return sg2::train::run_reporting_errors("stylegan2_import", [&] {
     const auto result = sg2::train::import_reference_networks(state_dict, config, out);
     for (const std::string& note : result.notes) std::cout << "note: " << note << "\n";

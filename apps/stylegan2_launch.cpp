@@ -1,6 +1,7 @@
 // stylegan2_launch: starts the ranks of one node with torchrun's environment and supervises them.
 //   stylegan2_launch --nproc-per-node 2 -- stylegan2_train --config run.yaml
 //   stylegan2_launch --nproc-per-node 8 --nnodes 2 --node-rank 1 --master-addr node0 -- stylegan2_train ...
+#include "sg2/core/cli_parse.h"
 #include "sg2/dist/launcher.h"
 
 #include <CLI/CLI.hpp>
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log-dir", options.log_dir, "Write each rank's stdout and stderr to DIR/rank_<RANK>.log");
   app.add_option("command", options.command, "Program and arguments");
-  CLI11_PARSE(app, argc, argv);
+  SG2_PARSE_COMMAND_LINE(app, argc, argv);
 
   auto logger = spdlog::stderr_logger_mt("stylegan2_launch");
   logger->set_pattern("[stylegan2_launch] %v");

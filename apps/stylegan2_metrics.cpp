@@ -2,6 +2,7 @@
 //   mpirun -np 2 stylegan2_metrics --network runs/00000-x/network-snapshot-000024.pt --metrics fid50k_full
 //         --detector inception-2015-12-05.pt
 //   stylegan2_metrics train-detector --data /usr/share/datasets/fashion-mnist --heldout-split test --out fmnist.pt
+#include "sg2/core/cli_parse.h"
 #include "sg2/train/command_line.h"
 
 int main(int argc, char** argv) {
@@ -11,7 +12,7 @@ int main(int argc, char** argv) {
   sg2::train::DetectorCommand detector;
   CLI::App* train_detector = app.add_subcommand("train-detector", "Train the built-in CNN feature detector");
   detector.add_to(*train_detector);
-  CLI11_PARSE(app, argc, argv);
+  SG2_PARSE_COMMAND_LINE(app, argc, argv);
   return sg2::train::run_reporting_errors("stylegan2_metrics", [&] {
     return train_detector->parsed() ? detector.run() : metrics.run();
   });

@@ -92,18 +92,23 @@ int64_t parse_index(const std::string& item, const std::string& what) {
 }
 }  // namespace
 
-std::vector<int64_t> parse_index_list(const std::string& text, const std::string& what) {
+std::vector<int64_t> parse_index_list(const std::string& text, const std::string& what, int64_t max_entries) {
   std::vector<int64_t> out;
   std::stringstream stream(text);
   for (std::string item; std::getline(stream, item, ',');) {
     const auto dash = item.find('-', 1);
     if (dash == std::string::npos) {
       out.push_back(parse_index(item, what));
+      SG2_CHECK(static_cast<int64_t>(out.size()) <= max_entries, "{}: '{}' lists more than {} entries", what, text,
+                max_entries);
       continue;
     }
     const int64_t first = parse_index(item.substr(0, dash), what);
     const int64_t last = parse_index(item.substr(dash + 1), what);
     SG2_CHECK(first <= last, "{}: range '{}' runs backwards", what, item);
+    // Checked before expanding: 0-99999999999 must not allocate first.
+    SG2_CHECK(last - first < max_entries - static_cast<int64_t>(out.size()),
+              "{}: '{}' lists more than {} entries", what, text, max_entries);
     for (int64_t i = first; i <= last; ++i) out.push_back(i);
   }
   SG2_CHECK(!out.empty(), "{}: empty list", what);

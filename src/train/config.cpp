@@ -148,7 +148,8 @@ void validate(const TrainConfig& c, int world_size) {
   SG2_CHECK(c.train.total_kimg > 0, "train.total_kimg = {}: must be > 0", c.train.total_kimg);
   SG2_CHECK(c.train.kimg_per_tick > 0, "train.kimg_per_tick = {}: must be > 0", c.train.kimg_per_tick);
   SG2_CHECK(c.train.ema_kimg >= 0, "train.ema_kimg = {}: must be >= 0", c.train.ema_kimg);
-  SG2_CHECK(c.optim.G_lr > 0 && c.optim.D_lr > 0, "optim.G_lr / optim.D_lr must be > 0");
+  SG2_CHECK(std::isfinite(c.optim.G_lr) && std::isfinite(c.optim.D_lr) && c.optim.G_lr > 0 && c.optim.D_lr > 0,
+            "optim.G_lr = {}, optim.D_lr = {}: must be finite and > 0", c.optim.G_lr, c.optim.D_lr);
   SG2_CHECK(c.optim.beta1 >= 0 && c.optim.beta1 < 1 && c.optim.beta2 >= 0 && c.optim.beta2 < 1,
             "optim.beta1 / optim.beta2 must lie in [0, 1)");
   SG2_CHECK(c.optim.G_reg_interval >= 0 && c.optim.D_reg_interval >= 0, "optim.*_reg_interval must be >= 0");
@@ -157,6 +158,17 @@ void validate(const TrainConfig& c, int world_size) {
   SG2_CHECK(c.data.resolution == 0 || (c.data.resolution >= 8 && (c.data.resolution & (c.data.resolution - 1)) == 0),
             "data.resolution = {}: must be 0 (the dataset's) or a power of two >= 8", c.data.resolution);
   SG2_CHECK(c.run.threads >= 0, "run.threads = {}: must be >= 0", c.run.threads);
+  SG2_CHECK(c.run.grid_w >= 0 && c.run.grid_w <= 128 && c.run.grid_h >= 0 && c.run.grid_h <= 128,
+            "run.grid_w = {}, run.grid_h = {}: each must be 0 (as the reference) to 128", c.run.grid_w, c.run.grid_h);
+  SG2_CHECK(c.data.max_images >= 0, "data.max_images = {}: must be >= 0 (0: all)", c.data.max_images);
+  SG2_CHECK(std::isfinite(c.loss.r1_gamma) && c.loss.r1_gamma >= 0, "loss.r1_gamma = {}: must be >= 0 (0: off)",
+            c.loss.r1_gamma);
+  SG2_CHECK(std::isfinite(c.loss.pl_weight) && c.loss.pl_weight >= 0, "loss.pl_weight = {}: must be >= 0 (0: off)",
+            c.loss.pl_weight);
+  SG2_CHECK(c.loss.pl_decay >= 0 && c.loss.pl_decay <= 1, "loss.pl_decay = {}: must lie in [0, 1]", c.loss.pl_decay);
+  SG2_CHECK(c.G.w_avg_beta >= 0 && c.G.w_avg_beta <= 1, "G.w_avg_beta = {}: must lie in [0, 1]", c.G.w_avg_beta);
+  SG2_CHECK(std::isfinite(c.optim.eps) && c.optim.eps > 0, "optim.eps = {}: must be > 0", c.optim.eps);
+  SG2_CHECK(c.train.ema_rampup >= 0, "train.ema_rampup = {}: must be >= 0 (0: off)", c.train.ema_rampup);
   SG2_CHECK(c.dist.bucket_mb > 0, "dist.bucket_mb = {}: must be > 0", c.dist.bucket_mb);
   SG2_CHECK(c.dist.timeout > 0, "dist.timeout = {}: must be > 0 seconds", c.dist.timeout);
   SG2_CHECK(c.metrics.empty() || !c.metric.detector.empty(),

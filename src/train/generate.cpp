@@ -158,6 +158,11 @@ std::vector<std::string> generate_images(const GenerateOptions& o) {
   SG2_CHECK(o.latents_file.empty() || (o.mix_columns.empty() && o.interpolation_frames == 0),
             "--latents renders images only (not style mixing or interpolation)");
   SG2_CHECK(o.mix_columns.empty() || o.interpolation_frames == 0, "choose style mixing or interpolation, not both");
+  SG2_CHECK(std::isfinite(o.truncation_psi), "--trunc {}: the truncation psi must be a finite number (1: none, 0.7: "
+            "the usual)", o.truncation_psi);
+  SG2_CHECK(o.interpolation_frames >= 0 && o.interpolation_frames <= 100000, "--interpolate {}: must be 0-100000",
+            o.interpolation_frames);
+  SG2_CHECK(o.batch >= 1, "--batch {}: must be >= 1", o.batch);
   Renderer renderer(o);
   std::filesystem::create_directories(o.outdir);
   if (!o.mix_columns.empty()) return render_style_mixing(renderer, o);

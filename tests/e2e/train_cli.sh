@@ -68,6 +68,22 @@ expect_error "data.path '/nonexistent' does not exist" "$bin/stylegan2_train" "$
 printf 'G:\n  z_dim: [1, 2\n' > "$work/bad.yaml"
 expect_error "bad.yaml:" "$bin/stylegan2_train" --config "$work/bad.yaml"
 expect_error "is not a readable snapshot" "$bin/stylegan2_generate" --network "$work/bad.yaml"
+expect_error "lists more than 1000000 entries" "$bin/stylegan2_generate" --network "$run_dir/network-snapshot-000000.pt" \
+    --seeds 0-99999999999 --outdir "$work/gen-huge"
+for psi in nan inf; do
+  expect_error "truncation psi must be a finite number" "$bin/stylegan2_generate" \
+      --network "$run_dir/network-snapshot-000000.pt" --seeds 0 --trunc "$psi" --outdir "$work/gen-$psi"
+done
+expect_error "run.grid_w = 100000" "$bin/stylegan2_train" "${tiny[@]}" --run.grid_w 100000 --run.grid_h 100000 --dry-run
+# Command-line mistakes exit 1 in every program, as every other error does (CLI11's own codes are 100+).
+for program in stylegan2_train stylegan2_generate stylegan2_dataset stylegan2_metrics stylegan2_import stylegan2_bench \
+               stylegan2_launch; do
+  rc=0; "$bin/$program" --no-such-option > "$work/cli.log" 2>&1 || rc=$?
+  [ "$rc" -eq 1 ] || { cat "$work/cli.log"; fail "$program --no-such-option exited $rc, not 1"; }
+done
+rc=0; "$bin/stylegan2_generate" --seeds 1 > "$work/cli.log" 2>&1 || rc=$?  # --network missing
+[ "$rc" -eq 1 ] || fail "stylegan2_generate without --network exited $rc, not 1"
+"$bin/stylegan2_train" --help > /dev/null || fail "--help must exit 0"
 "$bin/stylegan2_train" "${tiny[@]}" --dry-run > "$work/dry.log"
 grep -q "z_dim: 32" "$work/dry.log" || fail "--dry-run did not print the config"
 grep -q "# world: 1 processes" "$work/dry.log" || fail "--dry-run did not print the world"

@@ -2,6 +2,7 @@
 // snapshots' tensors with the given prefixes; prints per prefix the largest absolute difference (and
 // its tensor) and the root mean square of the differences over all elements. Exit 0 when every
 // difference is within T and every RMS within R, 1 when not, 2 on bad input.
+#include "sg2/core/cli_parse.h"
 #include "sg2/train/command_line.h"
 #include "sg2/train/snapshot.h"
 
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
   app.add_option("--rms-tolerance", rms_tolerance,
                  "Largest allowed root mean square of the differences over all elements of a prefix (< 0: not checked)");
   app.add_option("--prefixes", prefixes, "Comma-separated tensor name prefixes");
-  CLI11_PARSE(app, argc, argv);
+  SG2_PARSE_COMMAND_LINE(app, argc, argv);
   int status = 2;
   sg2::train::run_reporting_errors("snapshot_diff", [&] {
     const auto a = sg2::train::load_snapshot(path_a), b = sg2::train::load_snapshot(path_b);

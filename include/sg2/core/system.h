@@ -22,8 +22,10 @@ double unix_time();  // seconds since the epoch (wall clock), for timestamps in 
 // "12s", "3m 04s", "2h 05m 06s", "1d 02h 03m" (as the reference's status lines).
 std::string format_duration(double seconds);
 
-// "0-3,7,10-11" -> {0,1,2,3,7,10,11}; errors name `what` and the bad item.
-std::vector<int64_t> parse_index_list(const std::string& text, const std::string& what);
+// "0-3,7,10-11" -> {0,1,2,3,7,10,11}; errors name `what` and the bad item, and a list of more
+// than `max_entries` is an error before anything is expanded.
+std::vector<int64_t> parse_index_list(const std::string& text, const std::string& what,
+                                      int64_t max_entries = 1'000'000);
 
 // SIGINT and SIGTERM set a flag instead of ending the process (a second one ends it at once); long
 // loops check stop_requested() at safe points, e.g. to write a snapshot before exiting.

@@ -53,6 +53,13 @@ TEST(IndexList, ParsesRangesAndRejectsJunk) {
   }
 }
 
+TEST(IndexList, RefusesHugeListsBeforeExpandingThem) {
+  const std::string message = test::error_message([] { parse_index_list("0-99999999999", "--seeds"); });
+  EXPECT_NE(message.find("--seeds: '0-99999999999' lists more than 1000000 entries"), std::string::npos) << message;
+  EXPECT_THROW(parse_index_list("0-5,7-9", "--seeds", 8), Error);
+  EXPECT_EQ(parse_index_list("0-5,7-8", "--seeds", 8).size(), 8u);
+}
+
 TEST(FormatDuration, MatchesTheReferenceStyle) {
   EXPECT_EQ(format_duration(12), "12s");
   EXPECT_EQ(format_duration(184), "3m 04s");

@@ -3,7 +3,10 @@
 #include "sg2/train/config.h"
 #include "test_support.h"
 
+#include <cmath>
 #include <filesystem>
+#include <functional>
+#include <limits>
 
 namespace sg2::train {
 namespace {
@@ -23,6 +26,28 @@ TEST(TrainConfig, EveryPresetParsesAndValidates) {
     ++presets;
   }
   EXPECT_GE(presets, 8);
+}
+
+TEST(TrainConfig, OutOfRangeValuesNameTheirKey) {
+  struct Case {
+    std::function<void(TrainConfig&)> set;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {[](TrainConfig& c) { c.loss.r1_gamma = -1; }, "loss.r1_gamma = -1: must be >= 0"},
+      {[](TrainConfig& c) { c.loss.pl_weight = std::nan(""); }, "loss.pl_weight = nan"},
+      {[](TrainConfig& c) { c.G.w_avg_beta = 2; }, "G.w_avg_beta = 2: must lie in [0, 1]"},
+      {[](TrainConfig& c) { c.data.max_images = -1; }, "data.max_images = -1: must be >= 0"},
+      {[](TrainConfig& c) { c.run.grid_w = 100000; }, "run.grid_w = 100000"},
+      {[](TrainConfig& c) { c.optim.eps = 0; }, "optim.eps = 0: must be > 0"},
+      {[](TrainConfig& c) { c.optim.G_lr = std::numeric_limits<double>::infinity(); }, "optim.G_lr = inf"},
+  };
+  for (const Case& test_case : cases) {
+    TrainConfig c;
+    test_case.set(c);
+    const std::string message = validation_error(c, 1);
+    EXPECT_NE(message.find(test_case.expected), std::string::npos) << "got: " << message;
+  }
 }
 
 TEST(TrainConfig, ConfigFMatchesTheDesignTable) {
