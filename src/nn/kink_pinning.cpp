@@ -12,7 +12,7 @@ namespace {
 
 struct PinState {
   std::mutex mutex;
-  double band = 1e-5;
+  double band = 1e-6;
   std::vector<at::Tensor> sides;  // per recorded call: v > 0
   size_t next_call = 0;
   int64_t pinned = 0;

@@ -69,15 +69,17 @@ at::Tensor upfirdn2d_reference(const at::Tensor& x_in, const at::Tensor& f_in, c
   return x.slice(2, 0, x.size(2), p.down).slice(3, 0, x.size(3), p.down);
 }
 
+at::Tensor add_bias(const at::Tensor& x, const at::Tensor& b, int64_t dim) {
+  if (!b.defined()) return x;
+  SG2_CHECK(b.dim() == 1 && b.size(0) == x.size(dim), "bias_act: bias of shape {} does not match x {} at dim {}",
+            b.sizes(), x.sizes(), dim);
+  std::vector<int64_t> shape(x.dim(), 1);
+  shape[dim] = -1;
+  return x + b.reshape(shape);
+}
+
 at::Tensor bias_act_reference(const at::Tensor& x_in, const at::Tensor& b, const BiasActParams& p) {
-  at::Tensor x = x_in;
-  if (b.defined()) {
-    SG2_CHECK(b.dim() == 1 && b.size(0) == x.size(p.dim), "bias_act: bias of shape {} does not match x {} at dim {}",
-              b.sizes(), x.sizes(), p.dim);
-    std::vector<int64_t> shape(x.dim(), 1);
-    shape[p.dim] = -1;
-    x = x + b.reshape(shape);
-  }
+  at::Tensor x = add_bias(x_in, b, p.dim);
   const double alpha = p.alpha >= 0 ? p.alpha : default_alpha(p.act);
   const double gain = p.gain >= 0 ? p.gain : default_gain(p.act);
   if (p.act == Activation::Relu) x = at::relu(x);

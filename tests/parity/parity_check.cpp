@@ -16,6 +16,7 @@
 // b32.conv0 that the kernels on AVX2 put on the other side, which moved a cancelling noise-strength
 // gradient by 1.6e-2 while every other entry stayed below 2e-5. --cpu-level runs the kernels' clone
 // for that instruction-set level (exit 77, skipped, where the CPU lacks it).
+#include "sg2/core/cli_parse.h"
 #include "sg2/core/cpu_level.h"
 #include "sg2/core/error.h"
 #include "sg2/nn/kink_pinning.h"
@@ -218,23 +219,15 @@ int run(const std::string& pt_path, const std::string& json_path, bool kernels) 
 constexpr int kSkipped = 77;  // ctest's SKIP_RETURN_CODE: the CPU lacks the requested level
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
+  CLI::App app{"Compare the port's networks and losses with a reference fixture."};
+  std::string pt_path, json_path, level;
   bool kernels = false;
-  std::string level;
-  std::vector<std::string> files;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--kernels") {
-      kernels = true;
-    } else if (args[i] == "--cpu-level" && i + 1 < args.size()) {
-      level = args[++i];
-    } else {
-      files.push_back(args[i]);
-    }
-  }
-  if (files.size() != 2) {
-    std::cerr << "usage: parity_check FIXTURE.pt FIXTURE.json [--kernels [--cpu-level baseline|avx2|avx512]]\n";
-    return 2;
-  }
+  app.add_option("fixture", pt_path, "FIXTURE.pt")->required()->check(CLI::ExistingFile);
+  app.add_option("config", json_path, "FIXTURE.json")->required()->check(CLI::ExistingFile);
+  app.add_flag("--kernels", kernels, "Run the fast CPU kernels instead of the reference ops");
+  app.add_option("--cpu-level", level, "With --kernels: the kernels' clone to run (baseline, avx2, avx512)")
+      ->needs("--kernels");
+  SG2_PARSE_COMMAND_LINE(app, argc, argv);
   try {
     if (!level.empty()) {
       const sg2::cpu::Level wanted = sg2::cpu::parse_level(level);
@@ -249,7 +242,7 @@ int main(int argc, char** argv) {
     fmt::print("ops: {}\n", kernels ? fmt::format("fast kernels (--kernels), CPU level {}",
                                                    sg2::cpu::to_string(sg2::cpu::cpu_level()))
                                      : "reference implementations");
-    return run(files[0], files[1], kernels);
+    return run(pt_path, json_path, kernels);
   } catch (const std::exception& e) {
     std::cerr << "parity_check: " << e.what() << "\n";
     return 2;

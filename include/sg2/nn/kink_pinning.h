@@ -23,7 +23,7 @@ namespace sg2::nn::ops {
 enum class KinkPinning { Off, Record, Replay };
 
 // Starts a mode; Record clears what was recorded, Replay starts from the first recorded call.
-void set_kink_pinning(KinkPinning mode, double band = 1e-5);
+void set_kink_pinning(KinkPinning mode, double band = 1e-6);
 KinkPinning kink_pinning();
 
 // Pre-activations v (x + bias) of one bias_act call with a kinked activation: records their sides

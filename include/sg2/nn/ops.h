@@ -54,6 +54,9 @@ struct BiasActParams {
   double clamp = -1;  // < 0: no clamping
 };
 
+// x + b with b [x.size(dim)] broadcast along every other dimension; b undefined: x.
+at::Tensor add_bias(const at::Tensor& x, const at::Tensor& b, int64_t dim);
+
 // y = clamp(act(x + b) * gain); b: [x.size(dim)] or undefined.
 at::Tensor bias_act(const at::Tensor& x, const at::Tensor& b, const BiasActParams& p);
 at::Tensor bias_act_reference(const at::Tensor& x, const at::Tensor& b, const BiasActParams& p);

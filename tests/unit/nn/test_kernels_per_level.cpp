@@ -4,6 +4,7 @@
 #include "sg2/core/cpu_level.h"
 #include "sg2/nn/kink_pinning.h"
 #include "sg2/nn/ops.h"
+#include "nn_test_support.h"
 #include "test_support.h"
 
 #include <torch/csrc/autograd/autograd.h>
@@ -13,10 +14,7 @@
 namespace sg2::nn {
 namespace {
 
-double max_relative_error(const at::Tensor& a, const at::Tensor& b) {
-  const double scale = b.abs().max().item<double>();
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>() / std::max(scale, 1e-30);
-}
+using test::max_relative_error;
 
 // Restores the CPU level and the op choice at the end of a test.
 struct LevelGuard {

@@ -1,6 +1,7 @@
 // The ops against independent definitions, and the hand-written kernels against the references.
 #include "sg2/nn/kernels.h"
 #include "sg2/nn/ops.h"
+#include "nn_test_support.h"
 #include "test_support.h"
 
 #include <torch/csrc/autograd/autograd.h>
@@ -8,10 +9,7 @@
 namespace sg2::nn {
 namespace {
 
-double max_relative_error(const at::Tensor& a, const at::Tensor& b) {
-  const double scale = b.abs().max().item<double>();
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>() / std::max(scale, 1e-30);
-}
+using test::max_relative_error;
 
 // upfirdn2d from its definition: zero-insertion upsampling, padding, true convolution with f (or
 // correlation with flip_filter), times gain, then keeping every down-th sample. Double precision.
