@@ -35,12 +35,15 @@ int main(int argc, char** argv) {
   create_cmd->add_flag("!--no-shuffle", create.shuffle, "Keep the source order (default: the original's seeded shuffle)");
   create_cmd->add_flag("!--no-labels", create.labels, "Do not write the source's labels");
   create_cmd->add_option("--workers", create.workers, "Threads decoding and encoding")->capture_default_str();
+  create_cmd->add_flag("--overwrite", create.overwrite, "Replace an existing ZIP destination");
   add_source_options(*create_cmd, create.source);
 
   std::string convert_source, convert_dest;
+  bool convert_overwrite = false;
   CLI::App* convert_cmd = app.add_subcommand("convert", "Convert between a TFRecord directory and a ZIP, order kept");
   convert_cmd->add_option("source", convert_source, "TFRecord directory or ZIP/folder")->required();
   convert_cmd->add_option("dest", convert_dest, "Directory (TFRecords) or .zip path")->required();
+  convert_cmd->add_flag("--overwrite", convert_overwrite, "Replace an existing ZIP destination");
 
   std::string info_path;
   bool skip_verify = false;
@@ -74,6 +77,7 @@ int main(int argc, char** argv) {
       convert.source.path = convert_source;
       convert.dest = convert_dest;
       convert.shuffle = false;
+      convert.overwrite = convert_overwrite;
       sg2::data::create_dataset(convert);
     } else if (*info_cmd) {
       return sg2::data::print_dataset_info(info_path, !skip_verify) ? 0 : 1;

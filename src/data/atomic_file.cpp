@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <regex>
 
 namespace sg2::data {
 
@@ -45,6 +47,21 @@ void write_file_atomically(const std::string& path, const void* data, uint64_t s
   AtomicFileWriter file(path);
   file.write(data, size);
   file.commit();
+}
+
+std::vector<std::string> remove_interrupted_writes(const std::string& directory) {
+  namespace fs = std::filesystem;
+  const std::regex temporary_name(R"(.+\.tmp(\d+))");
+  const std::string own_pid = std::to_string(::getpid());
+  std::vector<std::string> removed;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(directory, error)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch match;
+    if (!entry.is_regular_file() || !std::regex_match(name, match, temporary_name) || match[1].str() == own_pid) continue;
+    if (fs::remove(entry.path(), error)) removed.push_back(entry.path().string());
+  }
+  return removed;
 }
 
 }  // namespace sg2::data

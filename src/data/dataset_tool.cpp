@@ -60,6 +60,42 @@ bool verify_tfrecord_levels(const TFRecordLayout& layout) {
   return ok;
 }
 
+// Decodes every image of a dataset that is not a TFRecord directory (ZIP, image folder, IDX files),
+// printing the first errors. Returns true if all decode to the dataset's shape.
+bool verify_every_image(const Dataset& dataset) {
+  constexpr int kErrorsShown = 10;
+  std::vector<uint8_t> chw(size_t(dataset.shape().bytes()));
+  std::vector<float> label(size_t(std::max<int64_t>(dataset.label_dim(), 1)));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < dataset.size(); ++i) {
+    try {
+      dataset.read_image(i, chw.data());
+      dataset.read_label(i, label.data());
+    } catch (const Error& e) {
+      if (++bad <= kErrorsShown) fmt::print("  ERROR: image {}: {}\n", i, e.what());
+    }
+  }
+  if (bad == 0) fmt::print("  all {} images decode to the dataset's shape\n", dataset.size());
+  else fmt::print("  ERROR: {} of {} images are unreadable{}\n", bad, dataset.size(), bad > kErrorsShown ? " (first 10 shown)" : "");
+  return bad == 0;
+}
+
+// The destination must not be the source, nor an existing file unless overwrite, nor a non-empty directory.
+void check_destination(const CreateOptions& options) {
+  std::error_code error;
+  SG2_CHECK(!fs::equivalent(options.dest, options.source.path, error),
+            "destination '{}' is the source itself; write to a new path", options.dest);
+  if (is_zip_path(options.dest)) {
+    SG2_CHECK(!fs::is_directory(options.dest), "destination '{}' is a directory; a ZIP destination is a file path",
+              options.dest);
+    SG2_CHECK(options.overwrite || !fs::exists(options.dest),
+              "destination '{}' exists; pass --overwrite to replace it, or choose a new path", options.dest);
+  } else {
+    SG2_CHECK(!fs::exists(options.dest) || (fs::is_directory(options.dest) && fs::is_empty(options.dest)),
+              "destination '{}' exists and is not an empty directory; choose a new directory", options.dest);
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<Dataset> open_source(const SourceOptions& options) {
@@ -85,6 +121,7 @@ std::shared_ptr<Dataset> open_source(const SourceOptions& options) {
 }
 
 void create_dataset(const CreateOptions& options) {
+  check_destination(options);
   const std::shared_ptr<Dataset> source = open_source(options.source);
   const ImageShape s = source->shape();
   fmt::print("Source: {} ({} images, {}x{}, {} channels, {} labels)\n", options.source.path, source->size(), s.width,
@@ -98,8 +135,6 @@ void create_dataset(const CreateOptions& options) {
   if (is_zip_path(options.dest)) {
     write_zip_dataset(*source, options.dest, write);
   } else {
-    SG2_CHECK(!fs::exists(options.dest) || fs::is_empty(options.dest),
-              "destination '{}' exists and is not empty; choose a new directory", options.dest);
     write_tfrecord_dataset(*source, options.dest, write);
   }
   meter.finish();
@@ -114,7 +149,7 @@ bool print_dataset_info(const std::string& path, bool verify) {
   fmt::print("{}: {} images, {}x{}, {} channel{}, {}\n", path, dataset->size(), s.width, s.height, s.channels,
              s.channels == 1 ? "" : "s",
              dataset->label_dim() > 0 ? fmt::format("labels of {} values", dataset->label_dim()) : "no labels");
-  if (!TFRecordDataset::looks_like(path)) return true;
+  if (!TFRecordDataset::looks_like(path)) return !verify || verify_every_image(*dataset);
   const TFRecordLayout layout = find_tfrecord_layout(path);
   fmt::print("TFRecord levels of '{}'{}:\n", layout.name, layout.labels.empty() ? "" : " (labels: " + layout.labels + ")");
   if (!verify) {

@@ -71,6 +71,7 @@ TFRecordDataset::TFRecordDataset(const std::string& directory, bool use_labels, 
   file_ = std::make_unique<TFRecordFile>(layout_.levels.at(level));
   spans_ = load_record_index(*file_);
   SG2_CHECK(!spans_.empty(), "'{}' holds no records", file_->path());
+  check_record_count_against_another_level(level);
   count_ = max_images > 0 ? std::min<int64_t>(max_images, record_count()) : record_count();
 
   std::vector<uint8_t> payload;
@@ -91,6 +92,19 @@ TFRecordDataset::TFRecordDataset(const std::string& directory, bool use_labels, 
   }
   SG2_CHECK(!use_labels || labels_cols_ > 0, "data.use_labels is true but '{}' has no {}-rxx.labels file", directory,
             layout_.name);
+}
+
+// Every level holds every image, so a file cut at a record boundary (which reads as valid) shows as a
+// count that differs from the other levels'. Compares with the smallest level (cheapest to index), or
+// the largest when the smallest is the one read.
+void TFRecordDataset::check_record_count_against_another_level(int level) const {
+  const auto other = level == layout_.levels.begin()->first ? std::prev(layout_.levels.end()) : layout_.levels.begin();
+  if (other->first == level) return;
+  const int64_t other_count = static_cast<int64_t>(load_record_index(TFRecordFile(other->second)).size());
+  SG2_CHECK(other_count == record_count(),
+            "'{}' has {} records but '{}' has {}; every level holds every image, so one of them is cut short (an "
+            "interrupted copy?); 'stylegan2_dataset info {}' checks every level",
+            file_->path(), record_count(), other->second, other_count, layout_.directory);
 }
 
 void TFRecordDataset::read_image(int64_t index, uint8_t* out) const {

@@ -26,11 +26,10 @@ void check_allreduce_args(const std::vector<at::Tensor>& tensors, ReduceOp op, c
   }
 }
 
-bool Communicator::any(bool flag) {
-  if (size() == 1) return flag;  // no tensor, no device round trip
-  at::Tensor value = at::full({1}, flag ? 1 : 0, at::TensorOptions().dtype(at::kInt).device(device()));
-  allreduce({value}, ReduceOp::Sum);
-  return value.item<int>() > 0;
+int64_t Communicator::max_over_ranks(int64_t value) {
+  if (size() == 1) return value;  // no tensor, no device round trip
+  const at::Tensor mine = at::full({1}, value, at::TensorOptions().dtype(at::kLong).device(device()));
+  return allgather(mine).max().item<int64_t>();
 }
 
 std::string Communicator::broadcast_bytes(const std::string& bytes, int root) {

@@ -3,6 +3,8 @@
 #include "sg2/core/error.h"
 #include "sg2/core/logging.h"
 #include "sg2/core/system.h"
+#include "sg2/data/atomic_file.h"
+#include "sg2/dist/consistency.h"
 #include "sg2/train/run_dir.h"
 #include "sg2/train/run_record.h"
 #include "sg2/train/snapshot.h"
@@ -69,6 +71,10 @@ std::unique_ptr<dist::Session> start_session(const TrainConfig& config, bool ver
   return session;
 }
 
+void check_config_same_on_every_rank(const TrainConfig& config, dist::Session& session) {
+  dist::check_same_lines_on_every_rank(session.comm(), train_schema().to_key_value_lines(config), "the config");
+}
+
 void apply_thread_setting(const TrainConfig& c) {
   const int threads = c.run.threads > 0 ? c.run.threads : static_cast<int>(std::thread::hardware_concurrency());
   at::set_num_threads(std::max(threads, 1));
@@ -88,6 +94,13 @@ namespace {
 std::string message_of(const std::exception& e) {
   if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
   return e.what();
+}
+
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
+  const std::string message = message_of(e);
+  return message.find("can't allocate memory") != std::string::npos ||
+         message.find("out of memory") != std::string::npos;
 }
 
 std::string new_or_resumed_run_dir(const TrainConfig& config, const data::Dataset& dataset,
@@ -110,8 +123,24 @@ int TrainCommand::run() {
   }
   const TrainConfig config = config_.resolve(snapshot_yaml);
   auto session = start_session(config, verbose_);
-  if (dry_run_) return run_on_every_rank("stylegan2_train", *session, [&] { return print_dry_run(config, *session); });
-  return run_on_every_rank("stylegan2_train", *session, [&] { return train(config, *session, snapshot_path); });
+  return run_on_every_rank("stylegan2_train", *session, [&] {
+    check_config_same_on_every_rank(config, *session);
+    if (dry_run_) return print_dry_run(config, *session);
+    return naming_the_batch_on_out_of_memory(config, session->world().size,
+                                             [&] { return train(config, *session, snapshot_path); });
+  });
+}
+
+int naming_the_batch_on_out_of_memory(const TrainConfig& config, int world_size, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    SG2_FAIL("out of memory with train.batch_gpu = {} images per process and round (train.batch {} over {} "
+             "processes, {} rounds per step): lower train.batch_gpu to accumulate over more rounds ({})",
+             batch_per_round(config, world_size), config.train.batch, world_size, rounds_per_step(config, world_size),
+             message_of(e));
+  }
 }
 
 int run_on_every_rank(const char* program, dist::Session& session, const std::function<int()>& body) {
@@ -119,9 +148,9 @@ int run_on_every_rank(const char* program, dist::Session& session, const std::fu
     return body();
   } catch (const std::exception& e) {
     if (session.world().size == 1) throw;
-    // Print before ending the job: MPI_Abort ends this process too.
-    std::cerr << program << ": error on rank " << session.world().rank << " of " << session.world().size
-              << " (host " << dist::host_name() << "): " << message_of(e) << std::endl;
+    // Logged before ending the job: MPI_Abort ends this process too.
+    log_fatal_error(fmt::format("{}: error on rank {} of {} (host {}): {}", program, session.world().rank,
+                                session.world().size, dist::host_name(), message_of(e)));
     dist::abort_job(message_of(e));
     return 1;  // not launched by MPI: the launcher ends the other ranks
   }
@@ -157,9 +186,14 @@ int TrainCommand::train(const TrainConfig& config, dist::Session& session, const
   }
   // An imported network starts a new run (fine-tuning); a training snapshot continues its own.
   const std::string continued = imported ? std::string() : snapshot_path;
-  const std::string run_dir = new_or_resumed_run_dir(config, *dataset, continued, world.is_root());
+  // Every rank logs its warnings and errors to the run's log.txt where the directory is shared.
+  const std::string run_dir =
+      session.comm().broadcast_bytes(new_or_resumed_run_dir(config, *dataset, continued, world.is_root()), 0);
+  if (!world.is_root() && fs::is_directory(run_dir)) add_log_file(run_dir + "/log.txt");
   if (world.is_root()) {
     add_log_file(run_dir + "/log.txt");
+    for (const std::string& file : data::remove_interrupted_writes(run_dir))
+      spdlog::warn("Removed '{}', left by a write that was interrupted", file);
     std::ofstream(run_dir + "/config.yaml") << train_schema().to_yaml_string(config);
     append_run_record(run_dir, RunStart{world.size, session.comm().backend(), dist::to_string(dist::detect_launcher()),
                                         device.str(), snapshot_path});
@@ -177,7 +211,7 @@ int TrainCommand::train(const TrainConfig& config, dist::Session& session, const
 
   TrainingLoop loop(trainer, run_dir, !continued.empty());
   const bool completed = loop.run();
-  if (!completed) return 128 + stop_signal();
+  if (!completed) return 128 + loop.stop_signal();
   spdlog::info("Done. Run directory: {}", run_dir);
   return 0;
 }
@@ -185,10 +219,8 @@ int TrainCommand::train(const TrainConfig& config, dist::Session& session, const
 int run_reporting_errors(const char* program, const std::function<int()>& body) {
   try {
     return body();
-  } catch (const c10::Error& e) {
-    std::cerr << program << ": error: " << e.what_without_backtrace() << std::endl;
   } catch (const std::exception& e) {
-    std::cerr << program << ": error: " << e.what() << std::endl;
+    log_fatal_error(fmt::format("{}: error: {}", program, message_of(e)));
   }
   return 1;
 }

@@ -138,6 +138,10 @@ void validate(const TrainConfig& c, int world_size) {
             "train.batch_gpu = {} does not divide the per-process batch {} (train.batch {} / world size {}); "
             "values that work: {}",
             c.train.batch_gpu, batch / world_size, batch, world_size, divisors_hint(batch / world_size, 4096));
+  SG2_CHECK(per_round <= kMaxBatchPerRound,
+            "train.batch_gpu: {} images per process and round (train.batch {} / world size {}) is more than the {} "
+            "any device holds the activations of; set train.batch_gpu to accumulate over several rounds",
+            per_round, batch, world_size, kMaxBatchPerRound);
   const int64_t group = c.D.mbstd_group_size;
   SG2_CHECK(group <= 0 || per_round % std::min(group, per_round) == 0,
             "D.mbstd_group_size = {} does not divide the per-round batch {} (train.batch_gpu); values that work: {}",

@@ -16,6 +16,24 @@
 
 namespace sg2::train {
 
+namespace {
+
+// FID and KID compare reals with fakes of one shape; a conditional G draws its labels from the reals.
+void check_reals_fit_generator(const data::Dataset& reals, const std::string& data_path, const nn::GeneratorOptions& g,
+                               const std::string& network) {
+  const data::ImageShape s = reals.shape();
+  SG2_CHECK(s.height == g.img_resolution && s.width == g.img_resolution && s.channels == g.img_channels,
+            "the dataset '{}' holds {}x{} images with {} channel(s) but the network '{}' makes {}x{} with {}; pass the "
+            "network's training data with --data (data.resolution and data.channels convert on the fly)",
+            data_path, s.width, s.height, s.channels, network, g.img_resolution, g.img_resolution, g.img_channels);
+  SG2_CHECK(g.c_dim == 0 || reals.label_dim() == g.c_dim,
+            "the network '{}' is conditioned on {} label values but the dataset '{}' has {} (data.use_labels: true "
+            "and a labelled dataset are needed)",
+            network, g.c_dim, data_path, reals.label_dim());
+}
+
+}  // namespace
+
 void MetricsCommand::add_to(CLI::App& app) {
   app.add_option("--network", network_, "Snapshot file (network-snapshot-*.pt); its G_ema is evaluated")
       ->check(CLI::ExistingFile);
@@ -32,11 +50,14 @@ int MetricsCommand::run() {
   if (config.metrics.empty()) config.metrics = {"fid50k_full"};
   auto session = start_session(config, verbose_);
   return run_on_every_rank("stylegan2_metrics", *session, [&] {
+    check_config_same_on_every_rank(config, *session);
     apply_thread_setting(config);
     const at::Device device = session->comm().device();
     auto G = load_generator(snapshot, "G_ema");
     G->to(device);
-    TrainingMetrics metrics(config, open_configured_dataset(config), session->comm(), device);
+    const std::shared_ptr<data::Dataset> reals = open_configured_dataset(config);
+    check_reals_fit_generator(*reals, config.data.path, G->options, network_);
+    TrainingMetrics metrics(config, reals, session->comm(), device);
     const std::string run_dir = std::filesystem::path(network_).parent_path().string();
     const std::string snapshot_file = std::filesystem::path(network_).filename().string();
     const double kimg = static_cast<double>(snapshot.integer("progress.cur_nimg")) / 1e3;

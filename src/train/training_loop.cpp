@@ -71,8 +71,10 @@ bool TrainingLoop::run() {
   for (;;) {
     trainer_.step();
     const bool done = p.cur_nimg >= total_nimg;
-    // A signal may reach the ranks at different steps: they stop together at the first step any saw it.
-    const bool stopping = trainer_.comm().any(stop_requested());
+    // A signal may reach the ranks at different steps, or one rank only: they stop together at the
+    // first step any saw it, all naming that signal.
+    stop_signal_ = static_cast<int>(trainer_.comm().max_over_ranks(sg2::stop_signal()));
+    const bool stopping = stop_signal_ != 0;
     const auto tick_nimg = static_cast<int64_t>(c.train.kimg_per_tick * 1000);
     if (!done && !stopping && p.cur_tick != 0 && p.cur_nimg < p.tick_start_nimg + tick_nimg) continue;
     end_tick(done, stopping);
@@ -137,7 +139,7 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
   }
   if (metrics_due) evaluate_metrics(snapshot);
   if (is_rank0()) events_->flush();
-  if (stopping && is_rank0()) spdlog::warn("Stopped by signal {} at {:.1f} kimg; resume with --resume {}", stop_signal(),
+  if (stopping && is_rank0()) spdlog::warn("Stopped by signal {} at {:.1f} kimg; resume with --resume {}", stop_signal_,
                              p.cur_nimg / 1e3, run_dir_);
   tick_start_time_ = now_seconds();
   maintenance_seconds_ = tick_start_time_ - tick_end;

@@ -26,6 +26,30 @@ grep -q "r02     4x4     600 records, all CRCs and Examples valid" "$work/info.l
   fail "the converted ZIP does not read back"
 "$bin/stylegan2_dataset" bench "$work/fashion-mnist" --workers 2 --batches 20 | grep -q "img/s" || fail "bench printed no rate"
 
+# The tool never overwrites a dataset unasked, and never its own source.
+cp "$work/fashion.zip" "$work/fashion-copy.zip"
+rc=0; "$bin/stylegan2_dataset" convert "$work/fashion-mnist" "$work/fashion.zip" > "$work/overwrite.log" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] && grep -q "fashion.zip' exists; pass --overwrite" "$work/overwrite.log" || fail "convert overwrote a ZIP"
+cmp -s "$work/fashion.zip" "$work/fashion-copy.zip" || fail "a refused convert changed the ZIP"
+rc=0; "$bin/stylegan2_dataset" create --source "$work/fashion.zip" --dest "$work/fashion.zip" --overwrite \
+    > "$work/overwrite.log" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] && grep -q "is the source itself" "$work/overwrite.log" || fail "create overwrote its own source"
+"$bin/stylegan2_dataset" convert "$work/fashion-mnist" "$work/fashion-copy.zip" --overwrite > /dev/null ||
+  fail "--overwrite did not replace the ZIP"
+# A ZIP with one corrupt PNG (cut short) fails info's check, naming the file.
+python3 - "$work/fashion.zip" "$work/corrupt.zip" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as src, zipfile.ZipFile(sys.argv[2], "w") as dst:
+    pngs = sorted(n for n in src.namelist() if n.endswith(".png"))
+    for name in src.namelist():
+        data = src.read(name)
+        dst.writestr(name, data[: len(data) // 2] if name == pngs[3] else data)
+PY
+rc=0; "$bin/stylegan2_dataset" info "$work/corrupt.zip" > "$work/corrupt.log" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] || { cat "$work/corrupt.log"; fail "info on a ZIP with a corrupt PNG exited $rc"; }
+grep -q "ERROR: image 3: .*corrupt.zip/.*img00000003.png" "$work/corrupt.log" || { cat "$work/corrupt.log"; fail "info did not name the PNG"; }
+grep -q "1 of 600 images are unreadable" "$work/corrupt.log" || fail "info did not count the bad images"
+
 tiny=(--config "$src/configs/fashion32.yaml" --outdir "$work/runs" --data "$work/fashion-mnist" --data.max_images 512
       --G.channel_base 256 --G.channel_max 32 --D.channel_base 256 --D.channel_max 32
       --G.z_dim 32 --G.w_dim 32 --batch 8 --train.kimg_per_tick 0.016
@@ -43,6 +67,8 @@ grep -q '"world_size":1' "$run_dir/run.jsonl" || fail "run.jsonl lacks the world
 grep -q "^tick 0 " "$run_dir/log.txt" || fail "no status line in log.txt"
 first_ticks=$(wc -l < "$run_dir/stats.jsonl")
 
+# A write killed mid-way leaves <file>.tmp<pid>: the next start in that directory removes it.
+echo partial > "$run_dir/network-snapshot-000000.pt.tmp999999"
 # Resume the latest run with a longer schedule: same run directory, more ticks, a later snapshot.
 "$bin/stylegan2_train" --resume latest --outdir "$work/runs" --kimg 0.064 > "$work/second.log"
 grep -q "Resumed from $run_dir/network-snapshot-000000.pt" "$work/second.log" || fail "did not resume"
@@ -52,6 +78,9 @@ tail -n 1 "$run_dir/run.jsonl" | grep -q '"resumed_from":".*network-snapshot-000
 [ "$(wc -l < "$run_dir/stats.jsonl")" -gt "$first_ticks" ] || fail "resumed run wrote no ticks"
 [ -z "$(ls -d "$work"/runs/00001-* 2>/dev/null)" ] || fail "resume created a new run directory"
 grep -q "batch: 8" "$run_dir/config.yaml" || fail "resumed config lost the batch"
+[ ! -e "$run_dir/network-snapshot-000000.pt.tmp999999" ] || fail "the interrupted write's leftover is still there"
+grep -q "Removed '.*network-snapshot-000000.pt.tmp999999', left by a write that was interrupted" "$run_dir/log.txt" ||
+  fail "log.txt does not say what was removed"
 
 "$bin/stylegan2_generate" --network "$run_dir/network-snapshot-000000.pt" --seeds 0-5 --outdir "$work/gen" > /dev/null
 [ -s "$work/gen/seed0005.png" ] && [ -s "$work/gen/grid.png" ] || fail "generate wrote no images"
@@ -74,6 +103,9 @@ for psi in nan inf; do
   expect_error "truncation psi must be a finite number" "$bin/stylegan2_generate" \
       --network "$run_dir/network-snapshot-000000.pt" --seeds 0 --trunc "$psi" --outdir "$work/gen-$psi"
 done
+expect_error "train.batch_gpu: 100000000 images per process and round" "$bin/stylegan2_train" "${tiny[@]}" \
+    --batch 100000000 --dry-run
+expect_error "both set 'train.batch' on the command line" "$bin/stylegan2_train" "${tiny[@]}" --train.batch 16 --dry-run
 expect_error "run.grid_w = 100000" "$bin/stylegan2_train" "${tiny[@]}" --run.grid_w 100000 --run.grid_h 100000 --dry-run
 # Command-line mistakes exit 1 in every program, as every other error does (CLI11's own codes are 100+).
 for program in stylegan2_train stylegan2_generate stylegan2_dataset stylegan2_metrics stylegan2_import stylegan2_bench \
@@ -96,6 +128,20 @@ printf '\xff' | dd of="$work/damaged/fashion-mnist-r05.tfrecords" bs=1 seek=5000
 expect_error "fashion-mnist-r05.tfrecords': record 4 at byte offset 4316: payload CRC mismatch" \
   "$bin/stylegan2_dataset" info "$work/damaged"
 expect_error "payload CRC mismatch" "$bin/stylegan2_train" "${tiny[@]}" --data "$work/damaged" --kimg 0.5
+# The error that ended the run is also in its log.txt (on a cluster, the run directory says why it died).
+damaged_run=$(ls -d "$work"/runs/0* | tail -1)  # the newest run
+grep -q "stylegan2_train: error: .*payload CRC mismatch" "$damaged_run/log.txt" || fail "log.txt lacks the fatal error"
+# Full resolution cut at a record boundary (reads as valid): the count differs from the other levels'.
+cp -r "$work/fashion-mnist" "$work/cut"
+rm -f "$work/cut"/*.sg2index
+full="$work/cut/fashion-mnist-r05.tfrecords"
+truncate -s $(( $(stat -c %s "$full") / 600 * 599 )) "$full"
+expect_error "r05.tfrecords' has 599 records but '.*r02.tfrecords' has 600" "$bin/stylegan2_train" "${tiny[@]}" \
+    --data "$work/cut" --kimg 0.5
+# Metrics of a network on data of another resolution: refused, naming both shapes.
+"$bin/stylegan2_dataset" create --source "$work/fashion.zip" --dest "$work/fashion16.zip" --resolution 16 > /dev/null
+expect_error "holds 16x16 images with 1 channel(s) but the network .* makes 32x32 with 1" "$bin/stylegan2_metrics" \
+    --network "$run_dir/network-snapshot-000000.pt" --data "$work/fashion16.zip" --no-log
 rm "$work/damaged/fashion-mnist-r03.tfrecords"
 expect_error "level r03 is missing" "$bin/stylegan2_dataset" info "$work/damaged"
 expect_error "data.resolution = 64 but the dataset" "$bin/stylegan2_train" "${tiny[@]}" --data.resolution 64

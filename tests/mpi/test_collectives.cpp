@@ -86,6 +86,29 @@ TEST(Collectives, AnyIsTrueEverywhereWhenTrueSomewhere) {
   EXPECT_TRUE(comm().any(comm().rank() == comm().size() - 1));
 }
 
+TEST(Collectives, MaxOverRanksIsTheLargestValueEverywhere) {
+  EXPECT_EQ(comm().max_over_ranks(comm().rank() == comm().size() - 1 ? 15 : 0), 15);
+  EXPECT_EQ(comm().max_over_ranks(-1 - comm().rank()), -1);
+  EXPECT_EQ(comm().max_over_ranks(int64_t(1) << 40), int64_t(1) << 40);
+}
+
+TEST(Consistency, NamesTheFirstDifferingLineOnEveryRank) {
+  const std::vector<std::string> same{"G.z_dim: 512", "G.w_dim: 512"};
+  EXPECT_NO_THROW(check_same_lines_on_every_rank(comm(), same, "the config"));
+  if (comm().size() == 1) return;
+  const std::vector<std::string> differ{"G.z_dim: 512", comm().rank() == 1 ? "G.w_dim: 64" : "G.w_dim: 512"};
+  try {
+    check_same_lines_on_every_rank(comm(), differ, "the config");
+    ADD_FAILURE() << "no error";
+  } catch (const std::exception& e) {
+    const std::string message = e.what();
+    const std::string expected = comm().rank() == 1
+                                     ? "the config of rank 1 differs from rank 0's: 'G.w_dim: 64' here, 'G.w_dim: 512' on rank 0"
+                                     : "the config of rank(s) [1] differs from rank 0's, first at 'G.w_dim: 512' on rank 0";
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  }
+}
+
 TEST(Consistency, NamesTheFirstDifferingTensor) {
   NamedTensors same{{"a", at::ones({5})}, {"b", at::arange(9)}};
   EXPECT_NO_THROW(check_replicas_identical(comm(), same, "test"));

@@ -5,7 +5,9 @@
 #  2. a torchrun-style launch (stylegan2_launch + Gloo over loopback) matches the mpirun run;
 #  3. the same across two network namespaces joined by veth (two "nodes"), when the machine allows it;
 #  4. an exception on one rank (rank 0 cannot write its snapshot) and a kill -9 of one rank both end
-#     the job non-zero within a bound; the last snapshot then resumes with another world size.
+#     the job non-zero within a bound; the last snapshot then resumes with another world size; SIGTERM
+#     to one rank stops every rank at one step with exit 143 and a snapshot; ranks started with other
+#     network options fail naming the option.
 # Usage: train_distributed.sh BIN_DIR TESTS_BIN_DIR SOURCE_DIR [section...]
 set -euo pipefail
 bin=$1 tests_bin=$2 src=$3
@@ -92,8 +94,8 @@ two_nodes() {
 # Waits until FILE exists (at most SECONDS).
 wait_for() { for _ in $(seq $(($2 * 10))); do [ -e "$1" ] && return 0; sleep 0.1; done; fail "no $1 after $2 s"; }
 # Runs COMMAND in the background and fails unless it ends non-zero within BOUND seconds after TRIGGER runs.
-expect_job_failure() {  # expect_job_failure NAME BOUND TRIGGER_FUNCTION
-  local name=$1 bound=$2 trigger=$3 start rc elapsed
+expect_job_failure() {  # expect_job_failure NAME BOUND TRIGGER_FUNCTION [EXIT_CODE]
+  local name=$1 bound=$2 trigger=$3 expected_rc=${4:-} start rc elapsed
   $trigger
   start=$(date +%s.%N)
   rc=0; timeout $((bound + 30)) tail --pid="$job_pid" -f /dev/null || true
@@ -101,6 +103,7 @@ expect_job_failure() {  # expect_job_failure NAME BOUND TRIGGER_FUNCTION
   elapsed=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { printf "%.1f", a - b }')
   echo "$name: exit $rc after ${elapsed} s"
   [ "$rc" -ne 0 ] || fail "$name: the job exited 0"
+  [ -z "$expected_rc" ] || [ "$rc" -eq "$expected_rc" ] || fail "$name: exit $rc, expected $expected_rc"
   awk -v e="$elapsed" -v b="$bound" 'BEGIN { exit !(e < b) }' || fail "$name: took ${elapsed} s, bound $bound s"
 }
 
@@ -111,7 +114,10 @@ start_long_job() {  # a 2-rank job with a snapshot every tick
   wait_for "$work/$1/00000-fashion-mnist-fashion32/network-snapshot-000000.pt" 120
 }
 
-kill_rank1() { kill -9 "$(pgrep -f "stylegan2_train.*$work/killed" | grep -v "^$job_pid\$" | tail -1)"; }
+rank1_of() { pgrep -f "stylegan2_train.*$work/$1" | grep -v "^$job_pid\$" | tail -1; }  # mpirun's pid is not a rank
+kill_rank1() { kill -9 "$(rank1_of killed)"; }
+terminate_rank1() { kill -TERM "$(rank1_of terminated)"; }
+no_trigger() { :; }
 block_rank0_snapshot() {  # the run directory becomes a file: rank 0's next snapshot write throws
   local dir="$work/broken/00000-fashion-mnist-fashion32"
   mv "$dir" "$work/broken-saved" && touch "$dir"
@@ -121,6 +127,21 @@ failure() {
   start_long_job broken
   expect_job_failure "exception on rank 0" 30 block_rank0_snapshot
   grep -q "error on rank 0 of 2" "$work/broken.log" || { cat "$work/broken.log"; fail "no message naming rank 0"; }
+  grep -q "error on rank 0 of 2" "$work/broken-saved/log.txt" || fail "the run's log.txt lacks the error"
+
+  # SIGTERM to rank 1 only (a scheduler's preemption of one task): every rank stops at the same step,
+  # says which signal, writes a snapshot and exits 128 + 15, whatever the launcher.
+  start_long_job terminated
+  expect_job_failure "SIGTERM to rank 1" 60 terminate_rank1 143
+  grep -q "Stopped by signal 15 at" "$work/terminated.log" || { cat "$work/terminated.log"; fail "no stop message"; }
+
+  # Ranks started with different network options: an error naming the option, not a failed collective.
+  mpirun --oversubscribe -np 1 "$bin/stylegan2_train" "${common[@]}" --outdir "$work/mismatch" : \
+      -np 1 "$bin/stylegan2_train" "${common[@]}" --outdir "$work/mismatch" --G.channel_max 32 > "$work/mismatch.log" 2>&1 &
+  job_pid=$!
+  expect_job_failure "ranks with different options" 60 no_trigger
+  grep -q "the config of rank 1 differs from rank 0's: 'G.channel_max: 32' here" "$work/mismatch.log" ||
+    { cat "$work/mismatch.log"; fail "the mismatch does not name G.channel_max"; }
 
   start_long_job killed
   expect_job_failure "kill -9 of one rank" 30 kill_rank1

@@ -62,11 +62,16 @@ void add_cli_alias(const Schema<Config>& schema, CLI::App& app, CliValues& value
   values.bindings.push_back({key, option, &text});
 }
 
-// Applies the fields given on the command line, in the order the flags were defined.
+// Applies the fields given on the command line. A key given through two flags (--batch 8
+// --train.batch 16) is an error naming both, not a silent choice.
 template <class Config>
 void apply_cli(const Schema<Config>& schema, Config& config, const CliValues& values) {
+  std::map<std::string, std::string> flag_of_key;
   for (const auto& b : values.bindings) {
     if (b.option->count() == 0) continue;
+    const auto [previous, first] = flag_of_key.emplace(b.key, b.option->get_name());
+    SG2_CHECK(first, "{} and {} both set '{}' on the command line; give one of them", previous->second,
+              b.option->get_name(), b.key);
     schema.set(config, b.key, parse_cli_value(*b.text), "command line " + b.option->get_name());
   }
 }

@@ -163,6 +163,17 @@ class Schema {
     return nest_yaml(entries);
   }
 
+  // One "key: value" line per field, in schema order (values in YAML flow style).
+  std::vector<std::string> to_key_value_lines(const Config& config) const {
+    std::vector<std::string> lines;
+    for (const auto& f : fields_) {
+      YAML::Emitter value;
+      value << YAML::Flow << f.write(config);
+      lines.push_back(f.key + ": " + value.c_str());
+    }
+    return lines;
+  }
+
   std::string to_yaml_string(const Config& config) const {
     YAML::Emitter out;
     out << to_yaml(config);

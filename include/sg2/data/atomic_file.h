@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace sg2::data {
 
@@ -29,5 +30,9 @@ class AtomicFileWriter {
 
 // The whole file at once.
 void write_file_atomically(const std::string& path, const void* data, uint64_t size);
+
+// Removes the temporary files (<name>.tmp<pid>) a killed writer left in `directory`, other than this
+// process's own; returns their paths. Call it before this process writes there.
+std::vector<std::string> remove_interrupted_writes(const std::string& directory);
 
 }  // namespace sg2::data

@@ -25,11 +25,13 @@ struct CreateOptions {
   bool shuffle = true;
   bool labels = true;
   int workers = 2;
+  bool overwrite = false;  // replace an existing ZIP destination (never the source)
 };
 void create_dataset(const CreateOptions& options);
 
 // Prints count, shape, labels and levels; with verify, reads and checks every record of every level
-// (CRCs, Example structure, shapes, record counts). Returns false if anything is wrong.
+// (CRCs, Example structure, shapes, record counts) or decodes every image of a ZIP, folder or IDX
+// files. Returns false if anything is wrong.
 bool print_dataset_info(const std::string& path, bool verify);
 
 void export_pngs(const SourceOptions& source, const std::string& outdir);

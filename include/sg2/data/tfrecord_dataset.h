@@ -43,6 +43,8 @@ class TFRecordDataset : public Dataset {
   static bool looks_like(const std::string& directory);
 
  private:
+  void check_record_count_against_another_level(int level) const;
+
   TFRecordLayout layout_;
   std::unique_ptr<TFRecordFile> file_;
   std::vector<RecordSpan> spans_;

@@ -57,8 +57,10 @@ class Communicator {
   // Ends the whole job as fast as the backend can (MPI_Abort, ncclCommAbort); never throws.
   virtual void abort(const std::string& reason) noexcept = 0;
 
+  // The largest of every rank's `value`, on every rank.
+  int64_t max_over_ranks(int64_t value);
   // True on every rank when `flag` is true on any rank.
-  bool any(bool flag);
+  bool any(bool flag) { return max_over_ranks(flag ? 1 : 0) > 0; }
   // Raw bytes from root to every rank (for unique ids and small metadata).
   std::string broadcast_bytes(const std::string& bytes, int root);
 

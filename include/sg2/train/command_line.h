@@ -36,6 +36,11 @@ std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& config
 // device of run.device chosen by local rank) and makes the logging rank-aware.
 std::unique_ptr<dist::Session> start_session(const TrainConfig& config, bool verbose = false);
 
+// Cross-rank contract: all ranks call it. Fails on every rank, naming the first differing key, unless
+// every rank resolved the same config (ranks started with other options would otherwise build other
+// networks and fail in a collective that cannot say why).
+void check_config_same_on_every_rank(const TrainConfig& config, dist::Session& session);
+
 // Sets the CPU thread count (run.threads, 0 = all cores) and keeps OpenBLAS to one thread.
 void apply_thread_setting(const TrainConfig& config);
 
@@ -58,6 +63,10 @@ class TrainCommand {
 
 // Runs `body`, turning errors into a message on stderr and exit code 1.
 int run_reporting_errors(const char* program, const std::function<int()>& body);
+
+// Runs `body`, turning an allocation failure (host or device) into an error that names train.batch_gpu
+// and train.batch (the allocator's own message names no key).
+int naming_the_batch_on_out_of_memory(const TrainConfig& config, int world_size, const std::function<int()>& body);
 
 // Runs `body` on every rank of `session`. With several ranks an error on one prints "error on rank
 // R of N (host H)" and ends the whole job (MPI_Abort / the launcher), so no rank waits forever.

@@ -101,6 +101,9 @@ const config::Schema<TrainConfig>& train_schema();
 // metric.cache_dir, or the per-user default when it is empty.
 std::string metric_cache_dir(const TrainConfig& config);
 
+// Images per process and round validate() accepts: far more than any device holds the activations of.
+constexpr int64_t kMaxBatchPerRound = 65536;
+
 // Checks combinations no single field can (batch vs batch_gpu vs world size, mbstd groups, ...).
 // Errors name the keys and say which values would work.
 void validate(const TrainConfig& config, int world_size);

@@ -25,6 +25,8 @@ class TrainingLoop {
   bool run();
 
   const std::string& run_dir() const { return run_dir_; }
+  // The stop signal any rank received (the same on every rank), 0 if none.
+  int stop_signal() const { return stop_signal_; }
 
  private:
   void write_initial_images();
@@ -44,6 +46,7 @@ class TrainingLoop {
   double start_time_ = 0;
   double tick_start_time_ = 0;
   double maintenance_seconds_ = 0;
+  int stop_signal_ = 0;
 };
 
 }  // namespace sg2::train

@@ -64,6 +64,19 @@ TEST(ConfigSchema, UnknownKeyNamesItAndSuggests) {
   EXPECT_NE(message.find("did you mean 'net.width'"), std::string::npos) << message;
 }
 
+TEST(ConfigCli, AKeyGivenThroughTwoFlagsIsAnError) {
+  CLI::App app;
+  CliValues values;
+  add_cli_options(schema(), app, values, kDefaults);
+  add_cli_alias(schema(), app, values, "--width", "net.width");
+  const char* argv[] = {"prog", "--width", "9", "--net.width", "3"};
+  app.parse(5, const_cast<char**>(argv));
+  Sample c;
+  const std::string message = test::error_message([&] { apply_cli(schema(), c, values); });
+  EXPECT_NE(message.find("--net.width and --width both set 'net.width' on the command line"), std::string::npos)
+      << message;
+}
+
 TEST(ConfigSchema, WrongTypeNamesKeyAndSource) {
   Sample c;
   const std::string message = test::error_message([&] { schema().read_yaml(c, YAML::Load("net: {width: wide}"), "f.yaml"); });

@@ -1,11 +1,14 @@
 // Host RNG reproducibility and small system helpers.
 #include "sg2/core/error.h"
+#include "sg2/core/logging.h"
 #include "sg2/core/progress.h"
 #include "sg2/core/rng.h"
 #include "sg2/core/system.h"
 #include "test_support.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <set>
 
 namespace sg2 {
@@ -81,6 +84,25 @@ TEST(ProgressMeter, RendersCountRateAndEta) {
   ProgressMeter quiet("quick work", 3, "img");  // ends before its first line: prints nothing, does not throw
   quiet.update(3);
   quiet.finish();
+}
+
+std::string read_text(const std::string& path) {
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
+
+TEST(Logging, EveryRankWritesItsWarningsAndFatalErrorToTheLogFile) {
+  test::TempDir dir;
+  const std::string log = dir.file("log.txt");
+  init_logging(1, false);  // a non-root rank: warnings and errors only, prefixed
+  add_log_file(log);
+  spdlog::info("not for other ranks");
+  spdlog::warn("a warning");
+  log_fatal_error("stylegan2_train: error on rank 1 of 2 (host h): disk full");
+  init_logging(0, false);  // rank 0 again, without the file
+  spdlog::info("after");
+  EXPECT_EQ(read_text(log), "[rank 1] a warning\n[rank 1] stylegan2_train: error on rank 1 of 2 (host h): disk full\n");
 }
 
 }  // namespace

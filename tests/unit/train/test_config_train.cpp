@@ -1,5 +1,6 @@
 // The training config: presets parse, validation names keys and suggests values that work.
 #include "sg2/core/error.h"
+#include "sg2/train/command_line.h"
 #include "sg2/train/config.h"
 #include "test_support.h"
 
@@ -87,6 +88,33 @@ TEST(TrainConfig, BatchWorldAndGroupsAreCheckedTogether) {
   EXPECT_EQ(rounds_per_step(c, 2), 4);
   c.data.resolution = 48;
   EXPECT_NE(validation_error(c, 2).find("data.resolution = 48"), std::string::npos);
+}
+
+TEST(TrainConfig, BatchesNoDeviceHoldsAreRefusedNamingTheKey) {
+  TrainConfig c;
+  c.train.batch = 100000000;
+  const std::string m = validation_error(c, 1);
+  EXPECT_NE(m.find("train.batch_gpu: 100000000 images per process and round (train.batch 100000000 / world size 1)"),
+            std::string::npos) << m;
+  c.train.batch_gpu = 4;  // accumulated over rounds: accepted
+  EXPECT_EQ(validation_error(c, 1), "");
+}
+
+TEST(TrainConfig, AnAllocationFailureNamesTheBatch) {
+  TrainConfig c;
+  c.train.batch = 64;
+  c.train.batch_gpu = 16;
+  // A real allocator failure: 2^50 bytes is more than any machine maps.
+  const std::string m = test::error_message([&] {
+    naming_the_batch_on_out_of_memory(c, 2, [] { return int(at::empty({int64_t(1) << 50}, at::kByte).numel()); });
+  });
+  EXPECT_NE(m.find("out of memory with train.batch_gpu = 16 images per process and round (train.batch 64 over 2 "
+                   "processes, 2 rounds per step)"), std::string::npos) << m;
+  // Other errors pass unchanged.
+  const std::string other = test::error_message([&] {
+    naming_the_batch_on_out_of_memory(c, 2, []() -> int { SG2_FAIL("data.path 'x' does not exist"); });
+  });
+  EXPECT_EQ(other.find("data.path 'x' does not exist"), 0u) << other;
 }
 
 }  // namespace
