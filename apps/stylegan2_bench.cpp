@@ -18,7 +18,8 @@ using namespace sg2;
 
 int bench_training(const train::TrainConfig& config, const train::BenchOptions& bench) {
   auto session = train::start_session(config);
-  train::apply_thread_setting(config);
+  const std::string compute = train::apply_compute_settings(config, session->world());
+  if (session->world().is_root()) std::cout << "# compute: " << compute << "\n";
   train::Trainer trainer(config, train::open_configured_dataset(config), session->comm().device(), &session->comm());
   const train::BenchResult result = train::run_benchmark(trainer, bench);
   const dist::ReducerTimes comm = trainer.take_reducer_times();

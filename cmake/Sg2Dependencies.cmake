@@ -20,6 +20,9 @@ macro(sg2_require name)
 endmacro()
 
 sg2_require(Threads DEBIAN libc6-dev)
+# Before Torch: a pip wheel's Caffe2Config defines protobuf::libprotobuf as an empty alias when no
+# such target exists yet, which would leave our TFRecord messages unlinked.
+sg2_require(Protobuf DEBIAN "libprotobuf-dev and protobuf-compiler")
 sg2_require(Torch DEBIAN libtorch-dev)
 # at::parallel_for is a header template: without OpenMP in our own translation units it runs serially.
 sg2_require(OpenMP DEBIAN libgomp1 COMPONENTS CXX)
@@ -31,9 +34,35 @@ sg2_require(nlohmann_json DEBIAN nlohmann-json3-dev)
 sg2_require(PNG DEBIAN libpng-dev)
 sg2_require(ZLIB DEBIAN zlib1g-dev)
 sg2_require(JPEG DEBIAN libjpeg62-turbo-dev)
-sg2_require(Protobuf DEBIAN "libprotobuf-dev and protobuf-compiler")
 if(NOT Protobuf_PROTOC_EXECUTABLE)
   message(FATAL_ERROR "protoc not found: install the Debian package protobuf-compiler")
+endif()
+
+# A LibTorch from a pip wheel (scripts/torch_wheel.sh), possibly beside Debian's:
+# - TorchConfig's find_library(c10) searches the system first and may take Debian's libc10.so (another
+#   version): use the one beside libtorch;
+# - the wheel's include directory also holds third-party headers (fmt 12, protobuf, ...) that would
+#   shadow the system ones our code and spdlog are built with: expose only LibTorch's own directories.
+# - the wheel's libtorch.so exports parts of a newer libstdc++ that it links statically (e.g.
+#   std::filesystem::remove_all); listed before libstdc++ they would be the ones our code calls (and
+#   crash): every executable names libstdc++ first.
+set(SG2_TORCH_FROM_WHEEL OFF)
+if(EXISTS "${TORCH_INSTALL_PREFIX}/__init__.py")  # the prefix is the Python package torch/
+  set(SG2_TORCH_FROM_WHEEL ON)
+  add_link_options("LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
+  set(_sg2_wheel_c10 "${TORCH_INSTALL_PREFIX}/lib/libc10.so")
+  list(TRANSFORM TORCH_LIBRARIES REPLACE "^${c10_LIBRARY}$" "${_sg2_wheel_c10}")
+  set(_sg2_torch_include "${CMAKE_BINARY_DIR}/torch-include")
+  file(MAKE_DIRECTORY "${_sg2_torch_include}")
+  foreach(_dir ATen c10 torch caffe2)
+    file(CREATE_LINK "${TORCH_INSTALL_PREFIX}/include/${_dir}" "${_sg2_torch_include}/${_dir}" SYMBOLIC)
+  endforeach()
+  set(TORCH_INCLUDE_DIRS "${_sg2_torch_include};${TORCH_INSTALL_PREFIX}/include/torch/csrc/api/include")
+  foreach(_target torch c10 c10_cuda torch_cpu torch_cuda)
+    if(TARGET ${_target})
+      set_target_properties(${_target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${TORCH_INCLUDE_DIRS}")
+    endif()
+  endforeach()
 endif()
 
 # LibTorch as one interface target. TORCH_CXX_FLAGS carries the ABI define.
@@ -93,10 +122,12 @@ sg2_resolve_switch(SG2_WITH_TCMALLOC "${SG2_TCMALLOC_LIBRARY}" "tcmalloc (Debian
 function(sg2_print_summary)
   message(STATUS "StyleGAN2-cpp configuration:")
   message(STATUS "  build type        ${CMAKE_BUILD_TYPE}")
-  message(STATUS "  LibTorch          ${Torch_VERSION} (${TORCH_LIBRARIES}) CUDA in LibTorch: ${SG2_TORCH_HAS_CUDA}")
+  message(STATUS "  LibTorch          ${Torch_VERSION} (${TORCH_LIBRARIES}) CUDA in LibTorch: ${SG2_TORCH_HAS_CUDA}, "
+                 "pip wheel: ${SG2_TORCH_FROM_WHEEL}")
   message(STATUS "  CUDA toolkit      ${SG2_WITH_CUDA_ENABLED} ${CUDAToolkit_VERSION}")
   message(STATUS "  NCCL              ${SG2_WITH_NCCL_ENABLED} ${NCCL_VERSION}")
   message(STATUS "  MPI               ${SG2_WITH_MPI_ENABLED} ${MPI_CXX_VERSION}")
+  message(STATUS "  Gloo              ${SG2_GLOO_ENABLED}")
   message(STATUS "  tcmalloc          ${SG2_WITH_TCMALLOC_ENABLED} ${SG2_TCMALLOC_LIBRARY}")
   message(STATUS "  tests             ${SG2_BUILD_TESTS}")
   message(STATUS "  ccache            ${SG2_CCACHE}")

@@ -1,4 +1,5 @@
 // Built when the CUDA toolkit is found (SG2_WITH_CUDA): asks the CUDA runtime what it sees.
+#include "sg2/core/error.h"
 #include "sg2/core/system.h"
 
 #include <cuda_runtime_api.h>
@@ -22,6 +23,11 @@ CudaRuntimeInfo query_cuda_runtime() {
     if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) info.devices.emplace_back(prop.name);
   }
   return info;
+}
+
+void select_cuda_device(int index) {
+  const cudaError_t status = cudaSetDevice(index);
+  SG2_CHECK(status == cudaSuccess, "cudaSetDevice({}) failed: {}", index, cudaGetErrorString(status));
 }
 
 }  // namespace sg2

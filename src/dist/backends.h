@@ -3,6 +3,7 @@
 // error, chosen by CMake, so call sites never #ifdef.
 
 #include "sg2/dist/communicator.h"
+#include "sg2/dist/watchdog.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -27,7 +28,7 @@ std::string mpi_library_version();   // "none" without MPI
 World mpi_init_world();  // MPI_Init_thread(SERIALIZED) + ranks; idempotent
 void mpi_finalize();
 void mpi_abort_world(int code) noexcept;  // MPI_Abort(MPI_COMM_WORLD), when MPI is initialized
-std::unique_ptr<Communicator> make_mpi_communicator(const World& world);
+std::unique_ptr<Communicator> make_mpi_communicator(const World& world, double timeout_seconds);
 
 // --- A key-value rendezvous (TCPStore) for Env launches (store.cpp) ---
 class Rendezvous {
@@ -52,11 +53,17 @@ std::unique_ptr<Communicator> make_nccl_communicator(const World& world, const a
 // --- Local (local_backend.cpp) ---
 std::unique_ptr<Communicator> make_local_communicator(const World& world, const at::Device& device);
 
+// Ends this process after its watchdog found a stalled or failed collective: logs "error on rank R
+// of N (host H): reason", ends every rank through the backend and MPI where it can, else exits 1 so
+// the launcher ends the others. Called from the watchdog thread while others may be blocked.
+[[noreturn]] void end_job_from_watchdog(const World& world, const std::string& reason);
+
 // Runs blocking collectives on one background thread, in submission order, so a CPU backend gets
 // asynchronous allreduce (overlap with backward) and its library is called from one thread at a time.
+// With a watchdog, every job is watched under the name `what` (e.g. "MPI collective").
 class CollectiveThread {
  public:
-  CollectiveThread();
+  explicit CollectiveThread(CollectiveWatchdog* watchdog = nullptr, std::string what = "collective");
   ~CollectiveThread();
   std::shared_ptr<Work> submit(std::function<void()> job);
   void run(std::function<void()> job) { submit(std::move(job))->wait(); }
@@ -68,6 +75,9 @@ class CollectiveThread {
   std::condition_variable ready_;
   std::deque<std::shared_ptr<Job>> queue_;
   bool stopping_ = false;
+  CollectiveWatchdog* watchdog_;
+  std::string what_;
+  int64_t submitted_ = 0;
   std::thread thread_;
 };
 

@@ -2,6 +2,7 @@
 
 #include "sg2/core/error.h"
 
+#include <atomic>
 #include <exception>
 #include <future>
 
@@ -11,12 +12,14 @@ struct CollectiveThread::Job : Work {
   std::function<void()> body;
   std::promise<void> done;
   std::shared_future<void> result = done.get_future().share();
+  std::atomic<bool> finished{false};  // read by the watchdog
   double seconds = 0;
   void wait() override { result.get(); }
   double busy_seconds() const override { return seconds; }
 };
 
-CollectiveThread::CollectiveThread() : thread_([this] { loop(); }) {}
+CollectiveThread::CollectiveThread(CollectiveWatchdog* watchdog, std::string what)
+    : watchdog_(watchdog), what_(std::move(what)), thread_([this] { loop(); }) {}
 
 CollectiveThread::~CollectiveThread() {
   {
@@ -33,6 +36,10 @@ std::shared_ptr<Work> CollectiveThread::submit(std::function<void()> body) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(job);
+    ++submitted_;
+    if (watchdog_ != nullptr) {
+      watchdog_->watch(fmt::format("{} #{}", what_, submitted_), [job] { return job->finished.load(); });
+    }
   }
   ready_.notify_one();
   return job;
@@ -56,6 +63,7 @@ void CollectiveThread::loop() {
     } catch (...) {
       job->done.set_exception(std::current_exception());
     }
+    job->finished = true;
   }
 }
 

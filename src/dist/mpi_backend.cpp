@@ -56,7 +56,11 @@ void for_each_chunk(const at::Tensor& t, Op op) {
 
 class MpiCommunicator final : public Communicator {
  public:
-  explicit MpiCommunicator(const World& world) : Communicator(world) {
+  MpiCommunicator(const World& world, double timeout_seconds)
+      : Communicator(world),
+        watchdog_(WatchdogOptions{timeout_seconds, 0.1, nullptr, nullptr,
+                                  [world](const std::string& reason) { end_job_from_watchdog(world, reason); }}),
+        thread_(std::make_unique<CollectiveThread>(&watchdog_, "MPI collective")) {
     SG2_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
     SG2_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   }
@@ -116,7 +120,8 @@ class MpiCommunicator final : public Communicator {
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
-  std::unique_ptr<CollectiveThread> thread_ = std::make_unique<CollectiveThread>();
+  CollectiveWatchdog watchdog_;  // a peer that stalls would block MPI forever
+  std::unique_ptr<CollectiveThread> thread_;
 };
 
 }  // namespace
@@ -169,8 +174,8 @@ void mpi_abort_world(int code) noexcept {
   if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
 }
 
-std::unique_ptr<Communicator> make_mpi_communicator(const World& world) {
-  return std::make_unique<MpiCommunicator>(world);
+std::unique_ptr<Communicator> make_mpi_communicator(const World& world, double timeout_seconds) {
+  return std::make_unique<MpiCommunicator>(world, timeout_seconds);
 }
 
 }  // namespace sg2::dist

@@ -15,6 +15,6 @@ std::string mpi_library_version() { return "none"; }
 World mpi_init_world() { SG2_FAIL("launched by mpirun/srun, but {}", kRebuild); }
 void mpi_finalize() {}
 void mpi_abort_world(int) noexcept {}
-std::unique_ptr<Communicator> make_mpi_communicator(const World&) { SG2_FAIL("dist.backend = mpi, but {}", kRebuild); }
+std::unique_ptr<Communicator> make_mpi_communicator(const World&, double) { SG2_FAIL("dist.backend = mpi, but {}", kRebuild); }
 
 }  // namespace sg2::dist

@@ -1,13 +1,16 @@
 // NCCL: CUDA tensors, one communicator per process, its own stream ordered against LibTorch's
 // compute stream with events (compute -> NCCL before a collective, NCCL -> compute in wait()).
-// The unique id comes from rank 0 through MPI_Bcast or the TCPStore (share_id).
+// The unique id comes from rank 0 through MPI_Bcast or the TCPStore (share_id). A watchdog thread
+// (watchdog.h) ends the job when a collective outlives dist.timeout or NCCL reports an error.
 #include "backends.h"
 
 #include "sg2/core/error.h"
+#include "sg2/dist/watchdog.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -53,16 +56,30 @@ ncclDataType_t nccl_datatype(at::ScalarType dtype) {
   }
 }
 
+// A CUDA event shared by a work and the watchdog: destroyed when both let go.
+class CudaEvent {
+ public:
+  CudaEvent() { SG2_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  ~CudaEvent() { cudaEventDestroy(event_); }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return event_; }
+  // Reached by the device (an error also ends the wait: the watchdog's async check reports it).
+  bool completed() const { return cudaEventQuery(event_) != cudaErrorNotReady; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
 // Makes the compute stream wait for the collective; keeps its tensors alive until then.
 class NcclWork final : public Work {
  public:
-  NcclWork(cudaEvent_t done, cudaStream_t compute, std::vector<at::Tensor> tensors)
-      : done_(done), compute_(compute), tensors_(std::move(tensors)) {}
-  ~NcclWork() override { cudaEventDestroy(done_); }
-  void wait() override { SG2_CUDA_CHECK(cudaStreamWaitEvent(compute_, done_, 0)); }
+  NcclWork(std::shared_ptr<CudaEvent> done, cudaStream_t compute, std::vector<at::Tensor> tensors)
+      : done_(std::move(done)), compute_(compute), tensors_(std::move(tensors)) {}
+  void wait() override { SG2_CUDA_CHECK(cudaStreamWaitEvent(compute_, done_->get(), 0)); }
 
  private:
-  cudaEvent_t done_;
+  std::shared_ptr<CudaEvent> done_;
   cudaStream_t compute_;
   std::vector<at::Tensor> tensors_;
 };
@@ -88,11 +105,17 @@ class NcclCommunicator final : public Communicator {
     SG2_CHECK(id_bytes.size() == sizeof(id), "rank {}: NCCL unique id of {} bytes, expected {}", world.rank,
               id_bytes.size(), sizeof(id));
     std::memcpy(&id, id_bytes.data(), sizeof(id));
-    SG2_NCCL_CHECK(ncclCommInitRank(&comm_, world.size, id, world.rank));
+    ncclComm_t comm = nullptr;
+    SG2_NCCL_CHECK(ncclCommInitRank(&comm, world.size, id, world.rank));
+    comm_ = comm;
     SG2_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    watchdog_ = std::make_unique<CollectiveWatchdog>(WatchdogOptions{
+        timeout_seconds, 0.1, [index = device.index()] { cudaSetDevice(index); }, [this] { return async_error(); },
+        [this](const std::string& reason) { end_job_from_watchdog(reason); }});
   }
   ~NcclCommunicator() override {
-    if (comm_ != nullptr) ncclCommDestroy(comm_);
+    watchdog_.reset();  // before the communicator it polls
+    if (comm_ != nullptr) ncclCommDestroy(comm_.load());
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
   std::string backend() const override { return "nccl"; }
@@ -101,7 +124,7 @@ class NcclCommunicator final : public Communicator {
   std::shared_ptr<Work> allreduce_async(std::vector<at::Tensor> tensors, ReduceOp op) override {
     check_allreduce_args(tensors, op, *this);
     const ncclRedOp_t nccl_op = op == ReduceOp::Avg ? ncclAvg : ncclSum;
-    return enqueue(std::move(tensors), [&](const std::vector<at::Tensor>& all) {
+    return enqueue("allreduce", std::move(tensors), [&](const std::vector<at::Tensor>& all) {
       for (const auto& t : all) {
         SG2_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()),
                                      nccl_datatype(t.scalar_type()), nccl_op, comm_, stream_));
@@ -111,7 +134,7 @@ class NcclCommunicator final : public Communicator {
 
   void broadcast(std::vector<at::Tensor> tensors, int root) override {
     check_contiguous(tensors, *this, "broadcast");
-    enqueue(tensors, [&](const std::vector<at::Tensor>& all) {
+    enqueue("broadcast", tensors, [&](const std::vector<at::Tensor>& all) {
       for (const auto& t : all) {
         SG2_NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()),
                                      nccl_datatype(t.scalar_type()), root, comm_, stream_));
@@ -124,7 +147,7 @@ class NcclCommunicator final : public Communicator {
     std::vector<int64_t> shape{size()};
     shape.insert(shape.end(), input.sizes().begin(), input.sizes().end());
     at::Tensor out = at::empty(shape, input.options());
-    enqueue({input, out}, [&](const std::vector<at::Tensor>&) {
+    enqueue("allgather", {input, out}, [&](const std::vector<at::Tensor>&) {
       SG2_NCCL_CHECK(ncclAllGather(input.data_ptr(), out.data_ptr(), static_cast<size_t>(input.numel()),
                                    nccl_datatype(input.scalar_type()), comm_, stream_));
     })->wait();
@@ -139,25 +162,40 @@ class NcclCommunicator final : public Communicator {
   }
 
   void abort(const std::string& reason) noexcept override {
-    if (comm_ != nullptr) ncclCommAbort(comm_);
-    comm_ = nullptr;
+    ncclComm_t comm = comm_.exchange(nullptr);  // once, whichever thread comes first
+    if (comm != nullptr) ncclCommAbort(comm);
   }
 
  private:
   template <class Launch>
-  std::shared_ptr<Work> enqueue(std::vector<at::Tensor> tensors, Launch launch) {
+  std::shared_ptr<Work> enqueue(const char* op, std::vector<at::Tensor> tensors, Launch launch) {
     auto compute = static_cast<cudaStream_t>(current_cuda_stream(device_));
-    cudaEvent_t ready = nullptr, done = nullptr;
-    SG2_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-    SG2_CUDA_CHECK(cudaEventRecord(ready, compute));
-    SG2_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready, 0));
-    cudaEventDestroy(ready);
+    const CudaEvent ready;
+    SG2_CUDA_CHECK(cudaEventRecord(ready.get(), compute));
+    SG2_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready.get(), 0));
     SG2_NCCL_CHECK(ncclGroupStart());
     launch(tensors);
     SG2_NCCL_CHECK(ncclGroupEnd());
-    SG2_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    SG2_CUDA_CHECK(cudaEventRecord(done, stream_));
-    return std::make_shared<NcclWork>(done, compute, std::move(tensors));
+    auto done = std::make_shared<CudaEvent>();
+    SG2_CUDA_CHECK(cudaEventRecord(done->get(), stream_));
+    watchdog_->watch(fmt::format("NCCL {} #{} ({} tensor(s))", op, ++collectives_, tensors.size()),
+                     [done] { return done->completed(); });
+    return std::make_shared<NcclWork>(std::move(done), compute, std::move(tensors));
+  }
+
+  // The communicator's pending asynchronous error, "" when none (called from the watchdog thread).
+  std::string async_error() {
+    ncclComm_t comm = comm_;
+    ncclResult_t error = ncclSuccess;
+    if (comm == nullptr || ncclCommGetAsyncError(comm, &error) != ncclSuccess || error == ncclSuccess) return "";
+    return fmt::format("NCCL reports an asynchronous error: {}", ncclGetErrorString(error));
+  }
+
+  // From the watchdog thread: the job cannot continue. The training thread may be blocked in a copy
+  // that waits for the collective, so this thread ends the process (and, through MPI, the job).
+  [[noreturn]] void end_job_from_watchdog(const std::string& reason) {
+    abort(reason);  // ncclCommAbort: the stalled kernels end
+    dist::end_job_from_watchdog(world(), reason);
   }
 
   void wait_stream_with_timeout(const char* op) {
@@ -180,8 +218,10 @@ class NcclCommunicator final : public Communicator {
 
   at::Device device_;
   double timeout_seconds_;
-  ncclComm_t comm_ = nullptr;
+  std::atomic<ncclComm_t> comm_{nullptr};  // null once aborted (the watchdog reads it)
   cudaStream_t stream_ = nullptr;
+  int64_t collectives_ = 0;
+  std::unique_ptr<CollectiveWatchdog> watchdog_;
 };
 
 }  // namespace

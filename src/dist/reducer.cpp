@@ -2,6 +2,7 @@
 
 #include "sg2/core/error.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace sg2::dist {
@@ -17,7 +18,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 GradientReducer::GradientReducer(Communicator& comm, NamedParameters parameters, ReducerOptions options)
     : comm_(comm), options_(options) {
   SG2_CHECK(options.bucket_bytes > 0, "dist.bucket_mb must be > 0");
-  build_buckets(parameters);
+  std::vector<size_t> order;
+  for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {  // until backward shows its order
+    order.push_back(slots_.size());
+    slots_.push_back({it->first, it->second, 0, 0});
+  }
+  build_buckets(order);
   register_hooks();
 }
 
@@ -28,10 +34,12 @@ GradientReducer::~GradientReducer() {
   }
 }
 
-void GradientReducer::build_buckets(const NamedParameters& parameters) {
+void GradientReducer::build_buckets(const std::vector<size_t>& order) {
+  buckets_.clear();
   int64_t bucket_bytes = 0;
-  for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {  // backward produces the last ones first
-    const at::Tensor& p = it->second;
+  for (size_t index : order) {
+    Slot& slot = slots_[index];
+    const at::Tensor& p = slot.parameter;
     const int64_t bytes = p.numel() * static_cast<int64_t>(p.element_size());
     const bool fits = !buckets_.empty() && bucket_bytes + bytes <= options_.bucket_bytes &&
                       buckets_.back()->flat.scalar_type() == p.scalar_type() &&
@@ -41,17 +49,35 @@ void GradientReducer::build_buckets(const NamedParameters& parameters) {
       buckets_.back()->flat = at::empty({0}, p.options());
       bucket_bytes = 0;
     }
-    Bucket& bucket = *buckets_.back();
-    bucket.slots.push_back(slots_.size());
-    slots_.push_back({it->first, p, buckets_.size() - 1, bucket_bytes / static_cast<int64_t>(p.element_size())});
+    buckets_.back()->slots.push_back(index);
+    slot.bucket = buckets_.size() - 1;
+    slot.offset = bucket_bytes / static_cast<int64_t>(p.element_size());
     bucket_bytes += bytes;
   }
+  times_.bytes = 0;
   for (auto& bucket : buckets_) {
     const Slot& last = slots_[bucket->slots.back()];
     bucket->flat = at::zeros({last.offset + last.parameter.numel()}, last.parameter.options().requires_grad(false));
     times_.bytes += bucket->flat.numel() * static_cast<int64_t>(bucket->flat.element_size());
   }
   slot_ready_.assign(slots_.size(), 0);
+}
+
+// After the first final backward: buckets in the order its gradients arrived (rank 0's, so every
+// rank agrees), so the first bucket fills and starts while backward still runs. Registration order
+// says little: G registers synthesis before mapping, whose gradients arrive last.
+void GradientReducer::rebuild_buckets_in_arrival_order() {
+  std::vector<size_t> order = arrival_order_;
+  for (size_t i = 0; i < slots_.size(); ++i) {  // no gradient in that backward: at the end
+    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  }
+  at::Tensor wire = at::tensor(std::vector<int64_t>(order.begin(), order.end()), at::kLong).to(comm_.device());
+  comm_.broadcast({wire}, 0);
+  const at::Tensor root_order = wire.cpu();
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<size_t>(root_order[int64_t(i)].item<int64_t>());
+  build_buckets(order);
+  arrival_order_.clear();
+  order_learned_ = true;
 }
 
 at::Tensor GradientReducer::slot_view(const Slot& slot) const {
@@ -84,6 +110,10 @@ void GradientReducer::on_gradient(size_t slot_index, const at::Tensor& grad) {
   SG2_CHECK(!slot_ready_[slot_index], "rank {}: gradient of '{}' arrived twice in one final backward", comm_.rank(),
             slot.name);
   slot_ready_[slot_index] = 1;
+  if (!order_learned_) {
+    std::lock_guard<std::mutex> lock(launch_mutex_);
+    arrival_order_.push_back(slot_index);
+  }
   Bucket& bucket = *buckets_[slot.bucket];
   at::Tensor view = slot_view(slot);
   const at::Tensor& earlier = slot.parameter.grad();  // from earlier accumulation rounds
@@ -131,12 +161,22 @@ void GradientReducer::finish(double divisor) {
   }
   times_.exposed_seconds += seconds_since(start);
   for (Slot& slot : slots_) slot.parameter.mutable_grad() = slot_view(slot);
+  if (!order_learned_) rebuild_buckets_in_arrival_order();  // .grad keeps the old buckets' memory
 }
 
 std::vector<int64_t> GradientReducer::bucket_numels() const {
   std::vector<int64_t> numels;
   for (const auto& bucket : buckets_) numels.push_back(bucket->flat.numel());
   return numels;
+}
+
+std::vector<std::vector<std::string>> GradientReducer::bucket_parameter_names() const {
+  std::vector<std::vector<std::string>> names;
+  for (const auto& bucket : buckets_) {
+    names.emplace_back();
+    for (size_t slot : bucket->slots) names.back().push_back(slots_[slot].name);
+  }
+  return names;
 }
 
 ReducerTimes GradientReducer::take_times() {

@@ -3,8 +3,12 @@
 #include "backends.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/logging.h"
+#include "sg2/core/system.h"
 
 #include <spdlog/spdlog.h>
+
+#include <cstdlib>
 
 namespace sg2::dist {
 
@@ -25,13 +29,26 @@ ShareBytes share_over(Communicator* bootstrap_comm, const std::shared_ptr<Rendez
   return [](const std::string& bytes) { return bytes; };
 }
 
+// A CUDA-aware MPI creates its context on the current device in MPI_Init: make that the rank's own
+// GPU first (by the local rank the launcher states), not GPU 0 on every rank.
+void select_device_before_mpi_init(const CommunicatorOptions& options) {
+  const int local_rank = local_rank_before_mpi_init();
+  if (!options.device_for || local_rank < 0) return;
+  World provisional;
+  provisional.local_rank = local_rank;
+  const at::Device device = options.device_for(provisional);
+  if (device.is_cuda()) select_cuda_device(device.index());
+}
+
 }  // namespace
 
-std::string Session::resolve_backend(const std::string& requested, Launcher launcher, const at::Device& device) {
+std::string Session::resolve_backend(const std::string& requested, Launcher launcher, const at::Device& device,
+                                     int world_size) {
   SG2_CHECK(requested == "auto" || requested == "nccl" || requested == "mpi" || requested == "gloo" ||
                 requested == "local",
             "dist.backend = '{}': expected auto, nccl, mpi, gloo or local", requested);
   if (requested != "auto") return requested;
+  if (world_size == 1) return "local";  // nothing to reduce, on any device
   if (device.is_cuda()) return "nccl";
   if (launcher == Launcher::Mpi) return "mpi";
   if (launcher == Launcher::Env) return "gloo";
@@ -50,16 +67,17 @@ std::unique_ptr<Session> Session::start(const CommunicatorOptions& requested) {
   std::shared_ptr<Rendezvous> store;
   std::unique_ptr<Communicator> mpi_comm;
   if (launcher == Launcher::Mpi) {
+    select_device_before_mpi_init(options);
     world = mpi_init_world();
     session->finalize_mpi_ = true;
-    mpi_comm = make_mpi_communicator(world);
+    mpi_comm = make_mpi_communicator(world, options.timeout_seconds);
   } else if (launcher == Launcher::Env) {
     const EnvRendezvous env = read_env_rendezvous();
     world = env.world;
     store = connect_tcp_store(env, options.timeout_seconds);
   }
   if (options.device_for) options.device = options.device_for(world);
-  const std::string backend = resolve_backend(options.backend, launcher, options.device);
+  const std::string backend = resolve_backend(options.backend, launcher, options.device, world.size);
   SG2_CHECK(backend != "mpi" || launcher == Launcher::Mpi,
             "dist.backend = mpi, but this process was not launched by mpirun or srun ({})", to_string(launcher));
   SG2_CHECK(backend != "gloo" || store != nullptr,
@@ -89,6 +107,12 @@ Session::~Session() {
 }
 
 Session* active_session() { return g_active_session; }
+
+void end_job_from_watchdog(const World& world, const std::string& reason) {
+  log_fatal_error(fmt::format("error on rank {} of {} (host {}): {}", world.rank, world.size, host_name(), reason));
+  abort_job(reason);  // the backend's abort; launched by MPI: MPI_Abort ends every rank
+  std::_Exit(1);      // otherwise the launcher (stylegan2_launch, torchrun, srun) ends the others
+}
 
 void abort_job(const std::string& reason) noexcept {
   Session* session = g_active_session;

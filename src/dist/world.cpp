@@ -48,6 +48,13 @@ Launcher detect_launcher() {
   return Launcher::Single;
 }
 
+int local_rank_before_mpi_init() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    if (env(name) != nullptr) return env_int(name, 0, 1 << 20);
+  }
+  return -1;
+}
+
 EnvRendezvous read_env_rendezvous() {
   EnvRendezvous r;
   r.world.launcher = Launcher::Env;

@@ -75,10 +75,16 @@ void check_config_same_on_every_rank(const TrainConfig& config, dist::Session& s
   dist::check_same_lines_on_every_rank(session.comm(), train_schema().to_key_value_lines(config), "the config");
 }
 
-void apply_thread_setting(const TrainConfig& c) {
-  const int threads = c.run.threads > 0 ? c.run.threads : static_cast<int>(std::thread::hardware_concurrency());
-  at::set_num_threads(std::max(threads, 1));
+std::string apply_compute_settings(const TrainConfig& c, const dist::World& world) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = c.run.threads > 0 ? c.run.threads : std::max(1, cores / std::max(world.local_size, 1));
+  at::set_num_threads(threads);
   limit_blas_threads();
+  at::globalContext().setAllowTF32CuBLAS(c.run.allow_tf32);
+  at::globalContext().setAllowTF32CuDNN(c.run.allow_tf32);
+  at::globalContext().setBenchmarkCuDNN(c.run.cudnn_benchmark);
+  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}, cuDNN benchmark {}", threads,
+                     cores, world.local_size, c.run.allow_tf32 ? "on" : "off", c.run.cudnn_benchmark ? "on" : "off");
 }
 
 void TrainCommand::add_to(CLI::App& app) {
@@ -174,7 +180,7 @@ int TrainCommand::train(const TrainConfig& config, dist::Session& session, const
   const dist::World& world = session.world();
   validate(config, world.size);
   const at::Device device = session.comm().device();
-  apply_thread_setting(config);
+  const std::string compute = apply_compute_settings(config, world);
   auto dataset = open_configured_dataset(config);
   Trainer trainer(config, dataset, device, &session.comm());
   bool imported = false;
@@ -203,9 +209,10 @@ int TrainCommand::train(const TrainConfig& config, dist::Session& session, const
   spdlog::info("World: {} processes, backend {}, rng {}, {} rounds of {} images per process and step",
                world.size, session.comm().backend(), config.dist.rng, rounds_per_step(config, world.size),
                batch_per_round(config, world.size));
-  spdlog::info("Dataset: {} ({} images, {}x{}x{}, {} labels), device {}, {} CPU threads", dataset->name(),
-               dataset->size(), dataset->shape().channels, dataset->resolution(), dataset->resolution(),
-               dataset->label_dim(), device.str(), at::get_num_threads());
+  spdlog::info("Dataset: {} ({} images, {}x{}x{}, {} labels), device {}", dataset->name(), dataset->size(),
+               dataset->shape().channels, dataset->resolution(), dataset->resolution(), dataset->label_dim(),
+               device.str());
+  spdlog::info("Compute: {}", compute);
   spdlog::info("G: {} parameters, D: {} parameters", nn::count_parameters(trainer.G()),
                nn::count_parameters(trainer.D()));
 

@@ -21,7 +21,9 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(run.desc, "Run directory suffix; empty: <dataset>-<preset>");
   SG2_FIELD(run.preset, "Name of the preset this configuration came from");
   SG2_FIELD(run.device, "Device to train on").one_of({"auto", "cpu", "cuda"});
-  SG2_FIELD(run.threads, "CPU threads per process (0: all cores)");
+  SG2_FIELD(run.threads, "CPU threads per process (0: the node's cores divided by its processes)");
+  SG2_FIELD(run.allow_tf32, "Allow TF32 in CUDA matmuls and cuDNN convolutions (off as the reference: full fp32)");
+  SG2_FIELD(run.cudnn_benchmark, "Let cuDNN time its algorithms per shape and keep the fastest (on as the reference)");
   SG2_FIELD(run.image_snapshot_ticks, "Write a sample grid every N ticks (0: never)");
   SG2_FIELD(run.network_snapshot_ticks, "Write a snapshot every N ticks (0: only at the end)");
   SG2_FIELD(run.grid_w, "Sample grid columns (0: as the reference, 7680 / resolution clipped to 7-32)");

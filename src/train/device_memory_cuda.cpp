@@ -5,10 +5,16 @@
 
 namespace sg2::train {
 
+namespace {
+// Index of the all-pools statistic: StatType::AGGREGATE, declared in c10::cuda::CUDACachingAllocator
+// by LibTorch 1.x and in c10 by 2.x; 0 in both.
+constexpr size_t kAggregateStat = 0;
+}  // namespace
+
 double device_peak_memory_gib(const at::Device& device) {
   if (!device.is_cuda()) return 0.0;
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-  const auto& peak = stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
+  const auto& peak = stats.allocated_bytes[kAggregateStat];
   return static_cast<double>(peak.peak) / (1024.0 * 1024.0 * 1024.0);
 }
 

@@ -51,7 +51,7 @@ int MetricsCommand::run() {
   auto session = start_session(config, verbose_);
   return run_on_every_rank("stylegan2_metrics", *session, [&] {
     check_config_same_on_every_rank(config, *session);
-    apply_thread_setting(config);
+    spdlog::info("Compute: {}", apply_compute_settings(config, session->world()));
     const at::Device device = session->comm().device();
     auto G = load_generator(snapshot, "G_ema");
     G->to(device);

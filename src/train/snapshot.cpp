@@ -6,6 +6,7 @@
 #include "sg2/train/trainer.h"
 
 #include <ATen/core/Dict.h>
+#include <spdlog/spdlog.h>
 #include <torch/serialize.h>
 
 namespace sg2::train {
@@ -55,6 +56,8 @@ void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<
     std::lock_guard<std::mutex> lock(trainer.generator().mutex());
     dict.insert("rng.step", trainer.generator().get_state());
   }
+  // CPU (Mersenne Twister) and CUDA (Philox seed + offset) states differ in kind and size.
+  dict.insert("rng.device_type", static_cast<int64_t>(trainer.generator().device().type()));
   for (size_t r = 1; r < rank_states.size(); ++r) dict.insert(fmt::format("rng.step.rank{}", r), rank_states[r]);
   write_snapshot_dict(path, dict);
 }
@@ -88,6 +91,18 @@ Snapshot load_snapshot(const std::string& path) {
   return s;
 }
 
+namespace {
+
+// Whether the snapshot's generator state can be loaded into `generator` (same device type; snapshots
+// before rng.device_type was recorded: the same state size).
+bool generator_state_fits(const Snapshot& s, at::Generator& generator) {
+  const auto device_type = s.integers.find("rng.device_type");
+  if (device_type != s.integers.end()) return device_type->second == static_cast<int64_t>(generator.device().type());
+  return s.tensors.at("rng.step").numel() == generator.get_state().numel();
+}
+
+}  // namespace
+
 void restore_trainer(Trainer& trainer, const Snapshot& s) {
   nn::load_state_dict(trainer.G(), s.tensors, "G.", s.path);
   nn::load_state_dict(trainer.D(), s.tensors, "D.", s.path);
@@ -110,7 +125,13 @@ void restore_trainer(Trainer& trainer, const Snapshot& s) {
   SG2_CHECK(s.tensors.count("rng.step"), "{}: snapshot has no rng.step", s.path);
   auto rng = s.tensors.find(rank == 0 ? std::string("rng.step") : fmt::format("rng.step.rank{}", rank));
   std::lock_guard<std::mutex> lock(trainer.generator().mutex());
-  if (s.integer("world_size") == trainer.place().world_size && rng != s.tensors.end()) {
+  const bool same_world = s.integer("world_size") == trainer.place().world_size && rng != s.tensors.end();
+  const bool same_device = generator_state_fits(s, trainer.generator());
+  if (same_world && !same_device) {
+    spdlog::warn("{}: its step generator ran on another device type than {}; starting fresh per-rank streams "
+                 "(dist.rng = global draws are unaffected)", s.path, trainer.generator().device().str());
+  }
+  if (same_world && same_device) {
     trainer.generator().set_state(rng->second);
   } else {
     trainer.generator().set_current_seed(mix_seed({static_cast<uint64_t>(trainer.config().train.seed),

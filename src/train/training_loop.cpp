@@ -68,15 +68,19 @@ bool TrainingLoop::run() {
   tick_start_time_ = now_seconds();
   maintenance_seconds_ = tick_start_time_ - start_time_;
   reset_device_peak_memory(trainer_.device());
+  const auto tick_nimg = static_cast<int64_t>(c.train.kimg_per_tick * 1000);
   for (;;) {
     trainer_.step();
     const bool done = p.cur_nimg >= total_nimg;
-    // A signal may reach the ranks at different steps, or one rank only: they stop together at the
-    // first step any saw it, all naming that signal.
-    stop_signal_ = static_cast<int>(trainer_.comm().max_over_ranks(sg2::stop_signal()));
+    const bool tick_ends = p.cur_tick == 0 || p.cur_nimg >= p.tick_start_nimg + tick_nimg;
+    // A signal may reach the ranks at different steps, or one rank only. The ranks vote (a host
+    // round trip that waits for the device) at tick ends and every kStopVoteSteps steps, the same
+    // steps everywhere, so they stop together, all naming the signal.
+    if (done || tick_ends || p.batch_idx % kStopVoteSteps == 0) {
+      stop_signal_ = static_cast<int>(trainer_.comm().max_over_ranks(sg2::stop_signal()));
+    }
     const bool stopping = stop_signal_ != 0;
-    const auto tick_nimg = static_cast<int64_t>(c.train.kimg_per_tick * 1000);
-    if (!done && !stopping && p.cur_tick != 0 && p.cur_nimg < p.tick_start_nimg + tick_nimg) continue;
+    if (!done && !stopping && !tick_ends) continue;
     end_tick(done, stopping);
     if (done || stopping) return done;
   }

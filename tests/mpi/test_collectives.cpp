@@ -1,14 +1,19 @@
 // Collectives and the gradient reducer across real processes (mpirun, srun or stylegan2_launch;
 // a plain run is a world of one). Expected values are closed forms of rank-filled tensors.
+#include "sg2/core/error.h"
 #include "sg2/dist/communicator.h"
 #include "sg2/dist/consistency.h"
 #include "sg2/dist/reducer.h"
+#include "sg2/dist/watchdog.h"
 
 #include "test_world.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <cstdlib>
 #include <thread>
 
 namespace sg2::dist {
@@ -86,6 +91,31 @@ TEST(Collectives, AnyIsTrueEverywhereWhenTrueSomewhere) {
   EXPECT_TRUE(comm().any(comm().rank() == comm().size() - 1));
 }
 
+TEST(Session, AutoBackendFollowsLaunchDeviceAndWorldSize) {
+  const at::Device cuda(at::kCUDA, 0), cpu(at::kCPU);
+  EXPECT_EQ(Session::resolve_backend("auto", Launcher::Mpi, cuda, 1), "local");  // one process: nothing to reduce
+  EXPECT_EQ(Session::resolve_backend("auto", Launcher::Single, cuda, 1), "local");
+  EXPECT_EQ(Session::resolve_backend("auto", Launcher::Mpi, cuda, 2), "nccl");
+  EXPECT_EQ(Session::resolve_backend("auto", Launcher::Env, cuda, 8), "nccl");
+  EXPECT_EQ(Session::resolve_backend("auto", Launcher::Mpi, cpu, 2), "mpi");
+  EXPECT_EQ(Session::resolve_backend("auto", Launcher::Env, cpu, 2), "gloo");
+  EXPECT_EQ(Session::resolve_backend("nccl", Launcher::Mpi, cuda, 1), "nccl");  // asked for: kept
+  EXPECT_THROW(Session::resolve_backend("ucc", Launcher::Mpi, cpu, 2), Error);
+}
+
+TEST(Session, TheLocalRankIsKnownBeforeMpiInit) {
+  if (comm().world().launcher == Launcher::Mpi) {  // what mpirun states equals what MPI computed
+    EXPECT_EQ(local_rank_before_mpi_init(), comm().world().local_rank);
+    return;
+  }
+  EXPECT_EQ(local_rank_before_mpi_init(), -1);
+  setenv("SLURM_LOCALID", "3", 1);
+  EXPECT_EQ(local_rank_before_mpi_init(), 3);
+  setenv("SLURM_LOCALID", "x", 1);
+  EXPECT_THROW(local_rank_before_mpi_init(), Error);
+  unsetenv("SLURM_LOCALID");
+}
+
 TEST(Collectives, MaxOverRanksIsTheLargestValueEverywhere) {
   EXPECT_EQ(comm().max_over_ranks(comm().rank() == comm().size() - 1 ? 15 : 0), 15);
   EXPECT_EQ(comm().max_over_ranks(-1 - comm().rank()), -1);
@@ -125,20 +155,97 @@ TEST(Consistency, NamesTheFirstDifferingTensor) {
   EXPECT_TRUE(at::equal(t, at::zeros({4}, at::kDouble)));
 }
 
+// The watchdog's logic with injected faults: a collective that never completes, an asynchronous
+// library error, and collectives that complete.
+struct FailureLog {
+  std::mutex mutex;
+  std::vector<std::string> reasons;
+  std::chrono::steady_clock::time_point when;
+  void add(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mutex);
+    reasons.push_back(reason);
+    when = std::chrono::steady_clock::now();
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return reasons.size();
+  }
+};
+
+void wait_until(const std::function<bool()>& condition, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!condition() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+TEST(Watchdog, AStalledCollectiveEndsTheJobAfterTheTimeoutOnce) {
+  FailureLog log;
+  CollectiveWatchdog watchdog({0.3, 0.01, nullptr, nullptr, [&](const std::string& r) { log.add(r); }});
+  const auto start = std::chrono::steady_clock::now();
+  watchdog.watch("allreduce of bucket 0", [] { return true; });
+  watchdog.watch("allreduce of bucket 1", [] { return false; });  // a peer never joins
+  watchdog.watch("allreduce of bucket 2", [] { return false; });
+  wait_until([&] { return log.count() > 0; }, 5);
+  ASSERT_EQ(log.count(), 1u);
+  const double waited = std::chrono::duration<double>(log.when - start).count();
+  EXPECT_GE(waited, 0.3);
+  EXPECT_LT(waited, 2.0);
+  EXPECT_NE(log.reasons[0].find("allreduce of bucket 1 has not completed after"), std::string::npos) << log.reasons[0];
+  EXPECT_NE(log.reasons[0].find("(dist.timeout = 0.3 s)"), std::string::npos) << log.reasons[0];
+  EXPECT_NE(log.reasons[0].find("2 collective(s) pending"), std::string::npos) << log.reasons[0];
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(log.count(), 1u);  // once
+  EXPECT_TRUE(watchdog.failed());
+}
+
+TEST(Watchdog, AnAsynchronousErrorEndsTheJobAtOnce) {
+  FailureLog log;
+  std::atomic<bool> broken{false};
+  CollectiveWatchdog watchdog({600, 0.01, nullptr,
+                               [&] { return broken ? std::string("unhandled system error (remote process exited)") : ""; },
+                               [&](const std::string& r) { log.add(r); }});
+  watchdog.watch("broadcast", [] { return false; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(log.count(), 0u);
+  broken = true;
+  wait_until([&] { return log.count() > 0; }, 5);
+  ASSERT_EQ(log.count(), 1u);
+  EXPECT_EQ(log.reasons[0], "unhandled system error (remote process exited)");
+}
+
+TEST(Watchdog, CompletedCollectivesLeaveTheQueueWithoutFailure) {
+  FailureLog log;
+  std::atomic<bool> second_done{false};
+  std::atomic<int> setup_calls{0};
+  CollectiveWatchdog watchdog({0.5, 0.01, [&] { ++setup_calls; }, nullptr, [&](const std::string& r) { log.add(r); }});
+  watchdog.watch("first", [] { return true; });
+  watchdog.watch("second", [&] { return second_done.load(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(watchdog.pending(), 1u);
+  second_done = true;
+  wait_until([&] { return watchdog.pending() == 0; }, 5);
+  EXPECT_EQ(watchdog.pending(), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // past the timeout: nothing pending, no failure
+  EXPECT_EQ(log.count(), 0u);
+  EXPECT_EQ(setup_calls.load(), 1);
+  EXPECT_FALSE(watchdog.failed());
+}
+
 // Parameters of odd shapes; "unused" never receives a gradient (counts as zeros).
 GradientReducer::NamedParameters make_parameters() {
   at::manual_seed(7);
   GradientReducer::NamedParameters params;
   for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
            {"w0", {33, 7}}, {"b0", {33}}, {"w1", {5, 33}}, {"unused", {3}}, {"b1", {5}}, {"w2", {1, 5}}}) {
-    params.emplace_back(name, at::randn(shape).requires_grad_(true));
+    params.emplace_back(name, at::randn(shape).to(comm().device()).requires_grad_(true));
   }
   return params;
 }
 
 // One round of a rank-dependent loss through the parameters (not "unused").
 void backward_round(const GradientReducer::NamedParameters& p, int round) {
-  at::Tensor x = at::randn({4, 7}, at::TensorOptions().dtype(at::kFloat)).add(comm().rank() + round);
+  at::Tensor x = at::randn({4, 7}, at::TensorOptions().dtype(at::kFloat)).add(comm().rank() + round).to(comm().device());
   at::Tensor h = at::tanh(at::addmm(p[1].second, x, p[0].second.t()));
   h = at::tanh(at::addmm(p[4].second, h, p[2].second.t()));
   at::matmul(h, p[5].second.t()).square().mean().backward();
@@ -165,7 +272,7 @@ void expect_reducer_matches_per_tensor(ReducerOptions options, int rounds) {
       EXPECT_TRUE(at::allclose(reduced[i].second.grad(), reference[i].second.grad(), 1e-6, 1e-7))
           << reduced[i].first << " bucket_bytes " << options.bucket_bytes << " rounds " << rounds;
     }
-    EXPECT_TRUE(at::equal(reduced[3].second.grad(), at::zeros({3})));
+    EXPECT_TRUE(at::equal(reduced[3].second.grad().cpu(), at::zeros({3})));
   }
 }
 

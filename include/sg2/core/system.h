@@ -43,4 +43,7 @@ struct CudaRuntimeInfo {
 };
 CudaRuntimeInfo query_cuda_runtime();
 
+// Makes `index` the calling thread's current CUDA device (cudaSetDevice); errors name the device.
+void select_cuda_device(int index);
+
 }  // namespace sg2

@@ -89,8 +89,9 @@ class Session {
   const World& world() const { return comm_->world(); }
   Communicator& comm() { return *comm_; }
 
-  // Which backend `auto` resolves to for this launch and device.
-  static std::string resolve_backend(const std::string& requested, Launcher launcher, const at::Device& device);
+  // Which backend `auto` resolves to for this launch, device and world size (one process: local).
+  static std::string resolve_backend(const std::string& requested, Launcher launcher, const at::Device& device,
+                                     int world_size);
 
  private:
   Session() = default;

@@ -1,7 +1,7 @@
 #pragma once
 // Gradient averaging over the ranks (Horovod's tensor fusion, DDP's buckets): parameters are laid
-// out in fusion buckets of at most `bucket_bytes`, in reverse registration order (the order backward
-// produces them). During the final backward of a step each parameter's gradient, plus what its .grad
+// out in fusion buckets of at most `bucket_bytes`, first in reverse registration order, then (after
+// the first final backward, as DDP) in the order that backward produced the gradients on rank 0. During the final backward of a step each parameter's gradient, plus what its .grad
 // already holds from earlier accumulation rounds, is copied into its bucket; a full bucket starts its
 // allreduce at once, so communication overlaps the rest of backward. finish() launches what is left
 // (a parameter that got no gradient counts as zeros), waits, and sets every .grad to sum / divisor.
@@ -46,6 +46,8 @@ class GradientReducer {
 
   // Bucket sizes in elements, in launch order (for benchmarks and tests).
   std::vector<int64_t> bucket_numels() const;
+  // Parameter names per bucket, in launch order (for tests).
+  std::vector<std::vector<std::string>> bucket_parameter_names() const;
   // Accumulated since the last call.
   ReducerTimes take_times();
 
@@ -63,7 +65,8 @@ class GradientReducer {
     std::shared_ptr<Work> work;
   };
   at::Tensor slot_view(const Slot& slot) const;  // the parameter's part of its bucket, shaped like it
-  void build_buckets(const NamedParameters& parameters);
+  void build_buckets(const std::vector<size_t>& order);  // slot indices, first launched first
+  void rebuild_buckets_in_arrival_order();
   void register_hooks();
   void on_gradient(size_t slot_index, const at::Tensor& grad);
   void launch_ready_buckets();
@@ -75,6 +78,8 @@ class GradientReducer {
   std::vector<char> slot_ready_;
   std::atomic<bool> armed_{false};
   size_t next_launch_ = 0;  // buckets launch in index order on every rank
+  std::vector<size_t> arrival_order_;  // slots in the order the first final backward produced them
+  bool order_learned_ = false;
   std::mutex launch_mutex_;
   ReducerTimes times_;
 };

@@ -28,6 +28,10 @@ struct World {
 // RANK + WORLD_SIZE -> Env, neither -> Single.
 Launcher detect_launcher();
 
+// This process's rank on its node as an MPI launcher states it before MPI_Init (Open MPI, MVAPICH,
+// MPICH / Intel MPI, Slurm's srun), or -1 when none does.
+int local_rank_before_mpi_init();
+
 // The rendezvous of an Env launch, read and checked from the environment (errors name the variable).
 struct EnvRendezvous {
   World world;

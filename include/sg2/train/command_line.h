@@ -41,8 +41,10 @@ std::unique_ptr<dist::Session> start_session(const TrainConfig& config, bool ver
 // networks and fail in a collective that cannot say why).
 void check_config_same_on_every_rank(const TrainConfig& config, dist::Session& session);
 
-// Sets the CPU thread count (run.threads, 0 = all cores) and keeps OpenBLAS to one thread.
-void apply_thread_setting(const TrainConfig& config);
+// This process's compute settings: CPU threads (run.threads; 0: the node's cores divided by the
+// processes on it, so ranks do not oversubscribe the cores), OpenBLAS kept to one thread, and the
+// float32 precision policy (run.allow_tf32, run.cudnn_benchmark). Returns a line describing them.
+std::string apply_compute_settings(const TrainConfig& config, const dist::World& world);
 
 // stylegan2_train: parses its command line and trains (new run or --resume).
 class TrainCommand {

@@ -16,7 +16,9 @@ struct TrainConfig {
     std::string desc;                    // run directory suffix; empty: <dataset>-<preset>
     std::string preset = "config-f";     // name of the preset the config came from
     std::string device = "auto";         // auto, cpu, cuda
-    int threads = 0;                     // CPU threads per process; 0: all cores
+    int threads = 0;                     // CPU threads per process; 0: the node's cores / its processes
+    bool allow_tf32 = false;             // TF32 in CUDA matmuls and cuDNN convs (the reference: off)
+    bool cudnn_benchmark = true;         // cuDNN picks the fastest algorithm per shape (the reference: on)
     int image_snapshot_ticks = 50;
     int network_snapshot_ticks = 50;
     int grid_w = 0;                      // sample grid columns; 0: as the reference (7680 / W, 7-32)

@@ -4,7 +4,8 @@
 // TensorBoard events (scalars at step = images shown, the fake grids),
 // sample grids every image_snapshot_ticks, snapshots every network_snapshot_ticks and at the end,
 // metrics (metric-<name>.jsonl) every metric.ticks or at each snapshot.
-// SIGINT/SIGTERM end the current step, write a snapshot and return.
+// SIGINT/SIGTERM to any rank stop every rank within kStopVoteSteps steps (at the same step), write a
+// snapshot and return.
 
 #include "sg2/train/event_writer.h"
 #include "sg2/train/sample_grid.h"
@@ -16,6 +17,9 @@
 #include <string>
 
 namespace sg2::train {
+
+// Steps between the ranks' votes on stopping (each waits for the device: not every step).
+constexpr int64_t kStopVoteSteps = 16;
 
 class TrainingLoop {
  public:

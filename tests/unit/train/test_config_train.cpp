@@ -8,6 +8,10 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <thread>
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
 
 namespace sg2::train {
 namespace {
@@ -115,6 +119,28 @@ TEST(TrainConfig, AnAllocationFailureNamesTheBatch) {
     naming_the_batch_on_out_of_memory(c, 2, []() -> int { SG2_FAIL("data.path 'x' does not exist"); });
   });
   EXPECT_EQ(other.find("data.path 'x' does not exist"), 0u) << other;
+}
+
+TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
+  TrainConfig c;
+  dist::World world;
+  world.local_size = 2;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const std::string line = apply_compute_settings(c, world);
+  EXPECT_EQ(at::get_num_threads(), std::max(1, cores / 2)) << line;
+  EXPECT_FALSE(at::globalContext().allowTF32CuDNN());  // off by default, as the reference
+  EXPECT_FALSE(at::globalContext().allowTF32CuBLAS());
+  EXPECT_TRUE(at::globalContext().benchmarkCuDNN());
+  EXPECT_NE(line.find("TF32 off, cuDNN benchmark on"), std::string::npos) << line;
+  c.run.threads = 1;
+  c.run.allow_tf32 = true;
+  c.run.cudnn_benchmark = false;
+  apply_compute_settings(c, world);
+  EXPECT_EQ(at::get_num_threads(), 1);
+  EXPECT_TRUE(at::globalContext().allowTF32CuDNN());
+  EXPECT_TRUE(at::globalContext().allowTF32CuBLAS());
+  EXPECT_FALSE(at::globalContext().benchmarkCuDNN());
+  apply_compute_settings(TrainConfig{}, dist::World{});  // back to the defaults for later tests
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ std::shared_ptr<Trainer> make_trainer(const TrainConfig& c) {
 TEST(Resume, SnapshotContinuesWithIdenticalLosses) {
   test::TempDir dir;
   const TrainConfig c = test::tiny_config();
-  apply_thread_setting(c);
+  apply_compute_settings(c, dist::World{});
   auto uninterrupted = make_trainer(c);
   run_steps(*uninterrupted, 3);
   save_snapshot(dir.file("snap.pt"), *uninterrupted);
@@ -68,6 +68,64 @@ TEST(Resume, SnapshotHoldsEverythingAndRejectsOtherFiles) {
   }
   std::ofstream(dir.file("junk.pt")) << "junk";
   EXPECT_THROW(load_snapshot(dir.file("junk.pt")), Error);
+}
+
+bool any_name_starts_with(const std::vector<std::string>& names, const std::string& prefix) {
+  for (const std::string& name : names) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+// G registers synthesis before mapping, so reverse registration order puts the mapping (whose
+// gradients arrive last) in bucket 0, and no bucket could start before backward ends. After the
+// first step the buckets follow the order backward produced the gradients in.
+TEST(GradientBuckets, FollowTheOrderBackwardProducesGradientsInOnGsParameters) {
+  TrainConfig c = test::tiny_config();
+  c.dist.bucket_mb = 0.02;  // about 5,000 floats: several buckets
+  auto trainer = make_trainer(c);
+  const auto before = trainer->G_reducer().bucket_parameter_names();
+  ASSERT_GE(before.size(), 3u);
+  EXPECT_TRUE(any_name_starts_with(before.front(), "mapping.")) << "registration order, reversed";
+  trainer->step();
+  const auto after = trainer->G_reducer().bucket_parameter_names();
+  EXPECT_FALSE(any_name_starts_with(after.front(), "mapping.")) << after.front()[0];
+  EXPECT_TRUE(any_name_starts_with(after.front(), "synthesis.b32.")) << after.front()[0];  // the output end
+  EXPECT_TRUE(any_name_starts_with(after.back(), "mapping.")) << after.back()[0];
+  size_t names = 0;
+  for (const auto& bucket : after) names += bucket.size();
+  EXPECT_EQ(names, nn::named_parameters(trainer->G()).size());
+  // Training continues on the rebuilt buckets.
+  EXPECT_NO_THROW(trainer->step());
+}
+
+TEST(Resume, AGeneratorStateOfAnotherDeviceTypeStartsAFreshStream) {
+  test::TempDir dir;
+  const TrainConfig c = test::tiny_config();
+  auto trainer = make_trainer(c);
+  trainer->step();
+  save_snapshot(dir.file("snap.pt"), *trainer);
+  Snapshot s = load_snapshot(dir.file("snap.pt"));
+  EXPECT_EQ(s.integer("rng.device_type"), static_cast<int64_t>(at::kCPU));
+  const at::Tensor cpu_state = s.tensors.at("rng.step");
+
+  auto same = make_trainer(c);
+  restore_trainer(*same, s);
+  EXPECT_TRUE(same->generator().get_state().equal(cpu_state));
+
+  // What a CUDA run writes: a 16-byte Philox seed + offset, tagged with the CUDA device type.
+  s.integers["rng.device_type"] = static_cast<int64_t>(at::kCUDA);
+  s.tensors["rng.step"] = at::zeros({16}, at::kByte);
+  auto other = make_trainer(c);
+  ASSERT_NO_THROW(restore_trainer(*other, s));
+  EXPECT_FALSE(other->generator().get_state().equal(cpu_state));
+  EXPECT_NO_THROW(other->step());
+
+  // A snapshot from before the device type was recorded: told apart by the state's size.
+  s.integers.erase("rng.device_type");
+  auto old_format = make_trainer(c);
+  ASSERT_NO_THROW(restore_trainer(*old_format, s));
+  EXPECT_EQ(old_format->generator().get_state().numel(), cpu_state.numel());
 }
 
 }  // namespace

@@ -1,0 +1,58 @@
+#pragma once
+// Watches a backend's collectives from a thread of its own. A collective that has not completed
+// within the timeout, or an error the communication library reports asynchronously, ends the job
+// through on_failure (called once, from the watchdog thread), also while the training thread is
+// blocked waiting for that collective (a device-to-host copy after a NCCL allreduce never returns
+// when a peer died or stalls). The NCCL backend aborts its communicator, logs the reason naming the
+// rank and host, and ends every rank (MPI_Abort, or exit so the launcher ends the others).
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace sg2::dist {
+
+struct WatchdogOptions {
+  double timeout_seconds = 600;  // dist.timeout
+  double poll_seconds = 0.1;
+  std::function<void()> thread_setup;             // run first in the watchdog thread (e.g. cudaSetDevice)
+  std::function<std::string()> async_error;       // the library's pending error, "" when none
+  std::function<void(const std::string& reason)> on_failure;
+};
+
+class CollectiveWatchdog {
+ public:
+  explicit CollectiveWatchdog(WatchdogOptions options);
+  ~CollectiveWatchdog();  // stops and joins the thread; pending collectives are forgotten
+  CollectiveWatchdog(const CollectiveWatchdog&) = delete;
+  CollectiveWatchdog& operator=(const CollectiveWatchdog&) = delete;
+
+  // A collective just enqueued; is_done (called from the watchdog thread) says whether it completed.
+  void watch(std::string what, std::function<bool()> is_done);
+  size_t pending() const;
+  bool failed() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Entry {
+    std::string what;
+    std::function<bool()> is_done;
+    Clock::time_point started;
+  };
+  void loop();
+  std::string check_once();  // the failure found, "" if none
+
+  WatchdogOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Entry> entries_;
+  bool stopping_ = false;
+  bool failed_ = false;
+  std::thread thread_;
+};
+
+}  // namespace sg2::dist

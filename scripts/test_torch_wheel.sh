@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The project built against the LibTorch of PyPI's torch wheel (2.11.0, CUDA 13.0: the one the lent
+# GPU machines run) with the CUDA toolkit at /usr/local/cuda: every CUDA source (NCCL backend, CUDA
+# streams and memory statistics, the CUDA runtime queries) is compiled and linked, then the CPU test
+# suite runs against that build. No GPU is needed. Called by scripts/test.sh after the Debian build;
+# the build goes to ${TORCH_WHEEL_BUILD_DIR:-build-torch-wheel}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+wheel_dir=$(scripts/torch_wheel.sh)
+build_dir=${TORCH_WHEEL_BUILD_DIR:-build-torch-wheel}
+[ -d /usr/local/cuda ] || { echo "test_torch_wheel: the CUDA toolkit (/usr/local/cuda) is missing" >&2; exit 1; }
+echo "test_torch_wheel: building against $wheel_dir/torch into $build_dir"
+BUILD_DIR=$build_dir \
+SG2_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$wheel_dir/torch/share/cmake -DSG2_WITH_CUDA=ON -DSG2_WITH_NCCL=ON" \
+  scripts/build.sh
+# Every CUDA source must have been compiled (not its CPU stub).
+for source in core/cuda_runtime_cuda dist/nccl_backend dist/cuda_stream_torch train/device_memory_cuda; do
+  ls "$build_dir"/src/*/CMakeFiles/*/"$(basename "$source")".cpp.o > /dev/null 2>&1 ||
+    { echo "test_torch_wheel: src/$source.cpp was not compiled" >&2; exit 1; }
+done
+# The CUDA libraries libtorch_cuda.so loads come from the toolkit, the three it lacks from the cache.
+export LD_LIBRARY_PATH="$wheel_dir/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+cd "$build_dir"
+ctest --output-on-failure -j "$(nproc)" --timeout 900
