@@ -36,7 +36,12 @@ class Rendezvous {
   virtual ~Rendezvous() = default;
   virtual void set(const std::string& key, const std::string& value) = 0;
   virtual std::string get(const std::string& key) = 0;  // waits up to the timeout
-  virtual void* c10d_store() = 0;                        // c10::intrusive_ptr<c10d::Store>*
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  virtual bool check(const std::vector<std::string>& keys) = 0;
+  virtual void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) = 0;
+  virtual bool delete_key(const std::string& key) = 0;
+  virtual int64_t num_keys() = 0;
+  virtual std::chrono::milliseconds timeout() const = 0;
 };
 std::shared_ptr<Rendezvous> connect_tcp_store(const EnvRendezvous& env, double timeout_seconds);
 

@@ -12,6 +12,31 @@ namespace sg2::dist {
 
 namespace {
 
+// The rendezvous as the c10d::Store ProcessGroupGloo exchanges its addresses through.
+class RendezvousStore final : public c10d::Store {
+ public:
+  explicit RendezvousStore(std::shared_ptr<Rendezvous> rendezvous)
+      : c10d::Store(rendezvous->timeout()), rendezvous_(std::move(rendezvous)) {}
+  void set(const std::string& key, const std::vector<uint8_t>& value) override {
+    rendezvous_->set(key, std::string(value.begin(), value.end()));
+  }
+  std::vector<uint8_t> get(const std::string& key) override {
+    const std::string value = rendezvous_->get(key);
+    return std::vector<uint8_t>(value.begin(), value.end());
+  }
+  int64_t add(const std::string& key, int64_t value) override { return rendezvous_->add(key, value); }
+  bool deleteKey(const std::string& key) override { return rendezvous_->delete_key(key); }
+  bool check(const std::vector<std::string>& keys) override { return rendezvous_->check(keys); }
+  int64_t getNumKeys() override { return rendezvous_->num_keys(); }
+  void wait(const std::vector<std::string>& keys) override { rendezvous_->wait(keys, getTimeout()); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    rendezvous_->wait(keys, timeout);
+  }
+
+ private:
+  std::shared_ptr<Rendezvous> rendezvous_;
+};
+
 class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(const World& world, const std::shared_ptr<Rendezvous>& store, double timeout_seconds)
@@ -21,8 +46,8 @@ class GlooCommunicator final : public Communicator {
     const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
     options->devices.push_back(interface ? c10d::ProcessGroupGloo::createDeviceForInterface(interface)
                                          : c10d::ProcessGroupGloo::createDefaultDevice());
-    const auto& c10d_store = *static_cast<c10::intrusive_ptr<c10d::Store>*>(store->c10d_store());
-    group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(c10d_store, world.rank, world.size, options);
+    group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<RendezvousStore>(store), world.rank,
+                                                         world.size, options);
   }
   ~GlooCommunicator() override { thread_.reset(); }
   std::string backend() const override { return "gloo"; }

@@ -66,6 +66,9 @@ EnvRendezvous read_env_rendezvous() {
             r.world.local_rank, r.world.local_size);
   r.master_addr = env("MASTER_ADDR") ? env("MASTER_ADDR") : "127.0.0.1";
   r.master_port = env("MASTER_PORT") ? env_int("MASTER_PORT", 1, 65535) : 29500;
+  const char* agent_store = env("TORCHELASTIC_USE_AGENT_STORE");
+  r.agent_store = agent_store != nullptr && (std::string(agent_store) == "True" || std::string(agent_store) == "1");
+  r.restart_count = env("TORCHELASTIC_RESTART_COUNT") ? env_int("TORCHELASTIC_RESTART_COUNT", 0, 1 << 20) : 0;
   return r;
 }
 

@@ -3,7 +3,8 @@
 #  1. equivalence: with dist.rng = global, 1 rank x 4 accumulation rounds, 2 ranks x 2 and 4 ranks x 1
 #     (4 images per pass everywhere) end with the same G, D, G_ema, w_avg and pl_mean (one step
 #     without path-length regularization to rounding, four steps with it within the bound below);
-#  2. a torchrun-style launch (stylegan2_launch + Gloo over loopback) matches the mpirun run;
+#  2. a torchrun-style launch (stylegan2_launch + Gloo over loopback) matches the mpirun run, and
+#     so does a launch by PyPI torch's own torchrun (its agent serves the store);
 #  3. the same across two network namespaces joined by veth (two "nodes"), when the machine allows it;
 #  4. an exception on one rank (rank 0 cannot write its snapshot) and a kill -9 of one rank both end
 #     the job non-zero within a bound; the last snapshot then resumes with another world size; SIGTERM
@@ -14,10 +15,10 @@
 set -euo pipefail
 bin=$1 tests_bin=$2 src=$3
 shift 3
-sections=${*:-"equivalence launch two_nodes failure"}
-if [ "${SG2_WITH_GLOO:-ON}" = OFF ]; then  # stylegan2_launch on CPUs needs the Gloo backend
-  echo "launch and two_nodes skipped: this build has no Gloo backend (a pip wheel's LibTorch)"
-  sections=$(echo "$sections" | sed 's/launch//; s/two_nodes//')
+sections=${*:-"equivalence launch torchrun two_nodes failure"}
+if [ "${SG2_WITH_GLOO:-ON}" = OFF ]; then  # stylegan2_launch and torchrun on CPUs need the Gloo backend
+  echo "launch, torchrun and two_nodes skipped: this build has no Gloo backend (a pip wheel's LibTorch)"
+  sections=$(echo "$sections" | sed 's/launch//; s/torchrun//; s/two_nodes//')
 fi
 work=$(mktemp -d)
 cleanup() { ip netns del sg2node0 2>/dev/null || true; ip netns del sg2node1 2>/dev/null || true; rm -rf "$work"; }
@@ -104,6 +105,19 @@ two_nodes() {
   done
   for i in 0 1; do wait "${pids[$i]}" || { cat "$work/node$i.log"; fail "node $i"; }; done
   same_weights mpi2 nodes 1e-6
+}
+
+# PyPI torch's torchrun (scripts/torch_wheel.sh caches the wheel), not --standalone: its agent
+# serves the TCPStore on MASTER_PORT and tells the workers so (TORCHELASTIC_USE_AGENT_STORE=True).
+torchrun() {
+  [ -d "$work/mpi2" ] || mpirun_n 2 "$bin/stylegan2_train" "${common[@]}" --outdir "$work/mpi2" > "$work/mpi2.log" 2>&1
+  local wheel
+  wheel=$("$src/scripts/torch_wheel.sh")
+  PYTHONPATH="$wheel" python3 -m torch.distributed.run --nproc-per-node 2 --master-port 29651 --no-python \
+      "$bin/stylegan2_train" "${common[@]}" --outdir "$work/torchrun" > "$work/torchrun.log" 2>&1 ||
+      { cat "$work/torchrun.log"; fail "torchrun"; }
+  grep -q "World: 2 processes, backend gloo" "$work/torchrun.log" || fail "torchrun did not use gloo"
+  same_weights mpi2 torchrun 1e-6
 }
 
 # Waits until FILE exists (at most SECONDS).

@@ -3,7 +3,7 @@
 // the project's own networks and loss terms. Prints the relative error of each entry and exits 1 if
 // any exceeds its tolerance (1e-4 forward outputs and losses, 1e-3 gradients).
 //
-//   parity_check FIXTURE.pt FIXTURE.json [--kernels [--cpu-level baseline|avx2|avx512]]
+//   parity_check FIXTURE.pt FIXTURE.json [--kernels [--cpu-level baseline|avx2|avx512]] [--device cuda]
 //
 // By default the ops run as their reference implementations, which repeat the reference's float32
 // order of operations. Some fixture entries (R1 gradients of biases, which arise only through the
@@ -15,7 +15,8 @@
 // reference ops took in a first, silent run (sg2/nn/kink_pinning.h): parity_tiny has one at
 // b32.conv0 that the kernels on AVX2 put on the other side, which moved a cancelling noise-strength
 // gradient by 1.6e-2 while every other entry stayed below 2e-5. --cpu-level runs the kernels' clone
-// for that instruction-set level (exit 77, skipped, where the CPU lacks it).
+// for that instruction-set level (exit 77, skipped, where the CPU lacks it). --device cuda runs the
+// networks and losses on the GPU with TF32 off (full float32, as the reference's tests).
 #include "sg2/core/cli_parse.h"
 #include "sg2/core/cpu_level.h"
 #include "sg2/core/error.h"
@@ -24,6 +25,7 @@
 #include "sg2/nn/state_dict.h"
 #include "sg2/train/loss.h"
 
+#include <ATen/Context.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -58,7 +60,7 @@ class Report {
       return;
     }
     const double scale = expected.abs().max().item<double>();
-    const double diff = (ours.detach().to(at::kDouble) - expected).abs().max().item<double>();
+    const double diff = (ours.detach().cpu().to(at::kDouble) - expected).abs().max().item<double>();
     const double error = scale > 0 ? diff / scale : diff;
     const bool ok = error <= tolerance;
     failures_ += ok ? 0 : 1;
@@ -178,7 +180,14 @@ void evaluate(Report& report, const TensorMap& fixture, const nlohmann::json& co
   check_path_length(report, fixture, G, config.value("pl_weight", 2.0), config.value("pl_decay", 0.01));
 }
 
-int run(const std::string& pt_path, const std::string& json_path, bool kernels) {
+// The fixture's tensors on `device` (inputs of the networks); the report compares with the originals.
+TensorMap on_device(const TensorMap& fixture, const at::Device& device) {
+  TensorMap moved;
+  for (const auto& [key, tensor] : fixture) moved[key] = tensor.to(device);
+  return moved;
+}
+
+int run(const std::string& pt_path, const std::string& json_path, bool kernels, const at::Device& device) {
   std::ifstream json_file(json_path);
   SG2_CHECK(json_file.good(), "cannot open '{}'", json_path);
   const nlohmann::json config = nlohmann::json::parse(json_file);
@@ -192,20 +201,23 @@ int run(const std::string& pt_path, const std::string& json_path, bool kernels) 
   auto D = std::make_shared<sg2::nn::Discriminator>(d_options);
   sg2::nn::load_state_dict(*G, fixture, "G.", pt_path);
   sg2::nn::load_state_dict(*D, fixture, "D.", pt_path);
-  fmt::print("G: {} parameters, D: {} parameters (loaded from {})\n", sg2::nn::count_parameters(*G),
-             sg2::nn::count_parameters(*D), pt_path);
+  fmt::print("G: {} parameters, D: {} parameters (loaded from {}), device {}\n", sg2::nn::count_parameters(*G),
+             sg2::nn::count_parameters(*D), pt_path, device.str());
+  G->to(device);
+  D->to(device);
+  const TensorMap inputs = on_device(fixture, device);
 
   namespace ops = sg2::nn::ops;
   if (kernels) {  // the reference ops' sides of every kink, then the kernels with those sides (kink_pinning.h)
     ops::set_reference_ops(true);
     ops::set_kink_pinning(ops::KinkPinning::Record);
     Report recording(fixture, /*quiet=*/true);
-    evaluate(recording, fixture, config, *G, *D);
+    evaluate(recording, inputs, config, *G, *D);
     ops::set_reference_ops(false);
     ops::set_kink_pinning(ops::KinkPinning::Replay, kKinkBand);
   }
   Report report(fixture);
-  evaluate(report, fixture, config, *G, *D);
+  evaluate(report, inputs, config, *G, *D);
   if (kernels) {
     fmt::print("kink ties: {} pre-activations within {:.0e} of 0 (relative) took the reference's side\n",
                ops::pinned_kink_count(), kKinkBand);
@@ -220,13 +232,14 @@ constexpr int kSkipped = 77;  // ctest's SKIP_RETURN_CODE: the CPU lacks the req
 
 int main(int argc, char** argv) {
   CLI::App app{"Compare the port's networks and losses with a reference fixture."};
-  std::string pt_path, json_path, level;
+  std::string pt_path, json_path, level, device = "cpu";
   bool kernels = false;
   app.add_option("fixture", pt_path, "FIXTURE.pt")->required()->check(CLI::ExistingFile);
   app.add_option("config", json_path, "FIXTURE.json")->required()->check(CLI::ExistingFile);
   app.add_flag("--kernels", kernels, "Run the fast CPU kernels instead of the reference ops");
   app.add_option("--cpu-level", level, "With --kernels: the kernels' clone to run (baseline, avx2, avx512)")
       ->needs("--kernels");
+  app.add_option("--device", device, "Device to run on (cpu, cuda, cuda:1); CUDA with TF32 off")->capture_default_str();
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
   try {
     if (!level.empty()) {
@@ -242,7 +255,9 @@ int main(int argc, char** argv) {
     fmt::print("ops: {}\n", kernels ? fmt::format("fast kernels (--kernels), CPU level {}",
                                                    sg2::cpu::to_string(sg2::cpu::cpu_level()))
                                      : "reference implementations");
-    return run(pt_path, json_path, kernels);
+    at::globalContext().setAllowTF32CuBLAS(false);
+    at::globalContext().setAllowTF32CuDNN(false);
+    return run(pt_path, json_path, kernels, at::Device(device));
   } catch (const std::exception& e) {
     std::cerr << "parity_check: " << e.what() << "\n";
     return 2;

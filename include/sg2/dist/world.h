@@ -37,6 +37,10 @@ struct EnvRendezvous {
   World world;
   std::string master_addr;
   int master_port = 0;
+  // torchrun's agent already serves a TCPStore on MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True):
+  // every rank connects as a client, under a key prefix of the agent's restart count.
+  bool agent_store = false;
+  int restart_count = 0;  // TORCHELASTIC_RESTART_COUNT
 };
 EnvRendezvous read_env_rendezvous();
 

@@ -48,13 +48,18 @@ TEST(Resume, SnapshotContinuesWithIdenticalLosses) {
   EXPECT_TRUE(uninterrupted->loss().pl_mean.equal(resumed->loss().pl_mean));
 }
 
-TEST(Resume, SnapshotHoldsEverythingAndRejectsOtherFiles) {
-  test::TempDir dir;
-  const TrainConfig c = test::tiny_config();
+// The snapshot of a tiny run after one step, written to and read back from `dir`.
+Snapshot snapshot_after_one_step(const TrainConfig& c, const test::TempDir& dir) {
   auto trainer = make_trainer(c);
   trainer->step();
   save_snapshot(dir.file("snap.pt"), *trainer);
-  const Snapshot s = load_snapshot(dir.file("snap.pt"));
+  return load_snapshot(dir.file("snap.pt"));
+}
+
+TEST(Resume, SnapshotHoldsEverythingAndRejectsOtherFiles) {
+  test::TempDir dir;
+  const TrainConfig c = test::tiny_config();
+  const Snapshot s = snapshot_after_one_step(c, dir);
   EXPECT_EQ(s.version, kSnapshotVersion);
   EXPECT_EQ(s.integer("progress.cur_nimg"), 8);
   EXPECT_TRUE(s.tensors.count("G_opt.synthesis.b4.conv1.weight.exp_avg_sq"));
@@ -102,10 +107,7 @@ TEST(GradientBuckets, FollowTheOrderBackwardProducesGradientsInOnGsParameters) {
 TEST(Resume, AGeneratorStateOfAnotherDeviceTypeStartsAFreshStream) {
   test::TempDir dir;
   const TrainConfig c = test::tiny_config();
-  auto trainer = make_trainer(c);
-  trainer->step();
-  save_snapshot(dir.file("snap.pt"), *trainer);
-  Snapshot s = load_snapshot(dir.file("snap.pt"));
+  Snapshot s = snapshot_after_one_step(c, dir);
   EXPECT_EQ(s.integer("rng.device_type"), static_cast<int64_t>(at::kCPU));
   const at::Tensor cpu_state = s.tensors.at("rng.step");
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Run on the Debian CPU machine before a GPU session: gathers into .gpu-kit/ (git-ignored) what
+# scripts/gpu/run.sh needs on a GPU machine that has PyTorch, the CUDA toolkit and nothing of ours,
+# and that reaches no package registry:
+#   .gpu-kit/debs/       Debian 12 packages of the build's libraries and the Fashion-MNIST files
+#   .gpu-kit/fixtures/   the parity fixture (../shared/fixtures/parity_tiny.*)
+#   .gpu-kit/reference/  config-f's reference parameter names (../shared/reference)
+# Then carry it: device run with carry [".gpu-kit"] and the command scripts/gpu/run.sh.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+kit=.gpu-kit
+packages=(
+  libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libyaml-cpp-dev libyaml-cpp0.7
+  libprotobuf-dev libprotobuf32 protobuf-compiler libprotoc32 libcli11-dev nlohmann-json3-dev
+  libgtest-dev libpng-dev libpng16-16 zlib1g-dev libjpeg62-turbo-dev libjpeg62-turbo
+  dataset-fashion-mnist
+)
+rm -rf "$kit"
+mkdir -p "$kit/debs" "$kit/fixtures"
+(cd "$kit/debs" && apt-get download -qq "${packages[@]}")
+shared=${SG2_SHARED_DIR:-../shared}
+if [ -f "$shared/fixtures/parity_tiny.pt" ]; then
+  cp "$shared/fixtures/parity_tiny.pt" "$shared/fixtures/parity_tiny.json" "$kit/fixtures/"
+  cp -r "$shared/reference" "$kit/reference"
+else
+  echo "prepare: no $shared/fixtures/parity_tiny.pt; the kit will skip the parity check" >&2
+fi
+grep -qx '/.gpu-kit/' .gitignore 2>/dev/null || grep -qx '/.gpu-kit/' .git/info/exclude 2>/dev/null ||
+  echo '/.gpu-kit/' >> .git/info/exclude
+du -sh "$kit"
+echo "prepare: done; carry .gpu-kit and run scripts/gpu/run.sh on the GPU machine"

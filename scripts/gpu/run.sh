@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The GPU kit. On a machine with an NVIDIA GPU, PyTorch (python3 -c 'import torch'), the CUDA toolkit
+# and nothing of ours, in the repository root with .gpu-kit/ from scripts/gpu/prepare.sh beside it:
+# unpacks the kit's Debian packages into a private prefix, builds against that PyTorch's LibTorch
+# and its NCCL, runs the CUDA checks and writes $OUT/summary.md (default gpu-results/) and one
+# log of every step ($OUT/steps.log). Every step runs even when an earlier one failed; the exit
+# code is the number of failed steps.
+#   scripts/gpu/run.sh                 # on the GPU machine (device run, carry .gpu-kit)
+#   scripts/gpu/run.sh --cpu-dry-run   # the same steps on a CPU machine (device cpu, NCCL steps skipped)
+# Steps: environment, build, the CPU test suite on that build, the collectives on NCCL with the
+# communicator's device, parity_check on the GPU with TF32 off, a short fashion32 training on the
+# GPU, resume on the GPU, on the CPU from the GPU snapshot and back, one copy each of libnccl and
+# libcudart in a process, the training bench and the comm bench.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/gpu/kit_steps.sh
+
+mode=gpu
+[ "${1:-}" = --cpu-dry-run ] && mode=cpu
+device=cuda
+[ "$mode" = cpu ] && device=cpu
+out=${OUT:-$PWD/gpu-results}
+deps=${SG2_KIT_PREFIX:-/tmp/sg2-deps}
+build=${GPU_BUILD_DIR:-build-gpu}
+work=$(mktemp -d)
+kit_init "$out"
+
+step environment report_environment
+step unpack unpack_kit .gpu-kit "$deps"
+use_prefix "$deps"
+step build build_against_pytorch "$build" "$deps"
+step cpu_suite run_cpu_suite "$build"
+if [ "$mode" = gpu ]; then
+  step nccl_collectives env SG2_TEST_BACKEND=nccl SG2_TEST_DEVICE=cuda "$build/tests/test_dist"
+else
+  skip nccl_collectives "no GPU (--cpu-dry-run)"
+fi
+if [ -f .gpu-kit/fixtures/parity_tiny.pt ]; then
+  step parity "$build/tests/parity_check" .gpu-kit/fixtures/parity_tiny.pt .gpu-kit/fixtures/parity_tiny.json \
+      --device "$device"
+else
+  skip parity "no fixture in .gpu-kit/fixtures"
+fi
+# kimg at which each run stops: 2 on the GPU (a few seconds), 0.032 on two CPU cores.
+kimg=(2 3 3.5 4) tick=0.5
+[ "$mode" = cpu ] && kimg=(0.032 0.048 0.064 0.08) tick=0.016
+trainer="$build/bin/stylegan2_train"
+step train "$trainer" --config configs/fashion32.yaml --outdir "$work/runs" --data.max_images 4096 \
+    --run.image_snapshot_ticks 0 --train.kimg_per_tick "$tick" --run.network_snapshot_ticks 1 \
+    --run.device "$device" --kimg "${kimg[0]}"
+run_dir=$(ls -d "$work"/runs/00000-* 2>/dev/null)
+step resume_same_device "$trainer" --resume "$run_dir" --kimg "${kimg[1]}" --run.device "$device"
+step resume_on_cpu "$trainer" --resume "$run_dir" --kimg "${kimg[2]}" --run.device cpu
+step resume_back_on_device "$trainer" --resume "$run_dir" --kimg "${kimg[3]}" --run.device "$device"
+step one_copy_of_each_library check_single_library_copies "$build/bin/stylegan2_bench" comm --run.device "$device" \
+    --max-bytes 1048576 --iters 2 --warmup 1
+if [ "$mode" = gpu ]; then
+  step bench_paper256 "$build/bin/stylegan2_bench" --config configs/paper256.yaml --run.device cuda --no-op-families
+  step bench_comm "$build/bin/stylegan2_bench" comm --run.device cuda --dist.backend nccl
+else
+  step bench_cpu32 "$build/bin/stylegan2_bench" --config configs/bench-cpu-32.yaml --no-op-families --cycles 1
+  skip bench_comm "no GPU (--cpu-dry-run)"
+fi
+rm -rf "$work"
+kit_finish
