@@ -18,7 +18,8 @@ for source in core/cuda_runtime_cuda dist/nccl_backend dist/cuda_stream_torch tr
   ls "$build_dir"/src/*/CMakeFiles/*/"$(basename "$source")".cpp.o > /dev/null 2>&1 ||
     { echo "test_torch_wheel: src/$source.cpp was not compiled" >&2; exit 1; }
 done
-# The CUDA libraries libtorch_cuda.so loads come from the toolkit, the three it lacks from the cache.
-export LD_LIBRARY_PATH="$wheel_dir/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The CUDA libraries libtorch_cuda.so loads come from the toolkit; the three it lacks the wheel's
+# RUNPATH finds in the cache.
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cd "$build_dir"
 ctest --output-on-failure -j "$(nproc)" --timeout 900

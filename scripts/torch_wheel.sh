@@ -3,8 +3,9 @@
 # machines run) into a cache with what its libraries and `torchrun` need on a machine without a GPU,
 # and prints the cache directory:
 #   DIR/torch/share/cmake           CMAKE_PREFIX_PATH of the C++ build (scripts/test_torch_wheel.sh)
-#   DIR/lib                         cuFile, cuSPARSELt and NVSHMEM, the libraries of libtorch_cuda.so
-#                                   that the CUDA toolkit (/usr/local/cuda) lacks
+#   DIR/nvidia/...                  cuFile, cuSPARSELt and NVSHMEM, the libraries of libtorch_cuda.so
+#                                   that the CUDA toolkit (/usr/local/cuda) lacks, where the wheel's
+#                                   RUNPATH ($ORIGIN/../../nvidia/...) finds them
 #   DIR (as PYTHONPATH)             `python3 -m torch.distributed.run` (torchrun) and its dependencies
 # The CUDA toolkit provides the other CUDA libraries (cudart, cuBLAS, cuDNN, NCCL, ...). Downloads
 # happen once (about 800 MB); SG2_CACHE_DIR moves the cache (default ~/.cache/stylegan2-cpp).
@@ -35,12 +36,11 @@ python3 -m pip install --help | grep -q -- --break-system-packages && pip_flags+
 
 echo "torch_wheel: fetching torch==$version and its CUDA extras into $dir (once)" >&2
 rm -rf "$dir.partial"
-mkdir -p "$dir.partial/lib"
+mkdir -p "$dir.partial"
 python3 -m pip install "${pip_flags[@]}" --no-deps --target "$dir.partial" "torch==$version" "${cuda_extras[@]}" >&2
 python3 -m pip install "${pip_flags[@]}" --target "$dir.partial" "${python_deps[@]}" >&2
 for lib in nvidia/cu13/lib/libcufile.so.0 nvidia/cusparselt/lib/libcusparseLt.so.0 nvidia/nvshmem/lib/libnvshmem_host.so.3; do
   [ -e "$dir.partial/$lib" ] || { echo "torch_wheel: $lib missing from the wheels" >&2; exit 1; }
-  ln -s "../$lib" "$dir.partial/lib/"
 done
 [ -e "$dir.partial/torch/share/cmake/Torch/TorchConfig.cmake" ] || { echo "torch_wheel: no TorchConfig.cmake" >&2; exit 1; }
 touch "$dir.partial/.complete"

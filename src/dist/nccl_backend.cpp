@@ -111,7 +111,7 @@ class NcclCommunicator final : public Communicator {
     SG2_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     watchdog_ = std::make_unique<CollectiveWatchdog>(WatchdogOptions{
         timeout_seconds, 0.1, [index = device.index()] { cudaSetDevice(index); }, [this] { return async_error(); },
-        [this](const std::string& reason) { end_job_from_watchdog(reason); }});
+        [this](const std::string& reason) { abort_and_end_job(reason); }});
   }
   ~NcclCommunicator() override {
     watchdog_.reset();  // before the communicator it polls
@@ -193,7 +193,7 @@ class NcclCommunicator final : public Communicator {
 
   // From the watchdog thread: the job cannot continue. The training thread may be blocked in a copy
   // that waits for the collective, so this thread ends the process (and, through MPI, the job).
-  [[noreturn]] void end_job_from_watchdog(const std::string& reason) {
+  [[noreturn]] void abort_and_end_job(const std::string& reason) {
     abort(reason);  // ncclCommAbort: the stalled kernels end
     dist::end_job_from_watchdog(world(), reason);
   }

@@ -2,7 +2,6 @@
 
 #include "sg2/core/error.h"
 
-#include <algorithm>
 #include <chrono>
 
 namespace sg2::dist {
@@ -68,8 +67,10 @@ void GradientReducer::build_buckets(const std::vector<size_t>& order) {
 // says little: G registers synthesis before mapping, whose gradients arrive last.
 void GradientReducer::rebuild_buckets_in_arrival_order() {
   std::vector<size_t> order = arrival_order_;
+  std::vector<char> arrived(slots_.size(), 0);
+  for (size_t i : order) arrived[i] = 1;
   for (size_t i = 0; i < slots_.size(); ++i) {  // no gradient in that backward: at the end
-    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+    if (!arrived[i]) order.push_back(i);
   }
   at::Tensor wire = at::tensor(std::vector<int64_t>(order.begin(), order.end()), at::kLong).to(comm_.device());
   comm_.broadcast({wire}, 0);
