@@ -23,6 +23,11 @@ sg2_require(Threads DEBIAN libc6-dev)
 # Before Torch: a pip wheel's Caffe2Config defines protobuf::libprotobuf as an empty alias when no
 # such target exists yet, which would leave our TFRecord messages unlinked.
 sg2_require(Protobuf DEBIAN "libprotobuf-dev and protobuf-compiler")
+# A CUDA LibTorch adds nvcc code-generation flags for TORCH_CUDA_ARCH_LIST, by default every
+# architecture it knows (some of which this nvcc no longer compiles): Ampere and Hopper unless set.
+if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+  set(TORCH_CUDA_ARCH_LIST "8.0;9.0")
+endif()
 sg2_require(Torch DEBIAN libtorch-dev)
 # at::parallel_for is a header template: without OpenMP in our own translation units it runs serially.
 sg2_require(OpenMP DEBIAN libgomp1 COMPONENTS CXX)
@@ -104,6 +109,23 @@ endif()
 find_package(CUDAToolkit QUIET)
 sg2_resolve_switch(SG2_WITH_CUDA "${CUDAToolkit_FOUND}" "the CUDA toolkit (set CUDAToolkit_ROOT)")
 
+# The CUDA kernels (src/nn/cuda) need both the toolkit's compiler and a LibTorch with CUDA. They are
+# built for Ampere and Hopper (the A100, H100 and H200) unless TORCH_CUDA_ARCH_LIST (LibTorch's
+# flags) and CMAKE_CUDA_ARCHITECTURES say otherwise.
+set(SG2_CUDA_KERNELS OFF)
+if(SG2_WITH_CUDA_ENABLED AND SG2_TORCH_HAS_CUDA)
+  set(SG2_CUDA_KERNELS ON)
+  if(NOT CMAKE_CUDA_COMPILER)
+    set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}")
+  endif()
+  if(NOT CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 80 90)
+  endif()
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)  # the one libcudart LibTorch loads, not a second static copy
+  enable_language(CUDA)
+endif()
+
 find_package(NCCL QUIET)
 sg2_resolve_switch(SG2_WITH_NCCL "${NCCL_FOUND}" "NCCL (nccl.h and libnccl; set NCCL_ROOT)")
 if(SG2_WITH_NCCL_ENABLED AND NOT SG2_WITH_CUDA_ENABLED)
@@ -124,7 +146,8 @@ function(sg2_print_summary)
   message(STATUS "  build type        ${CMAKE_BUILD_TYPE}")
   message(STATUS "  LibTorch          ${Torch_VERSION} (${TORCH_LIBRARIES}) CUDA in LibTorch: ${SG2_TORCH_HAS_CUDA}, "
                  "pip wheel: ${SG2_TORCH_FROM_WHEEL}")
-  message(STATUS "  CUDA toolkit      ${SG2_WITH_CUDA_ENABLED} ${CUDAToolkit_VERSION}")
+  message(STATUS "  CUDA toolkit      ${SG2_WITH_CUDA_ENABLED} ${CUDAToolkit_VERSION}, CUDA kernels: ${SG2_CUDA_KERNELS} "
+                 "(${CMAKE_CUDA_ARCHITECTURES})")
   message(STATUS "  NCCL              ${SG2_WITH_NCCL_ENABLED} ${NCCL_VERSION}")
   message(STATUS "  MPI               ${SG2_WITH_MPI_ENABLED} ${MPI_CXX_VERSION}")
   message(STATUS "  Gloo              ${SG2_GLOO_ENABLED}")

@@ -1,6 +1,6 @@
 # Helpers shared by src/, apps/ and tests/.
 
-set(SG2_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+set(SG2_WARNINGS $<$<COMPILE_LANGUAGE:CXX>:-Wall$<SEMICOLON>-Wextra$<SEMICOLON>-Wno-unused-parameter>)
 
 # sg2_add_module(NAME SOURCES ... DEPS ...): one static library per module (core, data, nn, train).
 function(sg2_add_module name)

@@ -14,9 +14,11 @@ BUILD_DIR=$build_dir \
 SG2_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$wheel_dir/torch/share/cmake -DSG2_WITH_CUDA=ON -DSG2_WITH_NCCL=ON" \
   scripts/build.sh
 # Every CUDA source must have been compiled (not its CPU stub).
-for source in core/cuda_runtime_cuda dist/nccl_backend dist/cuda_stream_torch train/device_memory_cuda; do
-  ls "$build_dir"/src/*/CMakeFiles/*/"$(basename "$source")".cpp.o > /dev/null 2>&1 ||
-    { echo "test_torch_wheel: src/$source.cpp was not compiled" >&2; exit 1; }
+for source in core/cuda_runtime_cuda.cpp dist/nccl_backend.cpp dist/cuda_stream_torch.cpp \
+    train/device_memory_cuda.cpp nn/cuda/kernels_cuda.cpp nn/cuda/fir_bias_act_kernels.cu; do
+  module=${source%%/*}
+  ls "$build_dir/src/$module/CMakeFiles/sg2_$module.dir/${source#*/}.o" > /dev/null 2>&1 ||
+    { echo "test_torch_wheel: src/$source was not compiled" >&2; exit 1; }
 done
 # The CUDA libraries libtorch_cuda.so loads come from the toolkit; the three it lacks the wheel's
 # RUNPATH finds in the cache.

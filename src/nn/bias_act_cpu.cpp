@@ -1,7 +1,11 @@
 // CPU kernel for bias_act (see kernels.h): y = clamp(act(x + b) * gain) in one pass over
 // [outer, C, inner]; the gradient needs only y, and its own gradient is the same masked product.
+// The autograd functions here serve the CUDA kernels too (cuda/kernels_cuda.h).
 #include "sg2/core/error.h"
 #include "sg2/nn/kernels.h"
+#if SG2_CUDA_KERNELS
+#include "cuda/kernels_cuda.h"
+#endif
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
@@ -9,7 +13,14 @@
 
 namespace sg2::nn::kernels {
 
-bool supported(const at::Tensor& x) { return x.device().is_cpu() && x.scalar_type() == at::kFloat; }
+bool cuda_kernels_built() { return SG2_CUDA_KERNELS != 0; }
+
+bool supported(const at::Tensor& x) {
+#if SG2_CUDA_KERNELS
+  if (gpu::supported(x)) return true;
+#endif
+  return x.device().is_cpu() && x.scalar_type() == at::kFloat;
+}
 
 namespace {
 
@@ -22,6 +33,10 @@ Resolved resolve(const ops::BiasActParams& p) {
   return {p.act, static_cast<float>(p.alpha >= 0 ? p.alpha : ops::default_alpha(p.act)),
           static_cast<float>(p.gain >= 0 ? p.gain : ops::default_gain(p.act)), static_cast<float>(p.clamp)};
 }
+
+#if SG2_CUDA_KERNELS
+cuda::ActivationParams for_cuda(const Resolved& r) { return {static_cast<int>(r.act), r.alpha, r.gain, r.clamp}; }
+#endif
 
 // x viewed as [outer, channels, inner] around dimension `dim`.
 struct Layout {
@@ -58,6 +73,9 @@ inline float slope(float y, const Resolved& r) {
 // dx = dy * slope(y); y undefined when the slope is constant (linear, no clamp).
 at::Tensor masked_gradient(const at::Tensor& dy_in, const at::Tensor& y_in, const Resolved& r) {
   if (!y_in.defined()) return dy_in * r.gain;
+#if SG2_CUDA_KERNELS
+  if (y_in.is_cuda()) return gpu::bias_act_grad(dy_in, y_in, for_cuda(r));
+#endif
   const at::Tensor dy = dy_in.contiguous(), y = y_in.contiguous();
   at::Tensor dx = at::empty_like(dy);
   const float* pdy = dy.data_ptr<float>();
@@ -143,7 +161,11 @@ struct BiasActFunction : public torch::autograd::Function<BiasActFunction> {
 }  // namespace
 
 at::Tensor bias_act_forward(const at::Tensor& x_in, const at::Tensor& b_in, const ops::BiasActParams& p) {
-  SG2_CHECK(supported(x_in), "bias_act kernel expects a float32 CPU tensor");
+  SG2_CHECK(supported(x_in), "bias_act kernel: unsupported tensor {} on {}", c10::toString(x_in.scalar_type()),
+            x_in.device().str());
+#if SG2_CUDA_KERNELS
+  if (x_in.is_cuda()) return gpu::bias_act_forward(x_in, b_in, p.dim, for_cuda(resolve(p)));
+#endif
   const at::Tensor x = x_in.contiguous();
   const Layout l = layout_of(x, p.dim);
   SG2_CHECK(!b_in.defined() || (b_in.dim() == 1 && b_in.size(0) == l.channels),

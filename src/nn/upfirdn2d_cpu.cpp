@@ -4,6 +4,9 @@
 #include "sg2/nn/kernels.h"
 
 #include "sg2/core/cpu_level.h"
+#if SG2_CUDA_KERNELS
+#include "cuda/kernels_cuda.h"
+#endif
 #include "sg2/core/error.h"
 
 #include <ATen/Parallel.h>
@@ -162,19 +165,31 @@ void run_planes(const PlaneJob& job, int64_t begin, int64_t end) {
 
 }  // namespace
 
-at::Tensor upfirdn2d_forward(const at::Tensor& x_in, const at::Tensor& f_in, const ops::FirParams& p) {
-  SG2_CHECK(x_in.dim() == 4 && supported(x_in), "upfirdn2d kernel expects a float32 CPU tensor [N, C, H, W]");
-  SG2_CHECK(f_in.dim() == 2, "upfirdn2d kernel expects a 2-D filter");
-  // Rows must be contiguous; planes and rows may be strided (e.g. a cropped view).
-  const at::Tensor x = x_in.stride(3) == 1 ? x_in : x_in.contiguous();
-  const int64_t channels = x.size(1), planes = x.size(0) * x.size(1), in_h = x.size(2), in_w = x.size(3);
-  const int64_t stride_n = x.stride(0), stride_c = x.stride(1), stride_y = x.stride(2);
-  const int64_t fh = f_in.size(0), fw = f_in.size(1);
+std::array<int64_t, 2> upfirdn2d_output_size(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p) {
+  SG2_CHECK(x.dim() == 4 && f.dim() == 2, "upfirdn2d expects x [N, C, H, W] and a 2-D filter, got {} and {}",
+            x.sizes(), f.sizes());
+  const int64_t in_h = x.size(2), in_w = x.size(3), fh = f.size(0), fw = f.size(1);
   const auto [px0, px1, py0, py1] = p.padding;
   const int64_t out_h = (in_h * p.up + py0 + py1 - fh) / p.down + 1;
   const int64_t out_w = (in_w * p.up + px0 + px1 - fw) / p.down + 1;
   SG2_CHECK(in_h * p.up + py0 + py1 >= fh && in_w * p.up + px0 + px1 >= fw && out_h > 0 && out_w > 0,
             "upfirdn2d: input {}x{} with padding {} is smaller than the {}x{} filter", in_h, in_w, p.padding, fh, fw);
+  return {out_h, out_w};
+}
+
+at::Tensor upfirdn2d_forward(const at::Tensor& x_in, const at::Tensor& f_in, const ops::FirParams& p) {
+  SG2_CHECK(supported(x_in), "upfirdn2d kernel: unsupported tensor {} on {}", c10::toString(x_in.scalar_type()),
+            x_in.device().str());
+  const auto [out_h, out_w] = upfirdn2d_output_size(x_in, f_in, p);
+#if SG2_CUDA_KERNELS
+  if (x_in.is_cuda()) return gpu::upfirdn2d_forward(x_in, f_in, p, out_h, out_w);
+#endif
+  // Rows must be contiguous; planes and rows may be strided (e.g. a cropped view).
+  const at::Tensor x = x_in.stride(3) == 1 ? x_in : x_in.contiguous();
+  const int64_t channels = x.size(1), planes = x.size(0) * x.size(1), in_h = x.size(2), in_w = x.size(3);
+  const int64_t stride_n = x.stride(0), stride_c = x.stride(1), stride_y = x.stride(2);
+  const int64_t fh = f_in.size(0), fw = f_in.size(1);
+  const int64_t px0 = p.padding[0];
 
   // Correlation taps: the filter flipped (true convolution) unless flip_filter, times the gain.
   at::Tensor taps = (f_in.to(at::kCPU, at::kFloat) * p.gain);

@@ -1,0 +1,111 @@
+// CUDA kernels for upfirdn2d and bias_act (see fir_bias_act_kernels.h). Both ops are memory-bound:
+// one thread per output element (the arithmetic is in fir_bias_act_elements.h), float32 whatever
+// the storage type (float32, float16, bfloat16), grid-stride loops over 64-bit indices. The
+// references are in ops_reference.cpp; the CPU kernels compute the same sums in the same tap order.
+#include "fir_bias_act_elements.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace sg2::nn::cuda {
+
+namespace {
+
+__device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+constexpr int kThreads = 256;
+
+// Enough blocks to fill the device several times over; the loops stride over the rest.
+unsigned int blocks_for(int64_t work) {
+  const int64_t blocks = (work + kThreads - 1) / kThreads;
+  return static_cast<unsigned int>(std::max<int64_t>(1, std::min<int64_t>(blocks, 65536)));
+}
+
+void check_launch(const char* kernel) {
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string("CUDA kernel ") + kernel + " failed to launch: " + cudaGetErrorString(status));
+  }
+}
+
+template <typename T>
+__global__ void upfirdn2d_kernel(FirLaunch job) {
+  const T* x = static_cast<const T*>(job.x);
+  T* y = static_cast<T*>(job.y);
+  const int64_t total = job.batch * job.channels * job.out_h * job.out_w;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    store(y, i, upfirdn2d_element(job, i, [x](int64_t offset) { return load(x, offset); }));
+  }
+}
+
+template <typename T>
+__global__ void bias_act_kernel(const T* x, const T* b, T* y, int64_t numel, int64_t channels, int64_t inner,
+                                ActivationParams a) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < numel; i += int64_t(gridDim.x) * blockDim.x) {
+    const float bias = b != nullptr ? load(b, bias_channel(i, channels, inner)) : 0.0f;
+    store(y, i, activate(load(x, i) + bias, a));
+  }
+}
+
+template <typename T>
+__global__ void bias_act_grad_kernel(const T* dy, const T* y, T* dx, int64_t numel, ActivationParams a) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < numel; i += int64_t(gridDim.x) * blockDim.x) {
+    store(dx, i, load(dy, i) * activation_slope(load(y, i), a));
+  }
+}
+
+// Calls fn(T{}) with the storage type's tag.
+template <typename Fn>
+void with_type(ElementType type, Fn&& fn) {
+  switch (type) {
+    case ElementType::Float32: return fn(float{});
+    case ElementType::Float16: return fn(__half{});
+    case ElementType::BFloat16: return fn(__nv_bfloat16{});
+  }
+}
+
+}  // namespace
+
+void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream) {
+  const int64_t total = job.batch * job.channels * job.out_h * job.out_w;
+  if (total == 0) return;
+  with_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    upfirdn2d_kernel<T><<<blocks_for(total), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(job);
+  });
+  check_launch("upfirdn2d");
+}
+
+void launch_bias_act(const void* x, const void* b, void* y, int64_t numel, int64_t channels, int64_t inner,
+                     const ActivationParams& a, ElementType type, void* stream) {
+  if (numel == 0) return;
+  with_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    bias_act_kernel<T><<<blocks_for(numel), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x), static_cast<const T*>(b), static_cast<T*>(y), numel, channels, inner, a);
+  });
+  check_launch("bias_act");
+}
+
+void launch_bias_act_grad(const void* dy, const void* y, void* dx, int64_t numel, const ActivationParams& a,
+                          ElementType type, void* stream) {
+  if (numel == 0) return;
+  with_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    bias_act_grad_kernel<T><<<blocks_for(numel), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(dy), static_cast<const T*>(y), static_cast<T*>(dx), numel, a);
+  });
+  check_launch("bias_act_grad");
+}
+
+}  // namespace sg2::nn::cuda

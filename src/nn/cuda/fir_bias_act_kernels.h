@@ -1,0 +1,45 @@
+#pragma once
+// Launchers of the CUDA kernels for upfirdn2d and bias_act (fir_bias_act_kernels.cu). Plain C++ on
+// raw device pointers, so that nvcc compiles the kernels without LibTorch's headers; the tensor
+// side (shapes, dtypes, streams, autograd) is in kernels_cuda.cpp. Every launch is asynchronous on
+// `stream` and throws std::runtime_error (naming the kernel) when the launch fails.
+
+#include <cstdint>
+
+namespace sg2::nn::cuda {
+
+enum class ElementType { Float32, Float16, BFloat16 };
+
+// y [N, C, out_h, out_w] (contiguous) from x [N, C, in_h, in_w] (any strides, in elements):
+// y[oy, ox] = sum_{ky,kx} tap(ky, kx) * u[oy*down + ky - pad_y0, ox*down + kx - pad_x0], u = x
+// upsampled by zero insertion. tap = gain * f flipped (convolution) unless flip_filter.
+struct FirLaunch {
+  const void* x;
+  void* y;
+  const float* filter;  // [filter_h, filter_w] float32 on the device
+  int64_t batch, channels, in_h, in_w;
+  int64_t stride_n, stride_c, stride_y, stride_x;
+  int64_t out_h, out_w;
+  int filter_h, filter_w;
+  int up, down, pad_x0, pad_y0;
+  bool flip_filter;
+  float gain;
+};
+void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream);
+
+// act: 0 linear, 1 relu, 2 lrelu (ops::Activation's order). clamp < 0: none.
+struct ActivationParams {
+  int act;
+  float alpha, gain, clamp;
+};
+
+// y = clamp(act(x + b[c]) * gain) over x viewed as [outer, channels, inner] (contiguous);
+// b: [channels] of the same type, or null.
+void launch_bias_act(const void* x, const void* b, void* y, int64_t numel, int64_t channels, int64_t inner,
+                     const ActivationParams& a, ElementType type, void* stream);
+
+// dx = dy * slope(y): the gradient of bias_act through its output (all contiguous, numel each).
+void launch_bias_act_grad(const void* dy, const void* y, void* dx, int64_t numel, const ActivationParams& a,
+                          ElementType type, void* stream);
+
+}  // namespace sg2::nn::cuda

@@ -1,0 +1,75 @@
+// Tensor side of the CUDA kernels (see kernels_cuda.h).
+#include "kernels_cuda.h"
+
+#include "sg2/core/error.h"
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+namespace sg2::nn::kernels::gpu {
+
+namespace {
+
+cuda::ElementType element_type(const at::Tensor& x) {
+  switch (x.scalar_type()) {
+    case at::kFloat: return cuda::ElementType::Float32;
+    case at::kHalf: return cuda::ElementType::Float16;
+    case at::kBFloat16: return cuda::ElementType::BFloat16;
+    default: SG2_FAIL("CUDA kernels take float32, float16 or bfloat16 tensors, got {}", c10::toString(x.scalar_type()));
+  }
+}
+
+void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+
+}  // namespace
+
+bool supported(const at::Tensor& x) {
+  const auto type = x.scalar_type();
+  return x.is_cuda() && (type == at::kFloat || type == at::kHalf || type == at::kBFloat16);
+}
+
+at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
+                             int64_t out_w) {
+  SG2_CHECK(supported(x) && x.dim() == 4, "upfirdn2d CUDA kernel: expected a 4-D CUDA tensor, got {} {}",
+            c10::toString(x.scalar_type()), x.sizes());
+  const c10::cuda::CUDAGuard guard(x.device());
+  const at::Tensor filter = f.to(x.device(), at::kFloat).contiguous();
+  at::Tensor y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(at::MemoryFormat::Contiguous));
+  cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);
+  job.y = y.data_ptr();
+  cuda::launch_upfirdn2d(job, element_type(x), current_stream());
+  return y;
+}
+
+at::Tensor bias_act_forward(const at::Tensor& x_in, const at::Tensor& b_in, int64_t dim,
+                            const cuda::ActivationParams& a) {
+  SG2_CHECK(supported(x_in), "bias_act CUDA kernel: expected a CUDA tensor, got {}", c10::toString(x_in.scalar_type()));
+  const c10::cuda::CUDAGuard guard(x_in.device());
+  const at::Tensor x = x_in.contiguous();
+  int64_t inner = 1;
+  for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
+  const int64_t channels = x.dim() > dim ? x.size(dim) : 1;
+  at::Tensor b;
+  if (b_in.defined()) {
+    SG2_CHECK(b_in.dim() == 1 && b_in.size(0) == channels, "bias_act: bias of shape {} does not match x {} at dim {}",
+              b_in.sizes(), x.sizes(), dim);
+    b = b_in.to(x.device(), x.scalar_type()).contiguous();
+  }
+  at::Tensor y = at::empty_like(x);
+  cuda::launch_bias_act(x.data_ptr(), b.defined() ? b.data_ptr() : nullptr, y.data_ptr(), x.numel(), channels, inner,
+                        a, element_type(x), current_stream());
+  return y;
+}
+
+at::Tensor bias_act_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const cuda::ActivationParams& a) {
+  const c10::cuda::CUDAGuard guard(dy_in.device());
+  const at::Tensor y = y_in.contiguous(), dy = dy_in.to(y.scalar_type()).contiguous();
+  SG2_CHECK(supported(y) && dy.sizes() == y.sizes(), "bias_act_grad CUDA kernel: dy {} and y {} differ",
+            dy.sizes(), y.sizes());
+  at::Tensor dx = at::empty_like(y);
+  cuda::launch_bias_act_grad(dy.data_ptr(), y.data_ptr(), dx.data_ptr(), y.numel(), a, element_type(y),
+                             current_stream());
+  return dx;
+}
+
+}  // namespace sg2::nn::kernels::gpu

@@ -1,0 +1,52 @@
+#pragma once
+// The CUDA side of the hand-written kernels (kernels.h): tensor checks, output allocation, the
+// current stream, then the launchers of fir_bias_act_kernels.cu. Built when LibTorch has CUDA and
+// the CUDA toolkit is found (SG2_CUDA_KERNELS); the CPU kernels' autograd functions call these for
+// CUDA tensors, so the gradients (to any order) run on the GPU as well.
+
+#include "fir_bias_act_kernels.h"
+#include "sg2/nn/ops.h"
+
+namespace sg2::nn::kernels::gpu {
+
+// The launch description of upfirdn2d for x (any strides) and a float32 filter, in x's memory.
+inline cuda::FirLaunch fir_launch(const at::Tensor& x, const at::Tensor& filter, const ops::FirParams& p,
+                                  int64_t out_h, int64_t out_w) {
+  cuda::FirLaunch job{};
+  job.x = x.data_ptr();
+  job.filter = filter.data_ptr<float>();
+  job.batch = x.size(0);
+  job.channels = x.size(1);
+  job.in_h = x.size(2);
+  job.in_w = x.size(3);
+  job.stride_n = x.stride(0);
+  job.stride_c = x.stride(1);
+  job.stride_y = x.stride(2);
+  job.stride_x = x.stride(3);
+  job.out_h = out_h;
+  job.out_w = out_w;
+  job.filter_h = static_cast<int>(filter.size(0));
+  job.filter_w = static_cast<int>(filter.size(1));
+  job.up = static_cast<int>(p.up);
+  job.down = static_cast<int>(p.down);
+  job.pad_x0 = static_cast<int>(p.padding[0]);
+  job.pad_y0 = static_cast<int>(p.padding[2]);
+  job.flip_filter = p.flip_filter;
+  job.gain = static_cast<float>(p.gain);
+  return job;
+}
+
+// float32, float16 or bfloat16 on a CUDA device.
+bool supported(const at::Tensor& x);
+
+// x: [N, C, H, W] -> [N, C, out_h, out_w] contiguous, x's dtype.
+at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
+                             int64_t out_w);
+
+// b: [x.size(dim)] (cast to x's dtype) or undefined.
+at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, int64_t dim, const cuda::ActivationParams& a);
+
+// dx = dy * slope(y), y as bias_act_forward returned it.
+at::Tensor bias_act_grad(const at::Tensor& dy, const at::Tensor& y, const cuda::ActivationParams& a);
+
+}  // namespace sg2::nn::kernels::gpu

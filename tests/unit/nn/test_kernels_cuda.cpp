@@ -1,0 +1,199 @@
+// The CUDA kernels (src/nn/cuda). On every machine: their per-element arithmetic, run on the host
+// over whole tensors, against the definition and the reference ops. On a GPU: the kernels themselves
+// in float32, float16 and bfloat16, strided views, bias_act in every activation, and derivatives to
+// second order (R1 and path length need them); skipped where no GPU is present or the build has no
+// CUDA kernels (a CPU LibTorch), and run by the GPU kit (scripts/gpu/run.sh).
+#include "sg2/nn/kernels.h"
+#include "sg2/nn/ops.h"
+#include "cuda/fir_bias_act_elements.h"
+#include "cuda/kernels_cuda.h"
+#include "nn_test_support.h"
+
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/cuda.h>
+
+#include <functional>
+
+namespace sg2::nn {
+namespace {
+
+using test::asymmetric_filter;
+using test::fir_cases;
+using test::max_relative_error;
+using test::upfirdn2d_direct;
+
+#define SKIP_WITHOUT_CUDA_KERNELS()                                                         \
+  if (!kernels::cuda_kernels_built()) GTEST_SKIP() << "this build has no CUDA kernels";     \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";                       \
+  at::globalContext().setAllowTF32CuDNN(false);                                             \
+  at::globalContext().setAllowTF32CuBLAS(false)
+
+// Every output element of the kernel's arithmetic, computed on the host.
+at::Tensor upfirdn2d_by_elements(const at::Tensor& x, const at::Tensor& f_in, const ops::FirParams& p) {
+  const at::Tensor f = f_in.contiguous();
+  const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
+  const cuda::FirLaunch job = kernels::gpu::fir_launch(x, f, p, out_h, out_w);
+  at::Tensor y = at::empty({job.batch, job.channels, job.out_h, job.out_w});
+  const float* px = x.data_ptr<float>();
+  float* py = y.data_ptr<float>();
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    py[i] = cuda::upfirdn2d_element(job, i, [px](int64_t offset) { return px[offset]; });
+  }
+  return y;
+}
+
+TEST(CudaKernelArithmetic, Upfirdn2dElementsMatchTheDefinitionOnTheHost) {
+  at::manual_seed(5);
+  const at::Tensor x = at::randn({2, 3, 7, 6}), big = at::randn({2, 4, 12, 11});
+  for (const at::Tensor& f : {ops::setup_filter({1, 3, 3, 1}), asymmetric_filter()}) {
+    for (const auto& p : fir_cases()) {
+      for (const at::Tensor& view : {x, big.slice(1, 1, 3).slice(2, 2, 9), big.transpose(2, 3)}) {
+        EXPECT_LT(max_relative_error(upfirdn2d_by_elements(view, f, p), upfirdn2d_direct(view, f, p)), 1e-6)
+            << "up " << p.up << " down " << p.down << " view " << view.sizes();
+      }
+    }
+  }
+}
+
+TEST(CudaKernelArithmetic, BiasActElementsMatchTheReferenceOnTheHost) {
+  at::manual_seed(6);
+  const at::Tensor x = at::randn({3, 5, 4, 4}) * 2, b = at::randn({5});
+  for (const auto act : {ops::Activation::Linear, ops::Activation::Relu, ops::Activation::LRelu}) {
+    for (const double clamp : {-1.0, 0.5}) {
+      ops::BiasActParams p;
+      p.act = act;
+      p.clamp = clamp;
+      const cuda::ActivationParams a{static_cast<int>(act), static_cast<float>(ops::default_alpha(act)),
+                                     static_cast<float>(ops::default_gain(act)), static_cast<float>(clamp)};
+      const at::Tensor expected = ops::bias_act_reference(x, b, p);
+      at::Tensor y = at::empty_like(x), slope = at::empty_like(x);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const float v = x.data_ptr<float>()[i] + b.data_ptr<float>()[cuda::bias_channel(i, 5, 16)];
+        y.data_ptr<float>()[i] = cuda::activate(v, a);
+        slope.data_ptr<float>()[i] = cuda::activation_slope(y.data_ptr<float>()[i], a);
+      }
+      EXPECT_LT(max_relative_error(y, expected), 1e-6) << ops::to_string(act) << " clamp " << clamp;
+      // The slope is the reference's gradient of sum(y) with respect to x.
+      at::Tensor xr = x.clone().requires_grad_(true);
+      ops::bias_act_reference(xr, b, p).sum().backward();
+      EXPECT_LT(max_relative_error(slope, xr.grad()), 1e-6) << ops::to_string(act) << " clamp " << clamp;
+    }
+  }
+}
+
+struct Precision {
+  at::ScalarType type;
+  double tolerance;  // relative to the largest output: a few units in the last place of the type
+};
+const std::vector<Precision> kPrecisions{{at::kFloat, 2e-6}, {at::kHalf, 2e-3}, {at::kBFloat16, 1.6e-2}};
+
+TEST(CudaKernels, Upfirdn2dMatchesTheDefinitionInEveryPrecision) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  at::manual_seed(0);
+  const at::Tensor x = at::randn({2, 3, 7, 6});
+  for (const at::Tensor& f : {ops::setup_filter({1, 3, 3, 1}), asymmetric_filter()}) {
+    for (const auto& p : fir_cases()) {
+      for (const Precision& precision : kPrecisions) {
+        const at::Tensor stored = x.to(precision.type);  // the definition sees the same rounded inputs
+        const at::Tensor y = kernels::upfirdn2d_forward(stored.cuda(), f.cuda(), p);
+        EXPECT_EQ(y.scalar_type(), precision.type);
+        EXPECT_LT(max_relative_error(y.cpu(), upfirdn2d_direct(stored, f, p)), precision.tolerance)
+            << "up " << p.up << " down " << p.down << " " << c10::toString(precision.type);
+      }
+    }
+  }
+}
+
+TEST(CudaKernels, Upfirdn2dReadsStridedViews) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  at::manual_seed(1);
+  const at::Tensor big = at::randn({2, 4, 12, 11}).cuda();
+  const at::Tensor f = asymmetric_filter().cuda();
+  const ops::FirParams p{2, 1, {2, 1, 2, 1}, false, 4.0};
+  for (const at::Tensor& view : {big.slice(1, 1, 3).slice(2, 2, 9), big.transpose(2, 3)}) {
+    EXPECT_LT(max_relative_error(kernels::upfirdn2d_forward(view, f, p).cpu(), upfirdn2d_direct(view, f, p)), 2e-6);
+  }
+}
+
+TEST(CudaKernels, BiasActMatchesTheReferenceInEveryActivationAndPrecision) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  at::manual_seed(2);
+  for (const auto act : {ops::Activation::Linear, ops::Activation::Relu, ops::Activation::LRelu}) {
+    for (const double clamp : {-1.0, 0.5}) {
+      ops::BiasActParams p;
+      p.act = act;
+      p.clamp = clamp;
+      for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 5, 4, 4}, std::vector<int64_t>{6, 5}}) {
+        const at::Tensor x = at::randn(shape), b = at::randn({5});
+        for (const Precision& precision : kPrecisions) {
+          const at::Tensor xs = x.to(precision.type), bs = b.to(precision.type);
+          const at::Tensor expected = ops::bias_act_reference(xs.to(at::kFloat), bs.to(at::kFloat), p);
+          const at::Tensor y = kernels::bias_act_forward(xs.cuda(), bs.cuda(), p);
+          EXPECT_LT(max_relative_error(y.cpu(), expected), precision.tolerance)
+              << ops::to_string(act) << " clamp " << clamp << " " << c10::toString(precision.type);
+        }
+      }
+    }
+  }
+}
+
+// Output, first and second derivatives of L = sum(op(x^2) * g) on the GPU, with kernels or the
+// reference ops (both on CUDA, so only the kernels differ).
+std::vector<at::Tensor> derivatives(const std::function<at::Tensor(const at::Tensor&)>& op, const at::Tensor& x0,
+                                    bool reference) {
+  ops::set_reference_ops(reference);
+  at::Tensor x = x0.clone().requires_grad_(true);
+  at::Tensor y = op(x.square());
+  at::manual_seed(3);
+  const at::Tensor g = at::randn(y.sizes()).cuda(), v = at::randn(x0.sizes()).cuda();
+  const at::Tensor first = torch::autograd::grad({(y * g).sum()}, {x}, {}, true, true)[0];
+  const at::Tensor second = torch::autograd::grad({(first * v).sum()}, {x})[0];
+  ops::set_reference_ops(false);
+  return {y.detach(), first.detach(), second};
+}
+
+TEST(CudaKernels, DerivativesToSecondOrderMatchTheReferenceAtNetworkShapes) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  at::manual_seed(4);
+  const at::Tensor f = ops::setup_filter({1, 3, 3, 1}).cuda(), w = at::randn({6, 8, 3, 3}).cuda();
+  ops::BiasActParams lrelu;
+  lrelu.act = ops::Activation::LRelu;
+  lrelu.clamp = 256;
+  const at::Tensor bias = at::randn({8}).cuda();
+  const std::vector<std::pair<std::string, std::function<at::Tensor(const at::Tensor&)>>> cases{
+      {"upsample2d", [&](const at::Tensor& x) { return ops::upsample2d(x, f); }},
+      {"downsample2d", [&](const at::Tensor& x) { return ops::downsample2d(x, f); }},
+      {"conv up 2", [&](const at::Tensor& x) {
+         ops::ConvResampleParams p;
+         p.up = 2;
+         p.padding = {1, 1, 1, 1};
+         p.flip_weight = false;
+         return ops::conv2d_resample(x, w, f, p);
+       }},
+      {"bias_act lrelu clamp", [&](const at::Tensor& x) { return ops::bias_act(x, bias, lrelu); }},
+  };
+  const at::Tensor x0 = at::randn({2, 8, 16, 16}).cuda();
+  for (const auto& [name, op] : cases) {
+    const auto kernel = derivatives(op, x0, false), reference = derivatives(op, x0, true);
+    for (size_t i = 0; i < kernel.size(); ++i) {
+      EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5) << name << ", derivative output " << i;
+    }
+  }
+}
+
+TEST(CudaKernels, HalfPrecisionGradientsKeepTheirType) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  const at::Tensor f = ops::setup_filter({1, 3, 3, 1}).cuda();
+  at::Tensor x = at::randn({2, 4, 8, 8}).cuda().to(at::kHalf).requires_grad_(true);
+  ops::BiasActParams p;
+  p.act = ops::Activation::LRelu;
+  at::Tensor y = ops::bias_act(ops::upsample2d(x, f), at::Tensor(), p);
+  y.sum().backward();
+  EXPECT_EQ(y.scalar_type(), at::kHalf);
+  EXPECT_EQ(x.grad().scalar_type(), at::kHalf);
+  EXPECT_TRUE(x.grad().isfinite().all().item<bool>());
+}
+
+}  // namespace
+}  // namespace sg2::nn
