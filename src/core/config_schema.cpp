@@ -66,6 +66,15 @@ int64_t decode_integer(const YAML::Node& node, const std::string& where) {
   return decode_scalar<int64_t>(node, where, "an integer");
 }
 
+IntOrAuto decode_integer_or_auto(const YAML::Node& node, const std::string& where) {
+  if (node.IsScalar() && node.Scalar() == "auto") return {0, true};
+  return {decode_scalar<int64_t>(node, where, "an integer or auto"), false};
+}
+
+YAML::Node encode_value(const IntOrAuto& value) {
+  return value.automatic ? YAML::Node("auto") : YAML::Node(value.value);
+}
+
 double decode_number(const YAML::Node& node, const std::string& where) {
   return decode_scalar<double>(node, where, "a number");
 }

@@ -66,8 +66,9 @@ Batch BatchLoader::load_items(const std::vector<ShardedSampler::Item>& items) co
   const ImageShape s = dataset_->shape();
   const auto count = static_cast<int64_t>(items.size());
   Batch batch;
-  batch.images = at::empty({count, s.channels, s.height, s.width}, at::kByte);
-  batch.labels = at::zeros({count, dataset_->label_dim()}, at::kFloat);
+  const auto pinned = at::TensorOptions().pinned_memory(options_.pin_memory);
+  batch.images = at::empty({count, s.channels, s.height, s.width}, pinned.dtype(at::kByte));
+  batch.labels = at::zeros({count, dataset_->label_dim()}, pinned.dtype(at::kFloat));
   uint8_t* pixels = batch.images.data_ptr<uint8_t>();
   float* labels = batch.labels.data_ptr<float>();
   for (int64_t i = 0; i < count; ++i) {

@@ -23,7 +23,10 @@ ConvOptions conv_options(const DiscriminatorOptions& d, ops::Activation act, int
 
 DiscriminatorBlock::DiscriminatorBlock(int64_t in_channels_, int64_t tmp_channels, int64_t out_channels,
                                        int64_t resolution_, const DiscriminatorOptions& d)
-    : in_channels(in_channels_), resolution(resolution_), architecture(d.architecture) {
+    : in_channels(in_channels_),
+      resolution(resolution_),
+      architecture(d.architecture),
+      compute_type(d.precision.block_type(resolution_, d.img_resolution)) {
   const auto lrelu = ops::Activation::LRelu;
   if (in_channels == 0 || architecture == Architecture::Skip) {
     fromrgb = register_module("fromrgb", std::make_shared<Conv2dLayer>(d.img_channels, tmp_channels, 1,
@@ -41,8 +44,11 @@ DiscriminatorBlock::DiscriminatorBlock(int64_t in_channels_, int64_t tmp_channel
   resample_filter = register_buffer("resample_filter", ops::setup_filter(d.resample_filter));
 }
 
-std::pair<at::Tensor, at::Tensor> DiscriminatorBlock::forward(at::Tensor x, at::Tensor img) {
+std::pair<at::Tensor, at::Tensor> DiscriminatorBlock::forward(at::Tensor x, at::Tensor img, bool force_fp32) {
+  const at::ScalarType type = force_fp32 ? at::kFloat : compute_type;
+  if (x.defined()) x = x.to(type);
   if (fromrgb) {
+    img = img.to(type);
     at::Tensor y = fromrgb->forward(img);
     x = x.defined() ? x + y : y;
     img = (architecture == Architecture::Skip) ? ops::downsample2d(img, resample_filter) : at::Tensor();
@@ -113,12 +119,12 @@ Discriminator::Discriminator(const DiscriminatorOptions& o) : options(o) {
   epilogue = register_module("b4", std::make_shared<DiscriminatorEpilogue>(o.channels_at(4), cmap_dim, o));
 }
 
-at::Tensor Discriminator::forward(const at::Tensor& img_in, const at::Tensor& c) {
+at::Tensor Discriminator::forward(const at::Tensor& img_in, const at::Tensor& c, bool force_fp32) {
   const int64_t r = options.img_resolution;
   SG2_CHECK(img_in.dim() == 4 && img_in.size(1) == options.img_channels && img_in.size(2) == r && img_in.size(3) == r,
             "discriminator: images of shape {} are not [N, {}, {}, {}]", img_in.sizes(), options.img_channels, r, r);
   at::Tensor x, img = img_in;
-  for (auto& block : blocks) std::tie(x, img) = block->forward(x, img);
+  for (auto& block : blocks) std::tie(x, img) = block->forward(x, img, force_fp32);
   at::Tensor cmap;
   if (mapping) cmap = mapping->forward(at::Tensor(), c, MappingNetwork::Run{});
   return epilogue->forward(x, img, cmap);

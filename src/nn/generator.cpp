@@ -22,7 +22,10 @@ SynthesisLayerOptions layer_options(const GeneratorOptions& g, int64_t up) {
 
 SynthesisBlock::SynthesisBlock(int64_t in_channels_, int64_t out_channels, int64_t resolution_, bool is_last,
                                const GeneratorOptions& g)
-    : in_channels(in_channels_), resolution(resolution_), architecture(g.architecture) {
+    : in_channels(in_channels_),
+      resolution(resolution_),
+      architecture(g.architecture),
+      compute_type(g.precision.block_type(resolution_, g.img_resolution)) {
   if (in_channels == 0) const_input = register_parameter("const", at::randn({out_channels, resolution, resolution}));
   if (in_channels != 0) {
     conv0 = register_module("conv0", std::make_shared<SynthesisLayer>(in_channels, out_channels, g.w_dim, resolution,
@@ -52,23 +55,28 @@ std::pair<at::Tensor, at::Tensor> SynthesisBlock::forward(at::Tensor x, at::Tens
             resolution, ws.sizes(), num_conv + num_torgb);
   int64_t w_index = 0;
   auto next_w = [&] { return ws.select(1, w_index++); };  // [N, w_dim]
+  const at::ScalarType type = run.force_fp32 ? at::kFloat : compute_type;
+  SynthesisRun block_run = run;  // the reference fuses only in float32 or for a single sample
+  block_run.fused_modconv = run.fused_modconv && (type == at::kFloat || ws.size(0) == 1);
 
   if (in_channels == 0) {
-    x = const_input.unsqueeze(0).repeat({ws.size(0), 1, 1, 1});  // [N, C, 4, 4]
-    x = conv1->forward(x, next_w(), run);
+    x = const_input.to(type).unsqueeze(0).repeat({ws.size(0), 1, 1, 1});  // [N, C, 4, 4]
+    x = conv1->forward(x, next_w(), block_run);
   } else if (architecture == Architecture::Resnet) {
+    x = x.to(type);
     at::Tensor y = skip->forward(x, std::sqrt(0.5));
-    x = conv0->forward(x, next_w(), run);
-    x = conv1->forward(x, next_w(), run, std::sqrt(0.5));
+    x = conv0->forward(x, next_w(), block_run);
+    x = conv1->forward(x, next_w(), block_run, std::sqrt(0.5));
     x = y.add_(x);
   } else {
-    x = conv0->forward(x, next_w(), run);
-    x = conv1->forward(x, next_w(), run);
+    x = x.to(type);
+    x = conv0->forward(x, next_w(), block_run);
+    x = conv1->forward(x, next_w(), block_run);
   }
 
   if (img.defined()) img = ops::upsample2d(img, resample_filter);
   if (torgb) {
-    at::Tensor y = torgb->forward(x, next_w(), run.fused_modconv).to(at::kFloat);
+    at::Tensor y = torgb->forward(x, next_w(), block_run.fused_modconv).to(at::kFloat);  // images stay float32
     img = img.defined() ? img.add_(y) : y;
   }
   return {x, img};

@@ -84,7 +84,9 @@ at::Tensor SynthesisLayer::forward(const at::Tensor& x, const at::Tensor& w, con
 
   at::Tensor noise;
   if (options.use_noise && run.noise_mode == NoiseMode::Random) {
-    noise = at::randn({x.size(0), 1, resolution, resolution}, run.generator, x.options()) * noise_strength;
+    // Drawn in float32 whatever x's type, as the reference (the same draws with or without mixed precision).
+    noise = at::randn({x.size(0), 1, resolution, resolution}, run.generator, x.options().dtype(at::kFloat)) *
+            noise_strength;
   }
   if (options.use_noise && run.noise_mode == NoiseMode::Const) noise = noise_const * noise_strength;
 

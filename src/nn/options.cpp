@@ -89,12 +89,40 @@ int64_t DiscriminatorOptions::channels_at(int64_t resolution) const {
   return channels(channel_base, channel_max, resolution);
 }
 
+at::ScalarType MixedPrecision::block_type(int64_t resolution, int64_t img_resolution) const {
+  if (num_fp16_res <= 0) return at::kFloat;
+  // The reference: fp16_resolution = max(2 ** (log2(img_resolution) + 1 - num_fp16_res), 8).
+  int64_t lowest = img_resolution * 2;
+  for (int64_t i = 0; i < num_fp16_res && lowest > 8; ++i) lowest /= 2;
+  return resolution >= std::max<int64_t>(lowest, 8) ? reduced_type : at::kFloat;
+}
+
+std::string MixedPrecision::describe(int64_t img_resolution) const {
+  int64_t lowest = img_resolution;
+  while (lowest / 2 >= 4 && block_type(lowest / 2, img_resolution) != at::kFloat) lowest /= 2;
+  if (block_type(lowest, img_resolution) == at::kFloat) return "float32";
+  const std::string type = reduced_type == at::kHalf ? "float16" : "bfloat16";
+  return fmt::format("{} from {}x{} up, float32 below", type, lowest, lowest);
+}
+
+namespace {
+
+void check_precision(const char* net, const MixedPrecision& p) {
+  SG2_CHECK(p.num_fp16_res >= 0, "{}.num_fp16_res = {}: must be >= 0", net, p.num_fp16_res);
+  SG2_CHECK(p.reduced_type == at::kHalf || p.reduced_type == at::kBFloat16,
+            "{}: the reduced type of mixed precision must be float16 or bfloat16, not {}", net,
+            c10::toString(p.reduced_type));
+}
+
+}  // namespace
+
 void validate(const GeneratorOptions& g) {
   check_common("G", g.img_resolution, g.img_channels, g.c_dim, g.channel_base, g.channel_max);
   SG2_CHECK(g.z_dim >= 0 && g.w_dim >= 1, "G: z_dim {} / w_dim {} must be >= 0 / >= 1", g.z_dim, g.w_dim);
   SG2_CHECK(g.z_dim + g.c_dim > 0, "G: needs z_dim > 0 or c_dim > 0");
   SG2_CHECK(g.mapping_layers >= 1, "G.mapping_layers = {}: must be >= 1", g.mapping_layers);
   SG2_CHECK(!g.resample_filter.empty(), "G.resample_filter must not be empty");
+  check_precision("G", g.precision);
 }
 
 void validate(const DiscriminatorOptions& d) {
@@ -104,6 +132,7 @@ void validate(const DiscriminatorOptions& d) {
   SG2_CHECK(d.mbstd_num_channels == 0 || d.channels_at(4) % d.mbstd_num_channels == 0,
             "D.mbstd_num_channels = {} must divide the {} channels at 4x4", d.mbstd_num_channels, d.channels_at(4));
   SG2_CHECK(d.mapping_layers >= 1, "D.mapping_layers = {}: must be >= 1", d.mapping_layers);
+  check_precision("D", d.precision);
 }
 
 GeneratorOptions generator_options_from_json(const nlohmann::json& j, std::vector<std::string>* unknown_keys) {

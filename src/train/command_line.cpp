@@ -5,6 +5,7 @@
 #include "sg2/core/system.h"
 #include "sg2/data/atomic_file.h"
 #include "sg2/dist/consistency.h"
+#include "sg2/train/batch_probe.h"
 #include "sg2/train/run_dir.h"
 #include "sg2/train/run_record.h"
 #include "sg2/train/snapshot.h"
@@ -97,16 +98,17 @@ void TrainCommand::add_to(CLI::App& app) {
 
 namespace {
 
-std::string message_of(const std::exception& e) {
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
-  return e.what();
-}
-
-bool is_out_of_memory(const std::exception& e) {
-  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
-  const std::string message = message_of(e);
-  return message.find("can't allocate memory") != std::string::npos ||
-         message.find("out of memory") != std::string::npos;
+// train.batch_gpu auto replaced by the probed value, which the run's config.yaml then records.
+TrainConfig resolve_batch_gpu(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
+                              const at::Device& device, dist::Communicator& comm, std::string* report) {
+  if (!config.train.batch_gpu.automatic) return config;
+  spdlog::info("train.batch_gpu auto: one training step per candidate batch, largest first...");
+  const BatchProbe probe = probe_batch_gpu(config, dataset, device, comm);
+  TrainConfig resolved = config;
+  resolved.train.batch_gpu = probe.batch_gpu;
+  *report = fmt::format("train.batch_gpu auto: {} images per process and round, {} rounds per step (tried {})",
+                        probe.batch_gpu, rounds_per_step(resolved, comm.size()), fmt::join(probe.tries, "; "));
+  return resolved;
 }
 
 std::string new_or_resumed_run_dir(const TrainConfig& config, const data::Dataset& dataset,
@@ -176,12 +178,14 @@ int TrainCommand::print_dry_run(const TrainConfig& config, dist::Session& sessio
   return 0;
 }
 
-int TrainCommand::train(const TrainConfig& config, dist::Session& session, const std::string& snapshot_path) {
+int TrainCommand::train(const TrainConfig& requested, dist::Session& session, const std::string& snapshot_path) {
   const dist::World& world = session.world();
-  validate(config, world.size);
+  validate(requested, world.size);
   const at::Device device = session.comm().device();
-  const std::string compute = apply_compute_settings(config, world);
-  auto dataset = open_configured_dataset(config);
+  const std::string compute = apply_compute_settings(requested, world);
+  auto dataset = open_configured_dataset(requested);
+  std::string batch_report;
+  const TrainConfig config = resolve_batch_gpu(requested, dataset, device, session.comm(), &batch_report);
   Trainer trainer(config, dataset, device, &session.comm());
   bool imported = false;
   if (!snapshot_path.empty()) {
@@ -213,8 +217,11 @@ int TrainCommand::train(const TrainConfig& config, dist::Session& session, const
                dataset->shape().channels, dataset->resolution(), dataset->resolution(), dataset->label_dim(),
                device.str());
   spdlog::info("Compute: {}", compute);
+  if (!batch_report.empty()) spdlog::info(batch_report);
   spdlog::info("G: {} parameters, D: {} parameters", nn::count_parameters(trainer.G()),
                nn::count_parameters(trainer.D()));
+  spdlog::info("Precision: G {}, D {}", trainer.G().options.precision.describe(trainer.G().options.img_resolution),
+               trainer.D().options.precision.describe(trainer.D().options.img_resolution));
 
   TrainingLoop loop(trainer, run_dir, !continued.empty());
   const bool completed = loop.run();

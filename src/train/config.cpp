@@ -24,6 +24,9 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(run.threads, "CPU threads per process (0: the node's cores divided by its processes)");
   SG2_FIELD(run.allow_tf32, "Allow TF32 in CUDA matmuls and cuDNN convolutions (off as the reference: full fp32)");
   SG2_FIELD(run.cudnn_benchmark, "Let cuDNN time its algorithms per shape and keep the fastest (on as the reference)");
+  SG2_FIELD(run.mixed_precision, "Type of the G.num_fp16_res / D.num_fp16_res highest resolutions (auto: float16 on "
+                                 "CUDA as the reference, off on the CPU; off: all float32)")
+      .one_of({"auto", "float16", "bfloat16", "off"});
   SG2_FIELD(run.image_snapshot_ticks, "Write a sample grid every N ticks (0: never)");
   SG2_FIELD(run.network_snapshot_ticks, "Write a snapshot every N ticks (0: only at the end)");
   SG2_FIELD(run.grid_w, "Sample grid columns (0: as the reference, 7680 / resolution clipped to 7-32)");
@@ -50,6 +53,7 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(G.channel_max, "Maximum generator channels in any layer");
   SG2_FIELD(G.architecture, "Synthesis network architecture").one_of({"orig", "skip", "resnet"});
   SG2_FIELD(G.conv_clamp, "Clamp generator activations to +-X (< 0: off)");
+  SG2_FIELD(G.num_fp16_res, "Synthesis blocks at the N highest resolutions compute in run.mixed_precision's type");
   SG2_FIELD(G.fused_modconv, "Modulated convolution as one grouped convolution (auto: in inference only)")
       .one_of({"auto", "true", "false"});
 
@@ -60,6 +64,7 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(D.mbstd_num_channels, "Minibatch standard deviation features (0: off)");
   SG2_FIELD(D.mapping_layers, "Layers of the label mapping of a conditional discriminator");
   SG2_FIELD(D.conv_clamp, "Clamp discriminator activations to +-X (< 0: off)");
+  SG2_FIELD(D.num_fp16_res, "Discriminator blocks at the N highest resolutions compute in run.mixed_precision's type");
 
   SG2_FIELD(loss.r1_gamma, "R1 regularization weight gamma");
   SG2_FIELD(loss.pl_weight, "Path length regularization weight (0: off)");
@@ -77,7 +82,8 @@ config::Schema<TrainConfig> make_schema() {
 
   SG2_FIELD(train.seed, "Random seed");
   SG2_FIELD(train.batch, "Total batch size of one step, over all processes");
-  SG2_FIELD(train.batch_gpu, "Images per process and accumulation round (0: batch / world size)");
+  SG2_FIELD(train.batch_gpu, "Images per process and accumulation round (0: batch / world size; auto: the largest "
+                             "that fits in the device's memory, probed at start)");
   SG2_FIELD(train.total_kimg, "Training length in thousands of real images");
   SG2_FIELD(train.kimg_per_tick, "Progress interval in thousands of images");
   SG2_FIELD(train.ema_kimg, "Half-life of the generator's moving average, in thousands of images");
@@ -119,7 +125,8 @@ const config::Schema<TrainConfig>& train_schema() {
 }
 
 int64_t batch_per_round(const TrainConfig& c, int world_size) {
-  return c.train.batch_gpu > 0 ? c.train.batch_gpu : c.train.batch / world_size;
+  const int64_t chosen = c.train.batch_gpu.automatic ? 0 : c.train.batch_gpu.value;
+  return chosen > 0 ? chosen : c.train.batch / world_size;
 }
 
 int64_t rounds_per_step(const TrainConfig& c, int world_size) {
@@ -139,7 +146,7 @@ void validate(const TrainConfig& c, int world_size) {
   SG2_CHECK(per_round >= 1 && (batch / world_size) % per_round == 0,
             "train.batch_gpu = {} does not divide the per-process batch {} (train.batch {} / world size {}); "
             "values that work: {}",
-            c.train.batch_gpu, batch / world_size, batch, world_size, divisors_hint(batch / world_size, 4096));
+            c.train.batch_gpu.value, batch / world_size, batch, world_size, divisors_hint(batch / world_size, 4096));
   SG2_CHECK(per_round <= kMaxBatchPerRound,
             "train.batch_gpu: {} images per process and round (train.batch {} / world size {}) is more than the {} "
             "any device holds the activations of; set train.batch_gpu to accumulate over several rounds",

@@ -1,6 +1,7 @@
 // CUDA LibTorch: peak bytes allocated by the caching allocator.
 #include "sg2/train/device_memory.h"
 
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 
 namespace sg2::train {
@@ -20,6 +21,15 @@ double device_peak_memory_gib(const at::Device& device) {
 
 void reset_device_peak_memory(const at::Device& device) {
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+}
+
+double device_total_memory_gib(const at::Device& device) {
+  if (!device.is_cuda()) return 0.0;
+  return static_cast<double>(at::cuda::getDeviceProperties(device.index())->totalGlobalMem) / (1024.0 * 1024.0 * 1024.0);
+}
+
+void release_cached_device_memory(const at::Device& device) {
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
 }
 
 }  // namespace sg2::train

@@ -8,7 +8,27 @@
 
 namespace sg2::train {
 
-nn::GeneratorOptions generator_options(const TrainConfig& c, const data::Dataset& dataset) {
+at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& device) {
+  if (mode == "off" || (mode == "auto" && !device.is_cuda())) return at::kFloat;
+  if (mode == "bfloat16") return at::kBFloat16;
+  SG2_CHECK(device.is_cuda(), "run.mixed_precision = float16 needs a CUDA device (LibTorch's CPU convolutions have "
+                              "no float16): use bfloat16 or off on the CPU");
+  return at::kHalf;
+}
+
+namespace {
+
+nn::MixedPrecision mixed_precision(const TrainConfig& c, int64_t num_fp16_res, const at::Device& device) {
+  const at::ScalarType type = mixed_precision_type(c.run.mixed_precision, device);
+  nn::MixedPrecision p;
+  p.num_fp16_res = type == at::kFloat ? 0 : num_fp16_res;
+  if (type != at::kFloat) p.reduced_type = type;
+  return p;
+}
+
+}  // namespace
+
+nn::GeneratorOptions generator_options(const TrainConfig& c, const data::Dataset& dataset, const at::Device& device) {
   nn::GeneratorOptions g;
   g.z_dim = c.G.z_dim;
   g.c_dim = dataset.label_dim();
@@ -22,10 +42,12 @@ nn::GeneratorOptions generator_options(const TrainConfig& c, const data::Dataset
   g.channel_max = c.G.channel_max;
   g.architecture = nn::parse_architecture(c.G.architecture);
   g.conv_clamp = c.G.conv_clamp;
+  g.precision = mixed_precision(c, c.G.num_fp16_res, device);
   return g;
 }
 
-nn::DiscriminatorOptions discriminator_options(const TrainConfig& c, const data::Dataset& dataset) {
+nn::DiscriminatorOptions discriminator_options(const TrainConfig& c, const data::Dataset& dataset,
+                                               const at::Device& device) {
   nn::DiscriminatorOptions d;
   d.c_dim = dataset.label_dim();
   d.img_resolution = dataset.resolution();
@@ -37,6 +59,7 @@ nn::DiscriminatorOptions discriminator_options(const TrainConfig& c, const data:
   d.mbstd_num_channels = c.D.mbstd_num_channels;
   d.mapping_layers = c.D.mapping_layers;
   d.conv_clamp = c.D.conv_clamp;
+  d.precision = mixed_precision(c, c.D.num_fp16_res, device);
   return d;
 }
 
@@ -71,14 +94,15 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
       place_{comm_->rank(), comm_->size()},
       loader_(std::make_shared<data::BatchLoader>(
                   dataset_, data::LoaderOptions{config.train.batch, place_.rank, place_.world_size,
-                                                static_cast<uint64_t>(config.train.seed), config.data.mirror}),
+                                                static_cast<uint64_t>(config.train.seed), config.data.mirror,
+                                                /*pin_memory=*/device.is_cuda()}),
               data::PrefetchOptions{config.data.workers, config.data.prefetch}),
       generator_(make_generator(device, static_cast<uint64_t>(config.train.seed * place_.world_size + place_.rank))) {
   validate(config_, place_.world_size);
   // Networks are initialised from the run seed on the CPU (identical on every rank), then moved.
   at::manual_seed(static_cast<uint64_t>(config.train.seed));
-  G_ = std::make_shared<nn::Generator>(generator_options(config_, *dataset_));
-  D_ = std::make_shared<nn::Discriminator>(discriminator_options(config_, *dataset_));
+  G_ = std::make_shared<nn::Generator>(generator_options(config_, *dataset_, device_));
+  D_ = std::make_shared<nn::Discriminator>(discriminator_options(config_, *dataset_, device_));
   G_ema_ = std::make_shared<nn::Generator>(G_->options);
   nn::copy_state(*G_, *G_ema_);
   for (auto* module : std::initializer_list<torch::nn::Module*>{G_.get(), D_.get(), G_ema_.get()}) {
@@ -202,9 +226,10 @@ StepInputs Trainer::prepare_inputs() {
   data::Batch batch = loader_.get(progress_.batch_idx);
   stats_.report_scalar("Timing/data_wait_sec", loader_.last_wait_seconds());  // time training waited for data
   StepInputs in;
-  at::Tensor real = batch.images.to(device_).to(at::kFloat) / 127.5 - 1;  // uint8 over the bus, float here
+  // uint8 over the bus, float here; from page-locked memory on CUDA, so the copies do not wait.
+  at::Tensor real = batch.images.to(device_, /*non_blocking=*/true).to(at::kFloat) / 127.5 - 1;
   in.real_img = real.split(per_round);
-  in.real_c = batch.labels.to(device_).split(per_round);
+  in.real_c = batch.labels.to(device_, /*non_blocking=*/true).split(per_round);
   for (size_t i = 0; i < phases_.size(); ++i) {
     auto [z, c] = draw_latents(i, local_batch);
     in.gen_z.push_back(z.split(per_round));

@@ -85,6 +85,18 @@ grep -q "Removed '.*network-snapshot-000000.pt.tmp999999', left by a write that 
 "$bin/stylegan2_generate" --network "$run_dir/network-snapshot-000000.pt" --seeds 0-5 --outdir "$work/gen" > /dev/null
 [ -s "$work/gen/seed0005.png" ] && [ -s "$work/gen/grid.png" ] || fail "generate wrote no images"
 
+# Mixed precision on the CPU: bfloat16 in the two highest resolutions trains; float16 is refused.
+# With train.batch_gpu auto, the probe's choice is logged and recorded in the run's config.
+"$bin/stylegan2_train" "${tiny[@]}" --outdir "$work/runs-mixed" --run.mixed_precision bfloat16 --G.num_fp16_res 2 \
+    --D.num_fp16_res 2 --G.conv_clamp 256 --D.conv_clamp 256 --train.batch_gpu auto --kimg 0.016 > "$work/mixed.log"
+grep -q "train.batch_gpu auto: 8 images per process and round, 1 rounds per step (tried 8: fits)" "$work/mixed.log" ||
+  { cat "$work/mixed.log"; fail "the batch probe did not report its choice"; }
+grep -q "  batch_gpu: 8" "$work"/runs-mixed/00000-*/config.yaml || fail "config.yaml does not record the probed batch_gpu"
+grep -q "Precision: G bfloat16 from 16x16 up, float32 below, D bfloat16 from 16x16 up" "$work/mixed.log" ||
+  { cat "$work/mixed.log"; fail "the mixed-precision run did not report its precision"; }
+grep -q "^tick 1 " "$work/mixed.log" || fail "the mixed-precision run did not finish its tick"
+grep -q "Precision: G float32, D float32" "$work/first.log" || fail "the CPU default is not float32"
+
 # Bad input: a clear message and a non-zero exit, never a crash.
 expect_error() {  # expect_error PATTERN COMMAND...
   local pattern=$1; shift
@@ -106,6 +118,8 @@ done
 expect_error "train.batch_gpu: 100000000 images per process and round" "$bin/stylegan2_train" "${tiny[@]}" \
     --batch 100000000 --dry-run
 expect_error "both set 'train.batch' on the command line" "$bin/stylegan2_train" "${tiny[@]}" --train.batch 16 --dry-run
+expect_error "run.mixed_precision = float16 needs a CUDA device" "$bin/stylegan2_train" "${tiny[@]}" \
+    --run.mixed_precision float16 --G.num_fp16_res 2 --kimg 0.016
 expect_error "run.grid_w = 100000" "$bin/stylegan2_train" "${tiny[@]}" --run.grid_w 100000 --run.grid_h 100000 --dry-run
 # Command-line mistakes exit 1 in every program, as every other error does (CLI11's own codes are 100+).
 for program in stylegan2_train stylegan2_generate stylegan2_dataset stylegan2_metrics stylegan2_import stylegan2_bench \

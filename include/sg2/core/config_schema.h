@@ -22,8 +22,17 @@
 
 namespace sg2::config {
 
+// An integer, or the word "auto" (e.g. train.batch_gpu: the program decides at run time).
+struct IntOrAuto {
+  IntOrAuto() = default;
+  IntOrAuto(int64_t v, bool is_auto = false) : value(v), automatic(is_auto) {}  // NOLINT: an integer is one
+  int64_t value = 0;
+  bool automatic = false;
+};
+
 // Conversions between YAML nodes and field types; `where` names the key and its source in errors.
 int64_t decode_integer(const YAML::Node& node, const std::string& where);
+IntOrAuto decode_integer_or_auto(const YAML::Node& node, const std::string& where);
 double decode_number(const YAML::Node& node, const std::string& where);
 bool decode_bool(const YAML::Node& node, const std::string& where);
 std::string decode_string(const YAML::Node& node, const std::string& where);
@@ -31,6 +40,7 @@ std::vector<std::string> decode_string_list(const YAML::Node& node, const std::s
 
 // Field values as YAML nodes; floats in their shortest round-trip form ("0.002", not 0.00200000000000000004).
 YAML::Node encode_value(double value);
+YAML::Node encode_value(const IntOrAuto& value);
 template <class T>
 YAML::Node encode_value(const T& value) {
   return YAML::Node(value);
@@ -47,6 +57,11 @@ template <>
 struct Codec<int64_t> {
   static constexpr const char* type_name = "INT";
   static int64_t decode(const YAML::Node& n, const std::string& w) { return decode_integer(n, w); }
+};
+template <>
+struct Codec<IntOrAuto> {
+  static constexpr const char* type_name = "INT|auto";
+  static IntOrAuto decode(const YAML::Node& n, const std::string& w) { return decode_integer_or_auto(n, w); }
 };
 template <>
 struct Codec<double> {

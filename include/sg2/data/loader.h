@@ -50,6 +50,7 @@ struct LoaderOptions {
   int world_size = 1;
   uint64_t seed = 0;
   bool mirror = false;
+  bool pin_memory = false;  // batches in page-locked memory, for asynchronous copies to a GPU
 };
 
 class BatchLoader {

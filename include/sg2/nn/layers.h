@@ -64,6 +64,7 @@ struct SynthesisLayerOptions {
 struct SynthesisRun {
   NoiseMode noise_mode = NoiseMode::Random;
   bool fused_modconv = false;
+  bool force_fp32 = false;                 // ignore the options' mixed precision
   c10::optional<at::Generator> generator;  // for random noise; default generator if none
 };
 

@@ -42,6 +42,7 @@ class SynthesisBlock : public torch::nn::Module {
 
   int64_t in_channels, resolution, num_conv = 0, num_torgb = 0;
   Architecture architecture;
+  at::ScalarType compute_type;  // float32, or the reduced type of mixed precision
   at::Tensor const_input;  // "const" [out, 4, 4] in the first block
   std::shared_ptr<SynthesisLayer> conv0, conv1;
   std::shared_ptr<ToRGBLayer> torgb;
@@ -76,10 +77,11 @@ class DiscriminatorBlock : public torch::nn::Module {
   DiscriminatorBlock(int64_t in_channels, int64_t tmp_channels, int64_t out_channels, int64_t resolution,
                      const DiscriminatorOptions& d);
   // x: [N, in, R, R] or undefined, img: [N, C, R, R] -> (x [N, out, R/2, R/2], img [N, C, R/2, R/2] or undefined)
-  std::pair<at::Tensor, at::Tensor> forward(at::Tensor x, at::Tensor img);
+  std::pair<at::Tensor, at::Tensor> forward(at::Tensor x, at::Tensor img, bool force_fp32 = false);
 
   int64_t in_channels, resolution;
   Architecture architecture;
+  at::ScalarType compute_type;  // float32, or the reduced type of mixed precision
   std::shared_ptr<Conv2dLayer> fromrgb, conv0, conv1, skip;
   at::Tensor resample_filter;  // buffer
 };
@@ -100,7 +102,8 @@ class DiscriminatorEpilogue : public torch::nn::Module {
 class Discriminator : public torch::nn::Module {
  public:
   explicit Discriminator(const DiscriminatorOptions& options);
-  at::Tensor forward(const at::Tensor& img, const at::Tensor& c);  // [N, C, R, R], [N, c_dim] -> [N, 1]
+  // [N, C, R, R], [N, c_dim] -> [N, 1] float32; force_fp32 ignores the options' mixed precision.
+  at::Tensor forward(const at::Tensor& img, const at::Tensor& c, bool force_fp32 = false);
 
   DiscriminatorOptions options;
   std::vector<std::shared_ptr<DiscriminatorBlock>> blocks;  // bR, ..., b8

@@ -18,6 +18,19 @@ Architecture parse_architecture(const std::string& name);
 std::string to_string(Architecture arch);
 
 enum class NoiseMode { Random, Const, None };
+
+// Mixed precision as the reference: the blocks at the num_fp16_res highest resolutions (never below
+// 8x8) compute in a reduced type (float16, or bfloat16), the others and the mapping in float32;
+// parameters and gradients stay float32. 0 keeps everything float32 (the parity path).
+struct MixedPrecision {
+  int64_t num_fp16_res = 0;
+  at::ScalarType reduced_type = at::kHalf;  // kHalf or kBFloat16
+
+  // The type a block at `resolution` of a network of `img_resolution` computes in.
+  at::ScalarType block_type(int64_t resolution, int64_t img_resolution) const;
+  // "float32", or e.g. "float16 from 32x32 up, float32 below".
+  std::string describe(int64_t img_resolution) const;
+};
 NoiseMode parse_noise_mode(const std::string& name);
 std::string to_string(NoiseMode mode);
 
@@ -48,6 +61,7 @@ struct GeneratorOptions {
   Architecture architecture = Architecture::Skip;
   double conv_clamp = -1;        // < 0: no clamping
   bool use_noise = true;
+  MixedPrecision precision;
   std::vector<float> resample_filter{1, 3, 3, 1};
 
   int64_t channels_at(int64_t resolution) const;  // min(channel_base / res, channel_max)
@@ -67,6 +81,7 @@ struct DiscriminatorOptions {
   double mapping_lr_multiplier = 0.01;
   double conv_clamp = -1;
   std::vector<float> resample_filter{1, 3, 3, 1};
+  MixedPrecision precision;
 
   int64_t channels_at(int64_t resolution) const;
 };

@@ -19,6 +19,7 @@ struct TrainConfig {
     int threads = 0;                     // CPU threads per process; 0: the node's cores / its processes
     bool allow_tf32 = false;             // TF32 in CUDA matmuls and cuDNN convs (the reference: off)
     bool cudnn_benchmark = true;         // cuDNN picks the fastest algorithm per shape (the reference: on)
+    std::string mixed_precision = "auto";  // auto (float16 on CUDA, off on the CPU), float16, bfloat16, off
     int image_snapshot_ticks = 50;
     int network_snapshot_ticks = 50;
     int grid_w = 0;                      // sample grid columns; 0: as the reference (7680 / W, 7-32)
@@ -45,6 +46,7 @@ struct TrainConfig {
     int64_t channel_max = 512;
     std::string architecture = "skip";
     double conv_clamp = -1;
+    int64_t num_fp16_res = 0;            // mixed precision in the N highest resolutions
     std::string fused_modconv = "auto";  // auto, true, false
   } G;
   struct Discriminator {
@@ -55,6 +57,7 @@ struct TrainConfig {
     int64_t mbstd_num_channels = 1;
     int64_t mapping_layers = 8;
     double conv_clamp = -1;
+    int64_t num_fp16_res = 0;
   } D;
   struct Loss {
     double r1_gamma = 10.0;
@@ -75,7 +78,8 @@ struct TrainConfig {
   struct Train {
     int64_t seed = 0;
     int64_t batch = 32;
-    int64_t batch_gpu = 0;               // per-process batch of one accumulation round; 0: batch / world
+    config::IntOrAuto batch_gpu;         // per-process batch of one accumulation round; 0: batch / world;
+                                         // auto: the largest that fits in the device's memory (batch_probe.h)
     double total_kimg = 25000;
     double kimg_per_tick = 4;
     double ema_kimg = 10;

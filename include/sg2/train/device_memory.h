@@ -9,5 +9,9 @@ namespace sg2::train {
 
 double device_peak_memory_gib(const at::Device& device);
 void reset_device_peak_memory(const at::Device& device);
+// The device's whole memory (0 for the CPU).
+double device_total_memory_gib(const at::Device& device);
+// Hands the caching allocator's free blocks back to the device (after a probe that filled it).
+void release_cached_device_memory(const at::Device& device);
 
 }  // namespace sg2::train

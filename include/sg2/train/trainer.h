@@ -116,8 +116,13 @@ class Trainer {
 };
 
 // The network options a config and a dataset give.
-nn::GeneratorOptions generator_options(const TrainConfig& config, const data::Dataset& dataset);
-nn::DiscriminatorOptions discriminator_options(const TrainConfig& config, const data::Dataset& dataset);
+nn::GeneratorOptions generator_options(const TrainConfig& config, const data::Dataset& dataset,
+                                       const at::Device& device);
+nn::DiscriminatorOptions discriminator_options(const TrainConfig& config, const data::Dataset& dataset,
+                                               const at::Device& device);
+
+// The reduced type run.mixed_precision asks for on this device (kFloat: off).
+at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& device);
 
 // "auto" -> CUDA if LibTorch sees a GPU, else CPU; "cuda" without one is an error.
 at::Device resolve_device(const std::string& name, int local_rank = 0);

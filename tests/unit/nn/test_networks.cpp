@@ -37,6 +37,82 @@ TEST(EqualizedLr, InitialisationIsUnitGaussianOverLrMultiplier) {
   EXPECT_EQ(conv.bias.abs().sum().item<double>(), 0.0);
 }
 
+// rms(a - b) / rms(b), in double precision.
+double relative_rms(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor bd = b.to(at::kDouble);
+  return (a.to(at::kDouble) - bd).square().mean().sqrt().item<double>() / bd.square().mean().sqrt().item<double>();
+}
+
+TEST(MixedPrecision, TheHighestResolutionsComputeInTheReducedTypeAsTheReference) {
+  MixedPrecision p;
+  p.num_fp16_res = 4;  // the reference at 256: blocks from max(2^(8 + 1 - 4), 8) = 32 up
+  EXPECT_EQ(p.block_type(16, 256), at::kFloat);
+  EXPECT_EQ(p.block_type(32, 256), at::kHalf);
+  EXPECT_EQ(p.block_type(256, 256), at::kHalf);
+  p.num_fp16_res = 9;  // never below 8x8
+  EXPECT_EQ(p.block_type(4, 32), at::kFloat);
+  EXPECT_EQ(p.block_type(8, 32), at::kHalf);
+  p.num_fp16_res = 0;
+  EXPECT_EQ(p.block_type(256, 256), at::kFloat);
+}
+
+// bfloat16 (the reduced type LibTorch's CPU convolutions have) in the two highest resolutions of
+// both networks: float32 images and logits close to the float32 networks', float32 gradients, and
+// force_fp32 giving the float32 networks' outputs exactly.
+TEST(MixedPrecision, NetworksKeepFloat32InterfacesAndStayCloseToFloat32) {
+  GeneratorOptions g;
+  g.z_dim = g.w_dim = 32;
+  g.img_resolution = 32;
+  g.img_channels = 1;
+  g.mapping_layers = 2;
+  g.channel_base = 512;
+  g.channel_max = 32;
+  g.conv_clamp = 256;
+  DiscriminatorOptions d;
+  d.img_resolution = 32;
+  d.img_channels = 1;
+  d.channel_base = 512;
+  d.channel_max = 32;
+  d.conv_clamp = 256;
+  at::manual_seed(7);
+  Generator G(g);
+  Discriminator D(d);
+  g.precision = d.precision = MixedPrecision{2, at::kBFloat16};
+  Generator G_mixed(g);
+  Discriminator D_mixed(d);
+  copy_state(G, G_mixed);
+  copy_state(D, D_mixed);
+  EXPECT_EQ(G_mixed.synthesis->blocks.back()->compute_type, at::kBFloat16);  // b32
+  EXPECT_EQ(G_mixed.synthesis->blocks[1]->compute_type, at::kFloat);        // b8
+  EXPECT_EQ(D_mixed.blocks.front()->compute_type, at::kBFloat16);           // b32
+
+  const at::Tensor z = at::randn({4, 32});
+  SynthesisRun run;
+  run.noise_mode = NoiseMode::Const;
+  const at::Tensor img = G.forward(z, at::Tensor(), {}, run);
+  const at::Tensor img_mixed = G_mixed.forward(z, at::Tensor(), {}, run);
+  EXPECT_EQ(img_mixed.scalar_type(), at::kFloat);
+  EXPECT_LT(relative_rms(img_mixed, img), 5e-2);
+  const at::Tensor logits = D.forward(img, at::Tensor()), logits_mixed = D_mixed.forward(img, at::Tensor());
+  EXPECT_EQ(logits_mixed.scalar_type(), at::kFloat);
+  EXPECT_LT(relative_rms(logits_mixed, logits), 5e-2);
+
+  SynthesisRun fp32_run = run;
+  fp32_run.force_fp32 = true;
+  EXPECT_TRUE(G_mixed.forward(z, at::Tensor(), {}, fp32_run).equal(img));
+  EXPECT_TRUE(D_mixed.forward(img, at::Tensor(), /*force_fp32=*/true).equal(logits));
+
+  D_mixed.forward(G_mixed.forward(z, at::Tensor(), {}, run), at::Tensor()).sum().backward();
+  for (torch::nn::Module* module : {static_cast<torch::nn::Module*>(&G_mixed), static_cast<torch::nn::Module*>(&D_mixed)}) {
+    for (const auto& param : module->parameters()) {
+      if (!param.grad().defined()) continue;
+      EXPECT_EQ(param.scalar_type(), at::kFloat);
+      EXPECT_EQ(param.grad().scalar_type(), at::kFloat);
+      EXPECT_TRUE(param.grad().isfinite().all().item<bool>());
+    }
+  }
+}
+
 void expect_keys_match(const std::string& file) {
   if (!std::filesystem::exists(test::shared_dir())) GTEST_SKIP() << "no shared/ folder at " << test::shared_dir();
   std::ifstream in(test::shared_dir() + "/reference/" + file);

@@ -1,7 +1,9 @@
 // The training config: presets parse, validation names keys and suggests values that work.
 #include "sg2/core/error.h"
 #include "sg2/train/command_line.h"
+#include "sg2/train/batch_probe.h"
 #include "sg2/train/config.h"
+#include "sg2/train/trainer.h"
 #include "test_support.h"
 
 #include <cmath>
@@ -71,6 +73,44 @@ TEST(TrainConfig, ConfigFMatchesTheDesignTable) {
   EXPECT_EQ(cifar.loss.pl_weight, 0);
   EXPECT_EQ(cifar.loss.style_mixing_prob, 0);
   EXPECT_DOUBLE_EQ(cifar.train.ema_rampup, 0.05);
+  // The TensorFlow configuration is float32; stylegan2-ada-pytorch's presets use its mixed precision.
+  EXPECT_EQ(c.G.num_fp16_res, 0);
+  EXPECT_EQ(cifar.G.num_fp16_res, 4);
+  EXPECT_EQ(cifar.D.num_fp16_res, 4);
+  EXPECT_DOUBLE_EQ(cifar.D.conv_clamp, 256);
+}
+
+TEST(TrainConfig, BatchGpuTakesAutoAndTheProbeTriesOnlyValidValues) {
+  TrainConfig c;
+  train_schema().read_yaml(c, YAML::Load("train: {batch_gpu: auto}"), "test");
+  EXPECT_TRUE(c.train.batch_gpu.automatic);
+  EXPECT_NE(train_schema().to_yaml_string(c).find("batch_gpu: auto"), std::string::npos);
+  train_schema().read_yaml(c, YAML::Load("train: {batch_gpu: 8}"), "test");
+  EXPECT_FALSE(c.train.batch_gpu.automatic);
+  EXPECT_EQ(c.train.batch_gpu.value, 8);
+  const std::string bad =
+      test::error_message([&] { train_schema().read_yaml(c, YAML::Load("train: {batch_gpu: many}"), "test"); });
+  EXPECT_NE(bad.find("an integer or auto"), std::string::npos) << bad;
+  // 32 over 2 processes: divisors of 16; mbstd groups of 4 hold 2 but 1 leaves no image for path length.
+  c.train.batch = 32;
+  c.D.mbstd_group_size = 4;
+  c.loss.pl_batch_shrink = 2;
+  EXPECT_EQ(batch_gpu_candidates(c, 2), (std::vector<int64_t>{16, 8, 4, 2}));
+  c.D.mbstd_group_size = 8;  // a group larger than the per-round batch shrinks to it, as in the reference
+  EXPECT_EQ(batch_gpu_candidates(c, 2), (std::vector<int64_t>{16, 8, 4, 2}));
+  c.D.mbstd_group_size = 3;  // only per-round batches that 3 divides, or that are smaller than 3
+  EXPECT_EQ(batch_gpu_candidates(c, 2), (std::vector<int64_t>{2}));
+}
+
+TEST(TrainConfig, MixedPrecisionTypeFollowsTheModeAndDevice) {
+  const at::Device cpu(at::kCPU), cuda(at::kCUDA, 0);
+  EXPECT_EQ(mixed_precision_type("auto", cpu), at::kFloat);
+  EXPECT_EQ(mixed_precision_type("auto", cuda), at::kHalf);
+  EXPECT_EQ(mixed_precision_type("off", cuda), at::kFloat);
+  EXPECT_EQ(mixed_precision_type("bfloat16", cpu), at::kBFloat16);
+  EXPECT_EQ(mixed_precision_type("float16", cuda), at::kHalf);
+  EXPECT_NE(test::error_message([&] { mixed_precision_type("float16", cpu); }).find("use bfloat16 or off"),
+            std::string::npos);
 }
 
 TEST(TrainConfig, BatchWorldAndGroupsAreCheckedTogether) {

@@ -1,0 +1,43 @@
+#pragma once
+// train.batch_gpu auto: the largest per-process batch of one accumulation round whose whole training
+// step (every phase, regularization included) fits in the device's memory. Each rank tries the
+// candidates from the largest down with a real step on its own device (a local communicator, so an
+// allocation failure on one rank leaves no collective waiting), keeps the largest whose peak stays
+// within the budget, and all ranks then take the smallest rank's choice.
+
+#include "sg2/data/dataset.h"
+#include "sg2/dist/communicator.h"
+#include "sg2/train/config.h"
+
+#include <ATen/ATen.h>
+
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sg2::train {
+
+// The share of the device's memory a probed step may peak at: the rest is left to the allocator's
+// fragmentation, the metrics and the sample grids.
+constexpr double kBatchProbeMemoryShare = 0.85;
+
+// Values train.batch_gpu can take: divisors of the per-process batch that pass validate(), largest first.
+std::vector<int64_t> batch_gpu_candidates(const TrainConfig& config, int world_size);
+
+// An allocation failure, of the host (std::bad_alloc, LibTorch's CPU allocator) or a device.
+bool is_out_of_memory(const std::exception& e);
+
+// The exception's message without LibTorch's backtrace.
+std::string message_of(const std::exception& e);
+
+struct BatchProbe {
+  int64_t batch_gpu = 0;
+  std::vector<std::string> tries;  // one line per candidate this rank tried
+};
+
+// Probes this rank's device and agrees with the others through `comm`; the config is unchanged.
+BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
+                           const at::Device& device, dist::Communicator& comm);
+
+}  // namespace sg2::train

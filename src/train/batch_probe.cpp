@@ -1,0 +1,96 @@
+// train.batch_gpu auto (see batch_probe.h).
+#include "sg2/train/batch_probe.h"
+
+#include "sg2/core/error.h"
+#include "sg2/train/device_memory.h"
+#include "sg2/train/trainer.h"
+
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+
+#include <new>
+
+namespace sg2::train {
+
+std::string message_of(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+  return e.what();
+}
+
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
+  const std::string message = message_of(e);
+  return message.find("can't allocate memory") != std::string::npos ||
+         message.find("out of memory") != std::string::npos;
+}
+
+std::vector<int64_t> batch_gpu_candidates(const TrainConfig& config, int world_size) {
+  const int64_t per_process = config.train.batch / world_size;
+  std::vector<int64_t> candidates;
+  for (int64_t batch_gpu = per_process; batch_gpu >= 1; --batch_gpu) {
+    if (per_process % batch_gpu != 0) continue;
+    TrainConfig c = config;
+    c.train.batch_gpu = batch_gpu;
+    try {
+      validate(c, world_size);
+      candidates.push_back(batch_gpu);
+    } catch (const Error&) {  // e.g. an mbstd group or pl_batch_shrink that this batch cannot hold
+    }
+  }
+  return candidates;
+}
+
+namespace {
+
+// One whole training step of `batch_gpu` images on this rank alone. Empty when it fits; otherwise why not.
+std::string try_step(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
+                     const at::Device& device, int64_t batch_gpu, double budget_gib, double* peak_gib) {
+  TrainConfig c = config;
+  c.train.batch_gpu = batch_gpu;
+  c.train.batch = batch_gpu;  // one round, on a local communicator
+  c.data.workers = 0;
+  release_cached_device_memory(device);
+  reset_device_peak_memory(device);
+  std::string outcome;
+  try {
+    Trainer trainer(c, dataset, device, nullptr);
+    trainer.step();  // batch 0: every phase, both regularizations included
+    *peak_gib = device_peak_memory_gib(device);
+    if (budget_gib > 0 && *peak_gib > budget_gib) {
+      outcome = fmt::format("peak {:.1f} GiB, over the {:.1f} GiB budget", *peak_gib, budget_gib);
+    }
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    outcome = "out of memory";
+  }
+  release_cached_device_memory(device);
+  return outcome;
+}
+
+}  // namespace
+
+BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
+                           const at::Device& device, dist::Communicator& comm) {
+  const std::vector<int64_t> candidates = batch_gpu_candidates(config, comm.size());
+  SG2_CHECK(!candidates.empty(), "train.batch_gpu auto: no per-round batch passes the checks with train.batch {} "
+            "over {} processes", config.train.batch, comm.size());
+  const double budget_gib = device_total_memory_gib(device) * kBatchProbeMemoryShare;
+  BatchProbe probe;
+  auto chosen = static_cast<int64_t>(candidates.size());  // none fits
+  for (size_t i = 0; i < candidates.size() && chosen == static_cast<int64_t>(candidates.size()); ++i) {
+    double peak_gib = 0;
+    const std::string outcome = try_step(config, dataset, device, candidates[i], budget_gib, &peak_gib);
+    if (outcome.empty()) chosen = static_cast<int64_t>(i);
+    const std::string fits = peak_gib > 0 ? fmt::format("fits, peak {:.1f} GiB", peak_gib) : "fits";
+    probe.tries.push_back(fmt::format("{}: {}", candidates[i], outcome.empty() ? fits : outcome));
+  }
+  // Every rank takes the smallest choice of any rank (the largest index).
+  const int64_t agreed = comm.max_over_ranks(chosen);
+  SG2_CHECK(agreed < static_cast<int64_t>(candidates.size()),
+            "train.batch_gpu auto: not even {} image(s) per round fit{} (this rank tried {})", candidates.back(),
+            comm.size() > 1 ? " on every rank" : "", fmt::join(probe.tries, "; "));
+  probe.batch_gpu = candidates[static_cast<size_t>(agreed)];
+  return probe;
+}
+
+}  // namespace sg2::train
