@@ -7,6 +7,7 @@
 #include "sg2/core/logging.h"
 #include "sg2/dist/comm_benchmark.h"
 #include "sg2/nn/ops.h"
+#include "sg2/train/batch_probe.h"
 #include "sg2/train/benchmark.h"
 #include "sg2/train/command_line.h"
 
@@ -16,11 +17,16 @@ namespace {
 
 using namespace sg2;
 
-int bench_training(const train::TrainConfig& config, const train::BenchOptions& bench) {
-  auto session = train::start_session(config);
-  const std::string compute = train::apply_compute_settings(config, session->world());
+int bench_training(const train::TrainConfig& requested, const train::BenchOptions& bench) {
+  auto session = train::start_session(requested);
+  const std::string compute = train::apply_compute_settings(requested, session->world());
   if (session->world().is_root()) std::cout << "# compute: " << compute << "\n";
-  train::Trainer trainer(config, train::open_configured_dataset(config), session->comm().device(), &session->comm());
+  auto dataset = train::open_configured_dataset(requested);
+  std::string batch_report;
+  const train::TrainConfig config = train::with_probed_batch_gpu(requested, dataset, session->comm().device(),
+                                                                 session->comm(), &batch_report);
+  if (session->world().is_root() && !batch_report.empty()) std::cout << "# " << batch_report << "\n";
+  train::Trainer trainer(config, dataset, session->comm().device(), &session->comm());
   const train::BenchResult result = train::run_benchmark(trainer, bench);
   const dist::ReducerTimes comm = trainer.take_reducer_times();
   if (session->world().is_root()) {

@@ -3,13 +3,16 @@
 phases as `stylegan2_bench`, for side-by-side numbers on one machine.
 
     python3 scripts/bench/reference_bench.py --ref /path/to/stylegan2-ada-pytorch \
-        [--config configs/bench-cpu-32.yaml] [--threads 2]
+        [--config configs/bench-cpu-32.yaml] [--threads 2] [--device cuda] [--batch-gpu N] \
+        [--resolution 256 --channels 3] [--fp16-res 4 --conv-clamp 256]
 
-Needs PyTorch (Debian: python3-torch, the same LibTorch the C++ build uses), numpy and PyYAML, and
-a checkout of stylegan2-ada-pytorch (not shipped here). Runs on the CPU in float32 with the
-reference's own Generator, Discriminator and StyleGAN2Loss; the step is the reference training
-loop's phase schedule (Gmain + Dmain every step, Greg every G_reg_interval, Dreg every
-D_reg_interval), on random uint8 images of the configured shape.
+Needs PyTorch (Debian: python3-torch, the same LibTorch the C++ build uses; on a GPU machine its
+CUDA PyTorch), numpy and PyYAML, and a checkout of stylegan2-ada-pytorch (not shipped here). Runs
+the reference's own Generator, Discriminator and StyleGAN2Loss; the step is the reference training
+loop's (Gmain + Dmain every step, Greg every G_reg_interval, Dreg every D_reg_interval, each over
+batch / batch_gpu accumulation rounds), on random uint8 images of the configured shape. On CUDA it
+sets what the reference's training loop sets: cuDNN benchmark on, TF32 off, conv2d_gradfix on, and
+it says whether the reference's CUDA plugins (upfirdn2d, bias_act) compiled or fell back.
 """
 import argparse
 import math
@@ -32,7 +35,9 @@ def load_config(path):
         mbstd=get('D', 'mbstd_group_size', 4), batch=get('train', 'batch', 32),
         lr=get('optim', 'G_lr', 0.002), gamma=get('loss', 'r1_gamma', 10.0), pl_weight=get('loss', 'pl_weight', 2.0),
         g_reg=get('optim', 'G_reg_interval', 4), d_reg=get('optim', 'D_reg_interval', 16),
-        resolution=get('data', 'resolution', 0) or 32, channels=get('data', 'channels', 0) or 1)
+        resolution=get('data', 'resolution', 0) or 32, channels=get('data', 'channels', 0) or 1,
+        fp16_res=get('G', 'num_fp16_res', 0), conv_clamp=get('G', 'conv_clamp', -1),
+        batch_gpu=get('train', 'batch_gpu', 0))
 
 
 def main():
@@ -42,41 +47,64 @@ def main():
     parser.add_argument('--threads', type=int, default=2)
     parser.add_argument('--warmup', type=int, default=2)
     parser.add_argument('--repeats', type=int, default=3)
+    parser.add_argument('--device', default='cpu', help='cpu or cuda')
+    parser.add_argument('--batch-gpu', type=int, default=None, help='images per accumulation round (default: the '
+                        "config's train.batch_gpu, else the whole batch)")
+    parser.add_argument('--batch', type=int, default=None, help="override the config's train.batch")
+    parser.add_argument('--channel-base', type=int, default=None, help="override the config's G/D.channel_base")
+    parser.add_argument('--resolution', type=int, default=None, help="override the config's data.resolution")
+    parser.add_argument('--channels', type=int, default=None, help="override the config's data.channels")
+    parser.add_argument('--fp16-res', type=int, default=None, help="num_fp16_res (default: the config's G.num_fp16_res)")
+    parser.add_argument('--conv-clamp', type=float, default=None, help="conv_clamp (default: the config's; < 0: none)")
     args = parser.parse_args()
     sys.path.insert(0, args.ref)
     from training.networks import Generator, Discriminator  # noqa: E402 (from the reference checkout)
     from training.loss import StyleGAN2Loss  # noqa: E402
+    from torch_utils.ops import bias_act, conv2d_gradfix, upfirdn2d  # noqa: E402
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     c = load_config(args.config)
-    device = torch.device('cpu')
+    for key, value in [('batch', args.batch), ('g_base', args.channel_base), ('d_base', args.channel_base),
+                       ('resolution', args.resolution), ('channels', args.channels), ('fp16_res', args.fp16_res),
+                       ('conv_clamp', args.conv_clamp), ('batch_gpu', args.batch_gpu)]:
+        if value is not None:
+            c[key] = value
+    device = torch.device(args.device)
+    if device.type == 'cuda':  # as the reference's training loop
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        conv2d_gradfix.enabled = True
+    clamp = c['conv_clamp'] if c['conv_clamp'] is not None and c['conv_clamp'] >= 0 else None
     G = Generator(z_dim=c['z_dim'], c_dim=0, w_dim=c['w_dim'], img_resolution=c['resolution'],
                   img_channels=c['channels'], mapping_kwargs=dict(num_layers=c['map']),
-                  synthesis_kwargs=dict(channel_base=c['g_base'], channel_max=c['g_max'], num_fp16_res=0,
-                                        conv_clamp=None)).train().requires_grad_(False)
+                  synthesis_kwargs=dict(channel_base=c['g_base'], channel_max=c['g_max'], num_fp16_res=c['fp16_res'],
+                                        conv_clamp=clamp)).train().requires_grad_(False).to(device)
     D = Discriminator(c_dim=0, img_resolution=c['resolution'], img_channels=c['channels'],
-                      channel_base=c['d_base'], channel_max=c['d_max'], num_fp16_res=0, conv_clamp=None,
-                      epilogue_kwargs=dict(mbstd_group_size=c['mbstd'])).train().requires_grad_(False)
+                      channel_base=c['d_base'], channel_max=c['d_max'], num_fp16_res=c['fp16_res'], conv_clamp=clamp,
+                      epilogue_kwargs=dict(mbstd_group_size=c['mbstd'])).train().requires_grad_(False).to(device)
     loss = StyleGAN2Loss(device=device, G_mapping=G.mapping, G_synthesis=G.synthesis, D=D,
                          r1_gamma=c['gamma'], pl_weight=c['pl_weight'])
     phases = []
     for name, module, interval in [('G', G, c['g_reg']), ('D', D, c['d_reg'])]:
         ratio = interval / (interval + 1)
-        opt = torch.optim.Adam(module.parameters(), lr=c['lr'] * ratio, betas=[0, 0.99 ** ratio], eps=1e-8)
+        opt = torch.optim.Adam(module.parameters(), lr=c['lr'] * ratio, betas=[0.0, 0.99 ** ratio], eps=1e-8)
         phases += [(name + 'main', module, opt, 1), (name + 'reg', module, opt, interval)]
 
     batch = c['batch']
-    real_c = torch.zeros([batch, 0])
+    batch_gpu = c['batch_gpu'] if c['batch_gpu'] and c['batch_gpu'] != 'auto' else batch
+    real_c = torch.zeros([batch_gpu, 0], device=device)
 
     def run_phase(name, module, opt, interval):
         real = torch.randint(0, 256, [batch, c['channels'], c['resolution'], c['resolution']], dtype=torch.uint8)
-        real = real.to(torch.float32) / 127.5 - 1
-        z = torch.randn([batch, c['z_dim']])
+        real = real.to(device).to(torch.float32) / 127.5 - 1
+        z = torch.randn([batch, c['z_dim']], device=device)
         opt.zero_grad(set_to_none=True)
         module.requires_grad_(True)
-        loss.accumulate_gradients(phase=name, real_img=real, real_c=real_c, gen_z=z, gen_c=real_c, sync=True,
-                                  gain=interval)
+        for real_round, z_round in zip(real.split(batch_gpu), z.split(batch_gpu)):
+            loss.accumulate_gradients(phase=name, real_img=real_round, real_c=real_c, gen_z=z_round, gen_c=real_c,
+                                      sync=True, gain=interval)
         module.requires_grad_(False)
         for p in module.parameters():
             if p.grad is not None:
@@ -88,24 +116,35 @@ def main():
             if batch_idx % phase[3] == 0:
                 run_phase(*phase)
 
+    def timed(body):
+        if device.type == 'cuda':
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        body()
+        if device.type == 'cuda':
+            torch.cuda.synchronize(device)
+        return time.perf_counter() - start
+
     for i in range(args.warmup):
         step(i)
-    print(f'reference stylegan2-ada-pytorch, torch {torch.__version__}, {args.threads} threads, batch {batch}, '
-          f'resolution {c["resolution"]}')
+    plugins = 'CUDA plugins: upfirdn2d %s, bias_act %s' % (
+        'compiled' if upfirdn2d._plugin is not None else 'fell back to reference ops',
+        'compiled' if bias_act._plugin is not None else 'fell back to reference ops')
+    print(f'reference stylegan2-ada-pytorch, torch {torch.__version__}, device {device}, {args.threads} threads, '
+          f'batch {batch} in rounds of {batch_gpu}, resolution {c["resolution"]}, num_fp16_res {c["fp16_res"]}, '
+          f'conv_clamp {clamp}' + (f', {plugins}' if device.type == 'cuda' else ''))
     print(f'{"phase":<10} {"ms/call":>10} {"img/s":>10}')
     for phase in phases:
-        t = time.perf_counter()
-        for _ in range(args.repeats):
-            run_phase(*phase)
-        seconds = (time.perf_counter() - t) / args.repeats
+        seconds = timed(lambda: [run_phase(*phase) for _ in range(args.repeats)]) / args.repeats
         print(f'{phase[0]:<10} {seconds * 1e3:>10.1f} {batch / seconds:>10.2f}')
     cycle = math.lcm(c['g_reg'], c['d_reg'])
-    t = time.perf_counter()
-    for i in range(cycle):
-        step(i)
-    seconds = (time.perf_counter() - t) / cycle
+    if device.type == 'cuda':
+        torch.cuda.reset_peak_memory_stats(device)
+    seconds = timed(lambda: [step(i) for i in range(cycle)]) / cycle
     print(f'step       {seconds * 1e3:>10.1f} {batch / seconds:>10.2f}   (mean of {cycle} steps)')
-    print(f'throughput {batch / seconds:.2f} img/s, {1000 * seconds / batch:.2f} s/kimg')
+    peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == 'cuda' else 0.0
+    print(f'throughput {batch / seconds:.2f} img/s, {1000 * seconds / batch:.2f} s/kimg; '
+          f'peak device memory {peak:.2f} GiB')
 
 
 if __name__ == '__main__':

@@ -5,6 +5,9 @@
 #   .gpu-kit/debs/       Debian 12 packages of the build's libraries and the Fashion-MNIST files
 #   .gpu-kit/fixtures/   the parity fixture (../shared/fixtures/parity_tiny.*)
 #   .gpu-kit/reference/  config-f's reference parameter names (../shared/reference)
+#   .gpu-kit/stylegan2-ada-pytorch/  the reference implementation, for scripts/bench/gpu_vs_reference.sh,
+#                        from a git directory (SG2_REFERENCE_GIT; default: the session tool's fetch
+#                        mirror) or a checkout (SG2_REFERENCE_DIR); never committed
 # Then carry it: device run with carry [".gpu-kit"] and the command scripts/gpu/run.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,6 +27,15 @@ if [ -f "$shared/fixtures/parity_tiny.pt" ]; then
   cp -r "$shared/reference" "$kit/reference"
 else
   echo "prepare: no $shared/fixtures/parity_tiny.pt; the kit will skip the parity check" >&2
+fi
+reference_git=${SG2_REFERENCE_GIT:-/work/.mirror/NVlabs+stylegan2-ada-pytorch/repo}
+if [ -n "${SG2_REFERENCE_DIR:-}" ]; then
+  cp -r "$SG2_REFERENCE_DIR" "$kit/stylegan2-ada-pytorch"
+elif [ -d "$reference_git" ]; then
+  mkdir -p "$kit/stylegan2-ada-pytorch"
+  git --git-dir "$reference_git" archive HEAD | tar -x -C "$kit/stylegan2-ada-pytorch"
+else
+  echo "prepare: no stylegan2-ada-pytorch (set SG2_REFERENCE_GIT or SG2_REFERENCE_DIR); gpu_vs_reference.sh will not run" >&2
 fi
 grep -qx '/.gpu-kit/' .gitignore 2>/dev/null || grep -qx '/.gpu-kit/' .git/info/exclude 2>/dev/null ||
   echo '/.gpu-kit/' >> .git/info/exclude

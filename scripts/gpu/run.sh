@@ -7,10 +7,12 @@
 # code is the number of failed steps.
 #   scripts/gpu/run.sh                 # on the GPU machine (device run, carry .gpu-kit)
 #   scripts/gpu/run.sh --cpu-dry-run   # the same steps on a CPU machine (device cpu, NCCL steps skipped)
-# Steps: environment, build, the CPU test suite on that build, the collectives on NCCL with the
-# communicator's device, parity_check on the GPU with TF32 off, a short fashion32 training on the
-# GPU, resume on the GPU, on the CPU from the GPU snapshot and back, one copy each of libnccl and
-# libcudart in a process, the training bench and the comm bench.
+# Steps: environment, build, the test suite on that build (the CUDA kernels' tests run on the GPU),
+# the collectives on NCCL with the communicator's device, parity_check on the GPU with TF32 off, a
+# short fashion32 training on the GPU, resume on the GPU, on the CPU from the GPU snapshot and back,
+# mixed precision with train.batch_gpu auto, one copy each of libnccl and libcudart in a process,
+# the training bench and the comm bench. Then, in a second call on the same warm machine:
+#   scripts/bench/gpu_vs_reference.sh   # this project against stylegan2-ada-pytorch (issue 13)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/gpu/kit_steps.sh
@@ -52,10 +54,19 @@ run_dir=$(ls -d "$work"/runs/00000-* 2>/dev/null)
 step resume_same_device "$trainer" --resume "$run_dir" --kimg "${kimg[1]}" --run.device "$device"
 step resume_on_cpu "$trainer" --resume "$run_dir" --kimg "${kimg[2]}" --run.device cpu
 step resume_back_on_device "$trainer" --resume "$run_dir" --kimg "${kimg[3]}" --run.device "$device"
+# Mixed precision (float16 on the GPU, bfloat16 on the CPU) in the two highest resolutions, with the
+# per-round batch probed.
+precision=float16
+[ "$mode" = cpu ] && precision=bfloat16
+step train_mixed_precision_batch_auto "$trainer" --config configs/fashion32.yaml --outdir "$work/runs-mixed" \
+    --data.max_images 4096 --run.image_snapshot_ticks 0 --train.kimg_per_tick "$tick" --run.device "$device" \
+    --run.mixed_precision "$precision" --G.num_fp16_res 2 --D.num_fp16_res 2 --G.conv_clamp 256 --D.conv_clamp 256 \
+    --train.batch_gpu auto --kimg "${kimg[0]}"
 step one_copy_of_each_library check_single_library_copies "$build/bin/stylegan2_bench" comm --run.device "$device" \
     --max-bytes 1048576 --iters 2 --warmup 1
 if [ "$mode" = gpu ]; then
-  step bench_paper256 "$build/bin/stylegan2_bench" --config configs/paper256.yaml --run.device cuda --no-op-families
+  step bench_paper256 "$build/bin/stylegan2_bench" --config configs/paper256.yaml --data synthetic --data.channels 3 \
+      --run.device cuda --no-op-families
   step bench_comm "$build/bin/stylegan2_bench" comm --run.device cuda --dist.backend nccl
 else
   step bench_cpu32 "$build/bin/stylegan2_bench" --config configs/bench-cpu-32.yaml --no-op-families --cycles 1

@@ -7,6 +7,8 @@
 
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <new>
 
@@ -91,6 +93,18 @@ BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<cons
             comm.size() > 1 ? " on every rank" : "", fmt::join(probe.tries, "; "));
   probe.batch_gpu = candidates[static_cast<size_t>(agreed)];
   return probe;
+}
+
+TrainConfig with_probed_batch_gpu(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
+                                  const at::Device& device, dist::Communicator& comm, std::string* report) {
+  if (!config.train.batch_gpu.automatic) return config;
+  spdlog::info("train.batch_gpu auto: one training step per candidate batch, largest first...");
+  const BatchProbe probe = probe_batch_gpu(config, dataset, device, comm);
+  TrainConfig resolved = config;
+  resolved.train.batch_gpu = probe.batch_gpu;
+  *report = fmt::format("train.batch_gpu auto: {} images per process and round, {} rounds per step (tried {})",
+                        probe.batch_gpu, rounds_per_step(resolved, comm.size()), fmt::join(probe.tries, "; "));
+  return resolved;
 }
 
 }  // namespace sg2::train

@@ -98,19 +98,6 @@ void TrainCommand::add_to(CLI::App& app) {
 
 namespace {
 
-// train.batch_gpu auto replaced by the probed value, which the run's config.yaml then records.
-TrainConfig resolve_batch_gpu(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
-                              const at::Device& device, dist::Communicator& comm, std::string* report) {
-  if (!config.train.batch_gpu.automatic) return config;
-  spdlog::info("train.batch_gpu auto: one training step per candidate batch, largest first...");
-  const BatchProbe probe = probe_batch_gpu(config, dataset, device, comm);
-  TrainConfig resolved = config;
-  resolved.train.batch_gpu = probe.batch_gpu;
-  *report = fmt::format("train.batch_gpu auto: {} images per process and round, {} rounds per step (tried {})",
-                        probe.batch_gpu, rounds_per_step(resolved, comm.size()), fmt::join(probe.tries, "; "));
-  return resolved;
-}
-
 std::string new_or_resumed_run_dir(const TrainConfig& config, const data::Dataset& dataset,
                                    const std::string& snapshot_path, bool is_root) {
   if (!snapshot_path.empty()) return fs::path(snapshot_path).parent_path().string();
@@ -185,7 +172,7 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
   const std::string compute = apply_compute_settings(requested, world);
   auto dataset = open_configured_dataset(requested);
   std::string batch_report;
-  const TrainConfig config = resolve_batch_gpu(requested, dataset, device, session.comm(), &batch_report);
+  const TrainConfig config = with_probed_batch_gpu(requested, dataset, device, session.comm(), &batch_report);
   Trainer trainer(config, dataset, device, &session.comm());
   bool imported = false;
   if (!snapshot_path.empty()) {

@@ -40,4 +40,9 @@ struct BatchProbe {
 BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
                            const at::Device& device, dist::Communicator& comm);
 
+// The config with train.batch_gpu auto replaced by the probed value (which a run's config.yaml then
+// records), and a line saying what was tried in `report`; other configs come back unchanged.
+TrainConfig with_probed_batch_gpu(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
+                                  const at::Device& device, dist::Communicator& comm, std::string* report);
+
 }  // namespace sg2::train

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# This project against stylegan2-ada-pytorch on the same GPU, side by side in one call (issue 13):
+# config-f at 256x256 (the reference's 'stylegan2' configuration: its mixed precision, batch 32 in
+# rounds of 4) and paper256 (batch 64 in rounds of 8), each timed by
+#   - scripts/bench/reference_bench.py: the reference's own networks and loss, at its defaults
+#     (num_fp16_res 4, conv_clamp 256, batch_gpu = batch / 8, cuDNN benchmark on, TF32 off);
+#   - stylegan2_bench with the same precision and rounds, and with train.batch_gpu auto.
+# Prints every table and a summary of img/s, s/kimg, peak memory and ratios, also written to
+# $OUT/gpu_vs_reference.md (default gpu-results/). Needs a GPU build (scripts/gpu/run.sh makes
+# build-gpu) and a stylegan2-ada-pytorch checkout (scripts/gpu/prepare.sh puts one in .gpu-kit).
+#   scripts/bench/gpu_vs_reference.sh [BUILD_DIR] [REFERENCE_DIR]
+#   scripts/bench/gpu_vs_reference.sh --cpu-dry-run     # the same runs on the CPU, tiny and short
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+device=cuda
+if [ "${1:-}" = --cpu-dry-run ]; then device=cpu; shift; fi
+build=${1:-build-gpu}
+ref=${2:-.gpu-kit/stylegan2-ada-pytorch}
+out=${OUT:-$PWD/gpu-results}
+python=${PYTHON:-python3}
+bench="$build/bin/stylegan2_bench"
+[ -x "$bench" ] || { echo "gpu_vs_reference: no $bench (build first: scripts/gpu/run.sh)" >&2; exit 1; }
+[ -d "$ref/training" ] || { echo "gpu_vs_reference: no stylegan2-ada-pytorch checkout at $ref" >&2; exit 1; }
+mkdir -p "$out"
+log="$out/gpu_vs_reference.log"
+: > "$log"
+
+# preset | extra flags of ours (the reference's settings) | the reference's batch_gpu
+cases=(
+  "config-f|--G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256|4"
+  "paper256||8"
+)
+common=(--data synthetic --data.resolution 256 --data.channels 3 --run.device "$device" --no-op-families)
+ref_common=(--device "$device" --resolution 256 --channels 3 --warmup 2 --repeats 2 --fp16-res 4 --threads 8)
+if [ "$device" = cpu ]; then  # a dry run: tiny float32 networks (float16 convolutions crawl on a CPU)
+  common=(--data synthetic --data.resolution 16 --data.channels 3 --run.device cpu --no-op-families
+          --G.channel_base 256 --D.channel_base 256 --train.batch 8 --optim.G_reg_interval 1 --optim.D_reg_interval 1
+          --D.mbstd_group_size 4 --warmup 1 --repeats 1)
+  ref_common=(--device cpu --batch 8 --channel-base 256 --resolution 16 --channels 3 --warmup 1 --repeats 1
+              --fp16-res 0 --threads 2)
+fi
+
+# Field N of the "throughput X img/s, Y s/kimg; ... peak device memory Z GiB" line.
+field() { awk -v n="$2" '/^throughput/ {gsub(/[,;]/, ""); print $n}' "$1"; }
+
+summary="$out/gpu_vs_reference.md"
+{
+  echo "| preset | implementation | batch_gpu | img/s | s/kimg | peak GiB | vs reference |"
+  echo "|---|---|---|---|---|---|---|"
+} > "$summary"
+for case in "${cases[@]}"; do
+  IFS='|' read -r preset ours_flags ref_batch_gpu <<< "$case"
+  config="configs/$preset.yaml"
+  read -ra ours <<< "$ours_flags"
+  ref_extra=()
+  [ "$device" = cpu ] && ref_extra=(--batch-gpu 8) || ref_extra=(--batch-gpu "$ref_batch_gpu")
+  echo "== $preset: reference" | tee -a "$log"
+  "$python" scripts/bench/reference_bench.py --ref "$ref" --config "$config" "${ref_common[@]}" --conv-clamp 256 \
+      "${ref_extra[@]}" 2>&1 | tee "$out/$preset-reference.txt" | tee -a "$log"
+  ref_rate=$(field "$out/$preset-reference.txt" 2)
+  echo "| $preset | stylegan2-ada-pytorch | ${ref_extra[1]} | $ref_rate | $(field "$out/$preset-reference.txt" 4) |" \
+       "$(field "$out/$preset-reference.txt" 9) | 1.00 |" >> "$summary"
+  for batch_gpu in "${ref_extra[1]}" auto; do
+    echo "== $preset: stylegan2-cpp, train.batch_gpu $batch_gpu" | tee -a "$log"
+    "$bench" --config "$config" "${common[@]}" "${ours[@]}" --train.batch_gpu "$batch_gpu" 2>&1 |
+        tee "$out/$preset-ours-$batch_gpu.txt" | tee -a "$log"
+    rate=$(field "$out/$preset-ours-$batch_gpu.txt" 2)
+    chosen=$(sed -n 's/.*train.batch_gpu auto: \([0-9]*\) images.*/\1/p' "$out/$preset-ours-$batch_gpu.txt")
+    echo "| $preset | stylegan2-cpp | ${chosen:-$batch_gpu} | $rate | $(field "$out/$preset-ours-$batch_gpu.txt" 4) |" \
+         "$(field "$out/$preset-ours-$batch_gpu.txt" 13) | $(awk -v a="$rate" -v b="$ref_rate" \
+         'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}') |" >> "$summary"
+  done
+done
+echo "== summary ($device)"
+cat "$summary"
