@@ -5,7 +5,8 @@
 #     without path-length regularization to rounding, four steps with it within the bound below);
 #  2. a torchrun-style launch (stylegan2_launch + Gloo over loopback) matches the mpirun run, and
 #     so does a launch by PyPI torch's own torchrun (its agent serves the store);
-#  3. the same across two network namespaces joined by veth (two "nodes"), when the machine allows it;
+#  3. the same across two emulated nodes (scripts/bench/netns_cluster.sh: network namespaces, veth, a
+#     bridge, 10 Gbit/s links), when the machine allows it;
 #  4. an exception on one rank (rank 0 cannot write its snapshot) and a kill -9 of one rank both end
 #     the job non-zero within a bound; the last snapshot then resumes with another world size; SIGTERM
 #     to one rank stops every rank at one step with exit 143 and a snapshot; a stalled rank ends the
@@ -21,7 +22,7 @@ if [ "${SG2_WITH_GLOO:-ON}" = OFF ]; then  # stylegan2_launch and torchrun on CP
   sections=$(echo "$sections" | sed 's/launch//; s/torchrun//; s/two_nodes//')
 fi
 work=$(mktemp -d)
-cleanup() { ip netns del sg2node0 2>/dev/null || true; ip netns del sg2node1 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { rm -rf "$work"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -84,26 +85,17 @@ launch() {
 }
 
 two_nodes() {
-  if ! ip netns add sg2node0 2> "$work/netns.log"; then
+  if ! ip netns add sg2probe 2> "$work/netns.log"; then
     echo "SKIP two_nodes: cannot create network namespaces here ($(cat "$work/netns.log"))"; return 0
   fi
-  ip netns add sg2node1
-  ip link add sg2veth0 type veth peer name sg2veth1
-  for i in 0 1; do
-    ip link set "sg2veth$i" netns "sg2node$i"
-    ip -n "sg2node$i" addr add "10.77.0.$((i + 1))/24" dev "sg2veth$i"
-    ip -n "sg2node$i" link set "sg2veth$i" up
-    ip -n "sg2node$i" link set lo up
-  done
+  ip netns del sg2probe
   [ -d "$work/mpi2" ] || mpirun_n 2 "$bin/stylegan2_train" "${common[@]}" --outdir "$work/mpi2" > "$work/mpi2.log" 2>&1
-  local pids=()
-  for i in 0 1; do
-    GLOO_SOCKET_IFNAME="sg2veth$i" ip netns exec "sg2node$i" "$bin/stylegan2_launch" --nproc-per-node 1 --nnodes 2 \
-        --node-rank "$i" --master-addr 10.77.0.1 --master-port 29612 -- \
-        "$bin/stylegan2_train" "${common[@]}" --outdir "$work/nodes" > "$work/node$i.log" 2>&1 &
-    pids+=($!)
-  done
-  for i in 0 1; do wait "${pids[$i]}" || { cat "$work/node$i.log"; fail "node $i"; }; done
+  # Two emulated nodes (scripts/bench/netns_cluster.sh), each link shaped to 10 Gbit/s.
+  LOG_DIR="$work/nodes-logs" "$src/scripts/bench/netns_cluster.sh" 2 10gbit -- sh -c \
+      'exec "$0" --nproc-per-node 1 --nnodes 2 --node-rank "$SG2_NODE_RANK" --master-addr "$SG2_MASTER_ADDR" \
+           --master-port 29612 -- "$@"' "$bin/stylegan2_launch" "$bin/stylegan2_train" "${common[@]}" \
+      --outdir "$work/nodes" > "$work/nodes.log" 2>&1 || { cat "$work/nodes.log" "$work"/nodes-logs/node*.log; fail "two nodes"; }
+  grep -q "World: 2 processes, backend gloo" "$work/nodes-logs/node0.log" || fail "the two nodes did not use gloo"
   same_weights mpi2 nodes 1e-6
 }
 
