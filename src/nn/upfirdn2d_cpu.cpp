@@ -4,10 +4,10 @@
 #include "sg2/nn/kernels.h"
 
 #include "sg2/core/cpu_level.h"
+#include "sg2/core/error.h"
 #if SG2_CUDA_KERNELS
 #include "cuda/kernels_cuda.h"
 #endif
-#include "sg2/core/error.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
