@@ -1,5 +1,7 @@
 // The distributed session: finds the launch in the environment, bootstraps it and builds the
 // communicator the config and device ask for.
+#include "sg2/dist/session.h"
+
 #include "backends.h"
 
 #include "sg2/core/error.h"

@@ -72,41 +72,7 @@ class Communicator {
 // ("none" where not built).
 std::vector<std::pair<std::string, std::string>> communication_library_versions();
 
-struct CommunicatorOptions {
-  std::string backend = "auto";  // auto, nccl, mpi, gloo, local
-  at::Device device = at::Device(at::kCPU);  // the training device; auto picks nccl for CUDA
-  // When set, picks the device once the world is known (by local rank); overrides `device`.
-  std::function<at::Device(const World&)> device_for;
-  double timeout_seconds = 600;  // collectives and rendezvous that take longer fail the job
-};
-
-// The process's distributed session: bootstraps the launch found in the environment (MPI init,
-// TCPStore rendezvous) and owns the communicator. One per process; MPI is finalized on destruction.
-class Session {
- public:
-  static std::unique_ptr<Session> start(const CommunicatorOptions& options);
-  ~Session();
-  const World& world() const { return comm_->world(); }
-  Communicator& comm() { return *comm_; }
-
-  // Which backend `auto` resolves to for this launch, device and world size (one process: local).
-  static std::string resolve_backend(const std::string& requested, Launcher launcher, const at::Device& device,
-                                     int world_size);
-
- private:
-  Session() = default;
-  std::unique_ptr<Communicator> comm_;
-  bool finalize_mpi_ = false;
-};
-
 // A world of one process on `device` (the Local backend), for single-process use without a Session.
 std::unique_ptr<Communicator> local_communicator(const at::Device& device);
-
-// The session started last in this process (null before), for error paths that must end the job.
-Session* active_session();
-
-// Ends every rank after a fatal error on this one: the backend's abort when the job has several
-// ranks (MPI_Abort kills all); a no-op for a single process. Never throws.
-void abort_job(const std::string& reason) noexcept;
 
 }  // namespace sg2::dist
