@@ -89,18 +89,21 @@ int64_t DiscriminatorOptions::channels_at(int64_t resolution) const {
   return channels(channel_base, channel_max, resolution);
 }
 
-at::ScalarType MixedPrecision::block_type(int64_t resolution, int64_t img_resolution) const {
-  if (num_fp16_res <= 0) return at::kFloat;
-  // The reference: fp16_resolution = max(2 ** (log2(img_resolution) + 1 - num_fp16_res), 8).
+int64_t MixedPrecision::lowest_reduced_resolution(int64_t img_resolution) const {
+  if (num_fp16_res <= 0) return 0;
   int64_t lowest = img_resolution * 2;
   for (int64_t i = 0; i < num_fp16_res && lowest > 8; ++i) lowest /= 2;
-  return resolution >= std::max<int64_t>(lowest, 8) ? reduced_type : at::kFloat;
+  return std::max<int64_t>(lowest, 8);
+}
+
+at::ScalarType MixedPrecision::block_type(int64_t resolution, int64_t img_resolution) const {
+  const int64_t lowest = lowest_reduced_resolution(img_resolution);
+  return lowest > 0 && resolution >= lowest ? reduced_type : at::kFloat;
 }
 
 std::string MixedPrecision::describe(int64_t img_resolution) const {
-  int64_t lowest = img_resolution;
-  while (lowest / 2 >= 4 && block_type(lowest / 2, img_resolution) != at::kFloat) lowest /= 2;
-  if (block_type(lowest, img_resolution) == at::kFloat) return "float32";
+  const int64_t lowest = lowest_reduced_resolution(img_resolution);
+  if (lowest == 0 || lowest > img_resolution) return "float32";
   const std::string type = reduced_type == at::kHalf ? "float16" : "bfloat16";
   return fmt::format("{} from {}x{} up, float32 below", type, lowest, lowest);
 }

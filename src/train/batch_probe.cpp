@@ -3,28 +3,14 @@
 
 #include "sg2/core/error.h"
 #include "sg2/train/device_memory.h"
+#include "sg2/train/out_of_memory.h"
 #include "sg2/train/trainer.h"
 
-#include <c10/util/Exception.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include <new>
-
 namespace sg2::train {
-
-std::string message_of(const std::exception& e) {
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
-  return e.what();
-}
-
-bool is_out_of_memory(const std::exception& e) {
-  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
-  const std::string message = message_of(e);
-  return message.find("can't allocate memory") != std::string::npos ||
-         message.find("out of memory") != std::string::npos;
-}
 
 std::vector<int64_t> batch_gpu_candidates(const TrainConfig& config, int world_size) {
   const int64_t per_process = config.train.batch / world_size;
@@ -51,7 +37,6 @@ std::string try_step(const TrainConfig& config, const std::shared_ptr<const data
   c.train.batch_gpu = batch_gpu;
   c.train.batch = batch_gpu;  // one round, on a local communicator
   c.data.workers = 0;
-  release_cached_device_memory(device);
   reset_device_peak_memory(device);
   std::string outcome;
   try {
@@ -65,7 +50,7 @@ std::string try_step(const TrainConfig& config, const std::shared_ptr<const data
     if (!is_out_of_memory(e)) throw;
     outcome = "out of memory";
   }
-  release_cached_device_memory(device);
+  release_cached_device_memory(device);  // for the next candidate, or for training
   return outcome;
 }
 
@@ -79,12 +64,15 @@ BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<cons
   const double budget_gib = device_total_memory_gib(device) * kBatchProbeMemoryShare;
   BatchProbe probe;
   auto chosen = static_cast<int64_t>(candidates.size());  // none fits
-  for (size_t i = 0; i < candidates.size() && chosen == static_cast<int64_t>(candidates.size()); ++i) {
+  for (size_t i = 0; i < candidates.size(); ++i) {
     double peak_gib = 0;
     const std::string outcome = try_step(config, dataset, device, candidates[i], budget_gib, &peak_gib);
-    if (outcome.empty()) chosen = static_cast<int64_t>(i);
     const std::string fits = peak_gib > 0 ? fmt::format("fits, peak {:.1f} GiB", peak_gib) : "fits";
     probe.tries.push_back(fmt::format("{}: {}", candidates[i], outcome.empty() ? fits : outcome));
+    if (outcome.empty()) {
+      chosen = static_cast<int64_t>(i);
+      break;
+    }
   }
   // Every rank takes the smallest choice of any rank (the largest index).
   const int64_t agreed = comm.max_over_ranks(chosen);

@@ -6,6 +6,7 @@
 #include "sg2/data/atomic_file.h"
 #include "sg2/dist/consistency.h"
 #include "sg2/train/batch_probe.h"
+#include "sg2/train/out_of_memory.h"
 #include "sg2/train/run_dir.h"
 #include "sg2/train/run_record.h"
 #include "sg2/train/snapshot.h"

@@ -26,6 +26,9 @@ struct MixedPrecision {
   int64_t num_fp16_res = 0;
   at::ScalarType reduced_type = at::kHalf;  // kHalf or kBFloat16
 
+  // The lowest resolution that computes in the reduced type (0: none), as the reference's
+  // fp16_resolution = max(2 ** (log2(img_resolution) + 1 - num_fp16_res), 8).
+  int64_t lowest_reduced_resolution(int64_t img_resolution) const;
   // The type a block at `resolution` of a network of `img_resolution` computes in.
   at::ScalarType block_type(int64_t resolution, int64_t img_resolution) const;
   // "float32", or e.g. "float16 from 32x32 up, float32 below".

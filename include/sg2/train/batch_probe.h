@@ -11,7 +11,6 @@
 
 #include <ATen/ATen.h>
 
-#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,12 +23,6 @@ constexpr double kBatchProbeMemoryShare = 0.85;
 
 // Values train.batch_gpu can take: divisors of the per-process batch that pass validate(), largest first.
 std::vector<int64_t> batch_gpu_candidates(const TrainConfig& config, int world_size);
-
-// An allocation failure, of the host (std::bad_alloc, LibTorch's CPU allocator) or a device.
-bool is_out_of_memory(const std::exception& e);
-
-// The exception's message without LibTorch's backtrace.
-std::string message_of(const std::exception& e);
 
 struct BatchProbe {
   int64_t batch_gpu = 0;
