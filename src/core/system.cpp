@@ -44,7 +44,7 @@ double unix_time() {
 
 std::string hostname() {
   char name[256] = {0};
-  gethostname(name, sizeof(name) - 1);
+  if (gethostname(name, sizeof(name) - 1) != 0) return "?";
   return name;
 }
 

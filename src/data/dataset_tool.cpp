@@ -2,6 +2,7 @@
 
 #include "sg2/core/error.h"
 #include "sg2/core/progress.h"
+#include "sg2/core/timer.h"
 #include "sg2/data/dataset_writer.h"
 #include "sg2/data/example.h"
 #include "sg2/data/fashion_mnist.h"
@@ -9,7 +10,6 @@
 #include "sg2/data/prefetch_loader.h"
 #include "sg2/data/tfrecord_dataset.h"
 
-#include <chrono>
 #include <filesystem>
 
 namespace sg2::data {
@@ -180,10 +180,10 @@ void bench_loader(const LoaderBenchOptions& options) {
   auto loader = std::make_shared<BatchLoader>(dataset, LoaderOptions{options.batch, 0, 1, 0, options.mirror});
   PrefetchLoader prefetch(loader, PrefetchOptions{options.workers, options.prefetch});
   prefetch.get(0);  // start-up (threads, index) is not timed
-  const auto start = std::chrono::steady_clock::now();
+  const Stopwatch watch;
   int64_t checksum = 0;
   for (int64_t k = 1; k <= options.batches; ++k) checksum += prefetch.get(k).images[0][0][0][0].item<int64_t>();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = watch.seconds();
   const double images = double(options.batches * options.batch);
   fmt::print("{}: {}x{}x{}, batch {}, {} workers, {} batches in {:.3f} s: {:.0f} img/s, {:.1f} MB/s of pixels "
              "(read + verify + decode + batch{}; checksum {})\n",

@@ -1,6 +1,5 @@
 #include "sg2/data/prefetch_loader.h"
-
-#include <chrono>
+#include "sg2/core/timer.h"
 
 namespace sg2::data {
 
@@ -54,7 +53,7 @@ void PrefetchLoader::work(int64_t first) {
 Batch PrefetchLoader::get(int64_t batch_index) {
   if (options_.workers <= 0) return loader_->load(batch_index);
   if (batch_index != next_ || threads_.empty()) start(batch_index);
-  const auto started = std::chrono::steady_clock::now();
+  const Stopwatch watch;
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return failure_ != nullptr || ready_.count(batch_index) > 0; });
   if (failure_ && !ready_.count(batch_index)) {
@@ -69,7 +68,7 @@ Batch PrefetchLoader::get(int64_t batch_index) {
   ++next_;
   lock.unlock();
   changed_.notify_all();
-  last_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  last_wait_seconds_ = watch.seconds();
   return batch;
 }
 

@@ -1,6 +1,7 @@
 #include "backends.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/timer.h"
 
 #include <atomic>
 #include <exception>
@@ -55,10 +56,10 @@ void CollectiveThread::loop() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    const auto start = std::chrono::steady_clock::now();
+    const Stopwatch watch;
     try {
       job->body();
-      job->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      job->seconds = watch.seconds();
       job->done.set_value();
     } catch (...) {
       job->done.set_exception(std::current_exception());

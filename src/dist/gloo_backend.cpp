@@ -4,6 +4,7 @@
 
 #include "sg2/core/error.h"
 
+#include "sg2/core/system.h"
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <cstdlib>
@@ -98,7 +99,7 @@ class GlooCommunicator final : public Communicator {
     try {
       work->wait();
     } catch (const std::exception& e) {
-      SG2_FAIL("gloo {} failed on host {} rank {} of {}: {}", op, host_name(), rank(), size(), e.what());
+      SG2_FAIL("gloo {} failed on host {} rank {} of {}: {}", op, hostname(), rank(), size(), e.what());
     }
   }
 

@@ -4,6 +4,7 @@
 
 #include "sg2/core/error.h"
 
+#include "sg2/core/system.h"
 #include <mpi.h>
 
 #include <climits>
@@ -18,7 +19,7 @@ int g_world_rank = -1;
   char text[MPI_MAX_ERROR_STRING] = {0};
   int length = 0;
   MPI_Error_string(code, text, &length);
-  SG2_FAIL("MPI error on host {} rank {}: {} failed at {}:{}: {}", host_name(), g_world_rank, call, file, line, text);
+  SG2_FAIL("MPI error on host {} rank {}: {} failed at {}:{}: {}", hostname(), g_world_rank, call, file, line, text);
 }
 
 #define SG2_MPI_CHECK(call)                                               \

@@ -5,6 +5,7 @@
 #include "backends.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/system.h"
 #include "sg2/dist/watchdog.h"
 
 #include <cuda_runtime.h>
@@ -29,14 +30,14 @@ int g_rank = -1;
 #define SG2_CUDA_CHECK(call)                                                                                   \
   do {                                                                                                         \
     const cudaError_t _e = (call);                                                                             \
-    SG2_CHECK(_e == cudaSuccess, "CUDA error on host {} rank {}: {} failed: {}", host_name(), g_rank, #call, \
+    SG2_CHECK(_e == cudaSuccess, "CUDA error on host {} rank {}: {} failed: {}", hostname(), g_rank, #call, \
               cudaGetErrorString(_e));                                                                         \
   } while (0)
 
 #define SG2_NCCL_CHECK(call)                                                                                   \
   do {                                                                                                         \
     const ncclResult_t _r = (call);                                                                            \
-    SG2_CHECK(_r == ncclSuccess, "NCCL error on host {} rank {}: {} failed: {}", host_name(), g_rank, #call, \
+    SG2_CHECK(_r == ncclSuccess, "NCCL error on host {} rank {}: {} failed: {}", hostname(), g_rank, #call, \
               ncclGetErrorString(_r));                                                                         \
   } while (0)
 
@@ -93,7 +94,7 @@ class NcclCommunicator final : public Communicator {
               device.str());
     int count = 0;
     SG2_CHECK(cudaGetDeviceCount(&count) == cudaSuccess && count > 0,
-              "rank {} on host {}: dist.backend = nccl, but no CUDA GPU is visible", world.rank, host_name());
+              "rank {} on host {}: dist.backend = nccl, but no CUDA GPU is visible", world.rank, hostname());
     SG2_CUDA_CHECK(cudaSetDevice(device.index()));
     ncclUniqueId id;
     std::string id_bytes;
@@ -208,7 +209,7 @@ class NcclCommunicator final : public Communicator {
       ncclCommGetAsyncError(comm_, &async_error);
       if (async_error != ncclSuccess || std::chrono::steady_clock::now() > deadline) {
         abort(op);
-        SG2_FAIL("NCCL {} on host {} rank {} of {}: {}", op, host_name(), rank(), size(),
+        SG2_FAIL("NCCL {} on host {} rank {} of {}: {}", op, hostname(), rank(), size(),
                  async_error != ncclSuccess ? ncclGetErrorString(async_error)
                                             : fmt::format("no progress in {:.0f} s (dist.timeout)", timeout_seconds_));
       }

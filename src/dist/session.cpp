@@ -111,7 +111,7 @@ Session::~Session() {
 Session* active_session() { return g_active_session; }
 
 void end_job_from_watchdog(const World& world, const std::string& reason) {
-  log_fatal_error(fmt::format("error on rank {} of {} (host {}): {}", world.rank, world.size, host_name(), reason));
+  log_fatal_error(fmt::format("error on rank {} of {} (host {}): {}", world.rank, world.size, hostname(), reason));
   abort_job(reason);  // the backend's abort; launched by MPI: MPI_Abort ends every rank
   std::_Exit(1);      // otherwise the launcher (stylegan2_launch, torchrun, srun) ends the others
 }

@@ -2,8 +2,6 @@
 
 #include "sg2/core/error.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <string>
 
@@ -70,12 +68,6 @@ EnvRendezvous read_env_rendezvous() {
   r.agent_store = agent_store != nullptr && (std::string(agent_store) == "True" || std::string(agent_store) == "1");
   r.restart_count = env("TORCHELASTIC_RESTART_COUNT") ? env_int("TORCHELASTIC_RESTART_COUNT", 0, 1 << 20) : 0;
   return r;
-}
-
-std::string host_name() {
-  char buffer[256] = {0};
-  if (gethostname(buffer, sizeof(buffer) - 1) != 0) return "?";
-  return buffer;
 }
 
 }  // namespace sg2::dist

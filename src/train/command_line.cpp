@@ -146,7 +146,7 @@ int run_on_every_rank(const char* program, dist::Session& session, const std::fu
     if (session.world().size == 1) throw;
     // Logged before ending the job: MPI_Abort ends this process too.
     log_fatal_error(fmt::format("{}: error on rank {} of {} (host {}): {}", program, session.world().rank,
-                                session.world().size, dist::host_name(), message_of(e)));
+                                session.world().size, hostname(), message_of(e)));
     dist::abort_job(message_of(e));
     return 1;  // not launched by MPI: the launcher ends the other ranks
   }

@@ -20,7 +20,7 @@ tensorboard::Event event_at(int64_t step) {
 }  // namespace
 
 EventWriter::EventWriter(const std::string& run_dir)
-    : path_(fmt::format("{}/events.out.tfevents.{}.{}", run_dir, static_cast<int64_t>(unix_time()), dist::host_name())),
+    : path_(fmt::format("{}/events.out.tfevents.{}.{}", run_dir, static_cast<int64_t>(unix_time()), hostname())),
       out_(path_, std::ios::binary | std::ios::app) {
   SG2_CHECK(out_.good(), "cannot open the event file '{}'", path_);
   tensorboard::Event version = event_at(0);

@@ -1,10 +1,10 @@
 #include "sg2/train/op_profile.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/timer.h"
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <vector>
 
 namespace sg2::train {
@@ -12,7 +12,7 @@ namespace sg2::train {
 namespace {
 
 struct Timed : at::ObserverContext {
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  Stopwatch watch;
 };
 
 std::mutex g_mutex;
@@ -27,8 +27,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction&) {
 void on_end(const at::RecordFunction& fn, at::ObserverContext* context) {
   --t_depth;
   if (context == nullptr) return;
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - static_cast<Timed*>(context)->start).count();
+  const double seconds = static_cast<Timed*>(context)->watch.seconds();
   std::lock_guard<std::mutex> lock(g_mutex);
   g_seconds[fn.name()] += seconds;
 }

@@ -9,16 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <filesystem>
 
 namespace sg2::train {
 
 namespace {
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 bool inference_fused(const TrainConfig& c) { return c.G.fused_modconv != "false"; }
 
@@ -56,7 +51,7 @@ bool TrainingLoop::run() {
   const TrainConfig& c = trainer_.config();
   Progress& p = trainer_.progress();
   const auto total_nimg = static_cast<int64_t>(c.train.total_kimg * 1000);
-  start_time_ = now_seconds();
+  start_time_ = run_clock_.seconds();
   write_initial_images();
   spdlog::info("Training for {} kimg{}...", c.train.total_kimg,
                resumed_ ? fmt::format(" (resuming at {:.1f} kimg, tick {})", p.cur_nimg / 1e3, p.cur_tick) : "");
@@ -65,7 +60,7 @@ bool TrainingLoop::run() {
     return true;
   }
   p.tick_start_nimg = resumed_ ? p.tick_start_nimg : p.cur_nimg;
-  tick_start_time_ = now_seconds();
+  tick_start_time_ = run_clock_.seconds();
   maintenance_seconds_ = tick_start_time_ - start_time_;
   reset_device_peak_memory(trainer_.device());
   const auto tick_nimg = static_cast<int64_t>(c.train.kimg_per_tick * 1000);
@@ -89,7 +84,7 @@ bool TrainingLoop::run() {
 void TrainingLoop::end_tick(bool done, bool stopping) {
   const TrainConfig& c = trainer_.config();
   Progress& p = trainer_.progress();
-  const double tick_end = now_seconds();
+  const double tick_end = run_clock_.seconds();
   StatsCollector& stats = trainer_.stats();
   stats.report_scalar("Progress/tick", static_cast<double>(p.cur_tick));
   stats.report_scalar("Progress/kimg", p.cur_nimg / 1e3);
@@ -145,7 +140,7 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
   if (is_rank0()) events_->flush();
   if (stopping && is_rank0()) spdlog::warn("Stopped by signal {} at {:.1f} kimg; resume with --resume {}", stop_signal_,
                              p.cur_nimg / 1e3, run_dir_);
-  tick_start_time_ = now_seconds();
+  tick_start_time_ = run_clock_.seconds();
   maintenance_seconds_ = tick_start_time_ - tick_end;
 }
 
@@ -162,7 +157,7 @@ void TrainingLoop::evaluate_metrics(const std::string& snapshot) {
 
 std::string TrainingLoop::status_line(const std::map<std::string, StatValue>& stats, double tick_seconds) const {
   const Progress& p = trainer_.progress();
-  const double total_seconds = now_seconds() - start_time_;
+  const double total_seconds = run_clock_.seconds() - start_time_;
   const double sec_per_kimg = stats.at("Timing/sec_per_kimg").mean;
   const double remaining_kimg = std::max(0.0, trainer_.config().train.total_kimg - p.cur_nimg / 1e3);
   return fmt::format(

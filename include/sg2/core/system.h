@@ -16,7 +16,7 @@ bool limit_blas_threads();
 
 double peak_rss_gib();     // peak resident set size of this process
 double current_rss_gib();  // resident set size now
-std::string hostname();
+std::string hostname();  // this machine's host name ("?" where it cannot be read)
 double unix_time();  // seconds since the epoch (wall clock), for timestamps in logs and files
 
 // "12s", "3m 04s", "2h 05m 06s", "1d 02h 03m" (as the reference's status lines).

@@ -44,7 +44,4 @@ struct EnvRendezvous {
 };
 EnvRendezvous read_env_rendezvous();
 
-// This machine's short host name, for messages.
-std::string host_name();
-
 }  // namespace sg2::dist

@@ -7,6 +7,7 @@
 // SIGINT/SIGTERM to any rank stop every rank within kStopVoteSteps steps (at the same step), write a
 // snapshot and return.
 
+#include "sg2/core/timer.h"
 #include "sg2/train/event_writer.h"
 #include "sg2/train/sample_grid.h"
 #include "sg2/train/trainer.h"
@@ -47,6 +48,7 @@ class TrainingLoop {
   std::unique_ptr<TrainingMetrics> metrics_;  // when the config names metrics
   std::unique_ptr<EventWriter> events_;       // TensorBoard, rank 0
   std::ofstream stats_jsonl_;
+  Stopwatch run_clock_;       // times below are its seconds
   double start_time_ = 0;
   double tick_start_time_ = 0;
   double maintenance_seconds_ = 0;
