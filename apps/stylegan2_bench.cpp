@@ -28,10 +28,10 @@ int bench_training(const train::TrainConfig& requested, const train::BenchOption
   if (session->world().is_root() && !batch_report.empty()) std::cout << "# " << batch_report << "\n";
   train::Trainer trainer(config, dataset, session->comm().device(), &session->comm());
   const train::BenchResult result = train::run_benchmark(trainer, bench);
-  const dist::ReducerTimes comm = trainer.take_reducer_times();
   if (session->world().is_root()) {
+    const dist::ReducerTimes& comm = result.step_allreduce;
     std::cout << train::format_benchmark(result, trainer);
-    std::cout << fmt::format("# {} ranks, backend {}: allreduce busy {:.3f} s, exposed after backward {:.3f} s "
+    std::cout << fmt::format("# {} ranks, backend {}: allreduce per step busy {:.4f} s, exposed after backward {:.4f} s "
                              "(overlap {:.0f}%), {:.1f} MB of gradients per rank\n",
                              session->world().size, session->comm().backend(), comm.busy_seconds,
                              comm.exposed_seconds,
@@ -44,6 +44,7 @@ int bench_training(const train::TrainConfig& requested, const train::BenchOption
 int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::CommBenchOptions& options) {
   auto session = train::start_session(config);
   dist::Communicator& comm = session->comm();
+  const std::string rank_table = dist::gather_rank_table(comm);
   auto rows = dist::run_size_sweep(comm, options);
   if (with_layout) {  // the gradient buckets of this preset's G and D
     train::Trainer trainer(config, train::open_configured_dataset(config), comm.device(), &comm);
@@ -54,7 +55,7 @@ int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::C
       rows.insert(rows.end(), layout.begin(), layout.end());
     }
   }
-  if (session->world().is_root()) std::cout << dist::format_comm_bench(rows, comm);
+  if (session->world().is_root()) std::cout << rank_table << dist::format_comm_bench(rows, comm);
   for (const auto& row : rows) {
     if (!row.verified) return 1;
   }

@@ -3,7 +3,11 @@
 # each (scripts/bench/netns_cluster.sh: network namespaces, veth, a bridge, tc bandwidth), Gloo over
 # TCP through stylegan2_launch, at each RATE. For every rate: the comm bench (message sizes and the
 # preset's gradient buckets) and the training bench with the allreduce overlapped with backward and
-# after it. Writes $OUT/emulated_network.tsv (rate, measurement, value) and every node's log.
+# after it; then the compute term of the model (scripts/bench/compute_only.sh: NODES processes with
+# the per-rank batch at once, no communication). Writes $OUT/emulated_network.tsv (rate,
+# measurement, value) and every output, for `scripts/bench/scaling_model validate-emulated $OUT`.
+# BATCH (default 32) is the global batch; BENCH_ARGS are added to every training bench (e.g.
+# "--dist.bucket_mb 4").
 #   scripts/bench/emulated_network.sh [BUILD_DIR] [NODES] [RATE...]    (default: build 2 none 25gbit 10gbit 1gbit)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,6 +23,9 @@ bin=$(cd "$build/bin" && pwd)
 results="$out/emulated_network.tsv"
 printf 'rate\tmeasurement\tvalue\n' > "$results"
 export OMP_NUM_THREADS=1
+batch=${BATCH:-32}
+read -r -a user_args <<< "${BENCH_ARGS:-}"
+bench_args=("${user_args[@]}" --run.threads 1 --no-op-families --cycles 1 --warmup 1 --repeats 2)
 
 # Runs stylegan2_bench ARGS on every emulated node under stylegan2_launch (one rank per node).
 on_cluster() {  # on_cluster RATE NAME ARGS...
@@ -33,20 +40,23 @@ on_cluster() {  # on_cluster RATE NAME ARGS...
 
 for rate in "${rates[@]}"; do
   echo "== $nodes nodes at $rate"
-  on_cluster "$rate" comm comm --config "$config" --run.threads 1 --max-bytes 67108864 --iters 5 |
+  on_cluster "$rate" comm comm --config "$config" "${user_args[@]}" --run.threads 1 --max-bytes 67108864 --iters 5 |
       awk -v rate="$rate" '$1 ~ /^[0-9]+$|^G$|^D$/ && NF >= 6 {print} $1 ~ /^[0-9]+$/ && NF == 6 {
         printf "%s\tallreduce_us_%s\t%s\n%s\tbusbw_GBps_%s\t%s\n", rate, $2, $3, rate, $2, $5 >> "'"$results"'"}'
   for overlap in true false; do
-    on_cluster "$rate" "step-overlap-$overlap" --config "$config" --run.threads 1 --no-op-families --cycles 1 \
-        --dist.overlap "$overlap" > "$out/$rate-step-$overlap.txt"
-    grep -E "^throughput|allreduce busy" "$out/$rate-step-$overlap.txt"
+    on_cluster "$rate" "step-overlap-$overlap" --config "$config" "${bench_args[@]}" --train.batch "$batch" --dist.overlap "$overlap" \
+        > "$out/$rate-step-$overlap.txt"
+    grep -E "^throughput|allreduce per step" "$out/$rate-step-$overlap.txt"
     awk -v rate="$rate" -v overlap="$overlap" '
       /^throughput/ {gsub(/[,;]/, ""); printf "%s\tstep_img_per_s_overlap_%s\t%s\n", rate, overlap, $2}
-      /allreduce busy/ {for (i = 1; i <= NF; ++i) {
+      /allreduce per step/ {for (i = 1; i <= NF; ++i) {
         if ($i == "busy") printf "%s\tallreduce_busy_s_overlap_%s\t%s\n", rate, overlap, $(i + 1)
         if ($i == "exposed") printf "%s\tallreduce_exposed_s_overlap_%s\t%s\n", rate, overlap, $(i + 3)}}' \
         "$out/$rate-step-$overlap.txt" >> "$results"
   done
 done
+echo "== compute only: $nodes processes of $((batch / nodes)) images, no communication"
+scripts/bench/compute_only.sh "$nodes" "$out/compute" -- "$bin/stylegan2_bench" --config "$config" \
+    "${bench_args[@]}" --train.batch $((batch / nodes))
 echo "== $results"
 cat "$results"

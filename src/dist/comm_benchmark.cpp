@@ -1,14 +1,16 @@
 #include "sg2/dist/comm_benchmark.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/system.h"
+#include "sg2/core/timer.h"
 
-#include <chrono>
+#include <unistd.h>
+
+#include <cstring>
 
 namespace sg2::dist {
 
 namespace {
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // The backend's work is done once a host copy of a result exists (CUDA: after the stream's work).
 void settle(const std::vector<at::Tensor>& tensors) {
@@ -18,6 +20,12 @@ void settle(const std::vector<at::Tensor>& tensors) {
 // Rank-filled tensors: element i = (rank + 1) * (i % 3 + 1); the sum is (n(n+1)/2) * (i % 3 + 1).
 at::Tensor rank_filled(const Communicator& comm, int64_t numel, at::ScalarType dtype) {
   return at::arange(numel, at::kLong).remainder(3).add(1).mul(comm.rank() + 1).to(dtype).to(comm.device());
+}
+
+double slowest_rank(Communicator& comm, double seconds) {
+  if (comm.size() == 1) return seconds;
+  const at::Tensor mine = at::full({1}, seconds, at::TensorOptions().dtype(at::kDouble).device(comm.device()));
+  return comm.allgather(mine).max().item<double>();
 }
 
 bool verify(Communicator& comm, const std::vector<at::Tensor>& tensors) {
@@ -46,10 +54,10 @@ CommBenchRow time_allreduce(Communicator& comm, const std::vector<at::Tensor>& t
   for (int i = 0; i < o.warmup; ++i) run_once();
   settle(tensors);
   comm.barrier();
-  const double start = now();
+  const Stopwatch watch;
   for (int i = 0; i < o.iterations; ++i) run_once();
   settle(tensors);
-  row.seconds = (now() - start) / std::max(o.iterations, 1);
+  row.seconds = slowest_rank(comm, watch.seconds() / std::max(o.iterations, 1));
   const int n = comm.size();
   row.algbw_gbps = row.bytes / row.seconds / 1e9;
   row.busbw_gbps = row.algbw_gbps * (n > 1 ? 2.0 * (n - 1) / n : 0.0);
@@ -83,18 +91,37 @@ std::vector<CommBenchRow> run_bucket_layout(Communicator& comm, const std::vecto
   return rows;
 }
 
+std::string gather_rank_table(Communicator& comm) {
+  constexpr int64_t kLineBytes = 160;
+  std::string line = fmt::format("#  rank {:>4}  host {}  pid {}  device {}", comm.rank(), hostname(), getpid(),
+                                 comm.device().str());
+  line.resize(kLineBytes, ' ');
+  at::Tensor mine = at::empty({kLineBytes}, at::kByte);
+  std::memcpy(mine.data_ptr(), line.data(), kLineBytes);
+  const at::Tensor all = comm.allgather(mine.to(comm.device())).cpu().contiguous();  // [size, kLineBytes]
+  std::string table;
+  for (int r = 0; r < comm.size(); ++r) {
+    std::string row(reinterpret_cast<const char*>(all[r].data_ptr()), kLineBytes);
+    table += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
+  }
+  return table;
+}
+
 std::string format_comm_bench(const std::vector<CommBenchRow>& rows, const Communicator& comm) {
   std::string out = fmt::format("# allreduce (sum), backend {}, {} ranks, device {}\n", comm.backend(), comm.size(),
                                 comm.device().str());
   out += fmt::format("{:>12} {:>12} {:>12} {:>12} {:>12} {:>8}\n", "what", "bytes", "time_us", "algbw_GB/s",
                      "busbw_GB/s", "check");
-  bool all_ok = true;
+  int wrong = 0;
+  double busbw_sum = 0;
   for (const auto& r : rows) {
     out += fmt::format("{:>12} {:>12} {:>12.1f} {:>12.3f} {:>12.3f} {:>8}\n", r.label, r.bytes, r.seconds * 1e6,
                        r.algbw_gbps, r.busbw_gbps, r.verified ? "ok" : "WRONG");
-    all_ok = all_ok && r.verified;
+    wrong += r.verified ? 0 : 1;
+    busbw_sum += r.busbw_gbps;
   }
-  out += all_ok ? "# every result verified\n" : "# SOME RESULTS WRONG\n";
+  out += fmt::format("# wrong results: {} of {}{}\n", wrong, rows.size(), wrong == 0 ? " (every result verified)" : "");
+  out += fmt::format("# avg busbw: {:.3f} GB/s\n", rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size()));
   return out;
 }
 

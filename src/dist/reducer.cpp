@@ -1,18 +1,11 @@
 #include "sg2/dist/reducer.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/timer.h"
 
-#include <chrono>
+#include <algorithm>
 
 namespace sg2::dist {
-
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
 
 GradientReducer::GradientReducer(Communicator& comm, NamedParameters parameters, ReducerOptions options)
     : comm_(comm), options_(options) {
@@ -102,6 +95,8 @@ void GradientReducer::prepare_for_final_backward() {
     bucket->work.reset();
   }
   next_launch_ = 0;
+  launch_seconds_.assign(buckets_.size(), 0.0);
+  pass_clock_.reset();
   armed_ = true;
 }
 
@@ -130,6 +125,7 @@ void GradientReducer::on_gradient(size_t slot_index, const at::Tensor& grad) {
 void GradientReducer::launch_ready_buckets() {
   std::lock_guard<std::mutex> lock(launch_mutex_);
   while (next_launch_ < buckets_.size() && buckets_[next_launch_]->filled == buckets_[next_launch_]->slots.size()) {
+    launch_seconds_[next_launch_] = pass_clock_.seconds();
     Bucket& bucket = *buckets_[next_launch_++];
     bucket.work = comm_.allreduce_async({bucket.flat}, ReduceOp::Sum);
   }
@@ -137,7 +133,8 @@ void GradientReducer::launch_ready_buckets() {
 
 void GradientReducer::finish(double divisor) {
   armed_ = false;
-  const auto start = std::chrono::steady_clock::now();
+  const double pass_seconds = pass_clock_.seconds();
+  const Stopwatch watch;
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (slot_ready_[i]) continue;  // no gradient in the final backward: earlier rounds' or zeros
     Slot& slot = slots_[i];
@@ -154,13 +151,14 @@ void GradientReducer::finish(double divisor) {
   launch_ready_buckets();
   SG2_CHECK(next_launch_ == buckets_.size(), "rank {}: {} of {} gradient buckets never filled", comm_.rank(),
             buckets_.size() - next_launch_, buckets_.size());
+  record_launch_fractions(pass_seconds);
   for (auto& bucket : buckets_) {
     bucket->work->wait();
     times_.busy_seconds += bucket->work->busy_seconds();
     bucket->work.reset();
     if (divisor != 1) bucket->flat.div_(divisor);
   }
-  times_.exposed_seconds += seconds_since(start);
+  times_.exposed_seconds += watch.seconds();
   for (Slot& slot : slots_) slot.parameter.mutable_grad() = slot_view(slot);
   if (!order_learned_) rebuild_buckets_in_arrival_order();  // .grad keeps the old buckets' memory
 }
@@ -178,6 +176,24 @@ std::vector<std::vector<std::string>> GradientReducer::bucket_parameter_names() 
     for (size_t slot : bucket->slots) names.back().push_back(slots_[slot].name);
   }
   return names;
+}
+
+void GradientReducer::record_launch_fractions(double pass_seconds) {
+  if (launch_fraction_sums_.size() != buckets_.size()) {  // the first pass, or buckets rebuilt after it
+    launch_fraction_sums_.assign(buckets_.size(), 0.0);
+    passes_ = 0;
+  }
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    launch_fraction_sums_[b] += std::min(1.0, launch_seconds_[b] / std::max(pass_seconds, 1e-12));
+  ++passes_;
+}
+
+std::vector<double> GradientReducer::take_launch_fractions() {
+  std::vector<double> means(launch_fraction_sums_.size(), 0.0);
+  for (size_t b = 0; b < means.size(); ++b) means[b] = launch_fraction_sums_[b] / std::max<int64_t>(passes_, 1);
+  std::fill(launch_fraction_sums_.begin(), launch_fraction_sums_.end(), 0.0);
+  passes_ = 0;
+  return means;
 }
 
 ReducerTimes GradientReducer::take_times() {

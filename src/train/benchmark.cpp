@@ -10,6 +10,7 @@
 
 #include <numeric>
 #include <sstream>
+#include <tuple>
 
 namespace sg2::train {
 
@@ -77,10 +78,17 @@ BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
   const int64_t cycle = steps_per_cycle(trainer);
   result.timed_steps = cycle * options.step_cycles;
   trainer.progress().batch_idx -= trainer.progress().batch_idx % cycle;
+  trainer.take_reducer_times();  // drop the warm-up's and the phases' allreduces
+  trainer.take_bucket_launch_fractions();
   const double seconds = time_call(device, [&] {
     for (int64_t s = 0; s < result.timed_steps; ++s) trainer.step();
   });
-  result.step_seconds = seconds / static_cast<double>(result.timed_steps);
+  const auto steps = static_cast<double>(result.timed_steps);
+  result.step_seconds = seconds / steps;
+  result.step_allreduce = trainer.take_reducer_times();
+  std::tie(result.G_bucket_launch, result.D_bucket_launch) = trainer.take_bucket_launch_fractions();
+  result.step_allreduce.busy_seconds /= steps;
+  result.step_allreduce.exposed_seconds /= steps;
   if (options.op_families) {
     OpProfile profile;
     time_call(device, [&] {
@@ -109,6 +117,11 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
                      r.step_seconds * 1e3, img_per_s, r.timed_steps);
   out << fmt::format("throughput {:.2f} img/s, {:.2f} s/kimg; peak RSS {:.2f} GiB, peak device memory {:.2f} GiB\n",
                      img_per_s, 1000.0 / img_per_s, r.peak_rss_gib, r.peak_device_gib);
+  for (const auto& [name, fractions] : {std::pair{"G", &r.G_bucket_launch}, std::pair{"D", &r.D_bucket_launch}}) {
+    out << "# " << name << " buckets launched at";
+    for (double fraction : *fractions) out << fmt::format(" {:.3f}", fraction);
+    out << " of their pass (prepare to finish)\n";
+  }
   out << format_top(r.family_seconds, "time per step by op family (top-level ops; autograd nodes include their kernels):",
                     r.family_seconds.size());
   out << format_top(r.op_seconds, "most expensive ops per step:", 12);

@@ -202,6 +202,10 @@ dist::ReducerTimes Trainer::take_reducer_times() {
   return {g.busy_seconds + d.busy_seconds, g.exposed_seconds + d.exposed_seconds, g.bytes + d.bytes};
 }
 
+std::pair<std::vector<double>, std::vector<double>> Trainer::take_bucket_launch_fractions() {
+  return {G_reducer_->take_launch_fractions(), D_reducer_->take_launch_fractions()};
+}
+
 // The passes' deferred sums of w and path lengths, added over ranks and applied once.
 void Trainer::apply_deferred_running_means() {
   at::Tensor sums = loss_->take_deferred_sums();

@@ -1,7 +1,8 @@
 #pragma once
-// The communication benchmark behind `stylegan2_bench comm` (after nccl-tests): allreduce (sum) of
-// each message size, every result verified against its closed form before timing, reported as
-// time per call, algorithm bandwidth (bytes / time) and bus bandwidth (algbw x 2(n-1)/n).
+// The communication benchmark behind `stylegan2_bench comm` (after nccl-tests): a table of the ranks
+// (host, pid, device), then the allreduce (sum) of each message size, every result verified against
+// its closed form before timing, reported as the slowest rank's time per call, algorithm bandwidth
+// (bytes / time) and bus bandwidth (algbw x 2(n-1)/n), and a summary: wrong results, average busbw.
 
 #include "sg2/dist/communicator.h"
 
@@ -22,7 +23,7 @@ struct CommBenchOptions {
 struct CommBenchRow {
   std::string label;    // the size, or "bucket i" / "step" for a bucket layout
   int64_t bytes = 0;    // per rank
-  double seconds = 0;   // per call
+  double seconds = 0;   // per call, the slowest rank's
   double algbw_gbps = 0;
   double busbw_gbps = 0;
   bool verified = false;
@@ -35,6 +36,9 @@ std::vector<CommBenchRow> run_size_sweep(Communicator& comm, const CommBenchOpti
 // launched asynchronously, then waited for. One row per bucket alone, then one for the whole step.
 std::vector<CommBenchRow> run_bucket_layout(Communicator& comm, const std::vector<int64_t>& bucket_numels,
                                             const CommBenchOptions& options);
+
+// "#  rank 0  host h  pid p  device cpu" per rank, on every rank. Collective.
+std::string gather_rank_table(Communicator& comm);
 
 std::string format_comm_bench(const std::vector<CommBenchRow>& rows, const Communicator& comm);
 

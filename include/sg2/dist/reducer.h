@@ -9,6 +9,7 @@
 // Cross-rank contract: all ranks build the reducer over the same parameters in the same order and
 // run the same number of final backward passes.
 
+#include "sg2/core/timer.h"
 #include "sg2/dist/communicator.h"
 
 #include <atomic>
@@ -50,6 +51,9 @@ class GradientReducer {
   std::vector<std::vector<std::string>> bucket_parameter_names() const;
   // Accumulated since the last call.
   ReducerTimes take_times();
+  // When each bucket's allreduce started, as a fraction of its pass (prepare_for_final_backward()
+  // to finish(); 1: at finish, as without overlap), averaged over the passes since the last call.
+  std::vector<double> take_launch_fractions();
 
  private:
   struct Slot {
@@ -82,6 +86,11 @@ class GradientReducer {
   bool order_learned_ = false;
   std::mutex launch_mutex_;
   ReducerTimes times_;
+  Stopwatch pass_clock_;                   // since prepare_for_final_backward()
+  std::vector<double> launch_seconds_;     // per bucket, this pass
+  std::vector<double> launch_fraction_sums_;
+  int64_t passes_ = 0;
+  void record_launch_fractions(double pass_seconds);
 };
 
 // The plain reference: one blocking allreduce per gradient, then .grad = sum / divisor.

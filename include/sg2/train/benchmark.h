@@ -31,6 +31,8 @@ struct BenchResult {
   double step_seconds = 0;  // per step, regularization amortised
   double peak_rss_gib = 0;
   double peak_device_gib = 0;
+  dist::ReducerTimes step_allreduce;  // per timed step (busy, exposed); bytes: gradients per rank
+  std::vector<double> G_bucket_launch, D_bucket_launch;  // fractions of the pass (take_launch_fractions)
   std::map<std::string, double> family_seconds;  // per step
   std::map<std::string, double> op_seconds;      // per step
 };

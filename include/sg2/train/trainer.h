@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sg2::train {
@@ -68,6 +69,8 @@ class Trainer {
   void check_replicas(const std::string& what);       // error naming the first tensor that differs
   std::vector<at::Tensor> gather_generator_states();  // rank r's step generator state at [r]
   dist::ReducerTimes take_reducer_times();
+  // G's and D's bucket launch fractions since the last call (GradientReducer::take_launch_fractions).
+  std::pair<std::vector<double>, std::vector<double>> take_bucket_launch_fractions();
   const dist::GradientReducer& G_reducer() const { return *G_reducer_; }
   const dist::GradientReducer& D_reducer() const { return *D_reducer_; }
 

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The GPU compute term of the scaling model (issue 15, item 5): config-f at 256x256 (synthetic
+# data, the reference's mixed precision: num_fp16_res 4, conv_clamp 256) on one GPU at per-GPU
+# batches 4, 8, 16 and 32, then the gradient bucket layout. Writes $OUT/compute-b<B>.txt and
+# $OUT/layout-config-f-256.txt, for
+#   scripts/bench/scaling_model predict-gpu $OUT/layout-config-f-256.txt --measured $OUT --measured-fabric H100
+#   OUT=$OUT scripts/bench/gpu_compute_term.sh [BUILD_DIR]     (the GPU kit's build: build-gpu)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-${GPU_BUILD_DIR:-build-gpu}}
+out=${OUT:-$PWD/gpu-compute-term}
+device=${DEVICE:-cuda}
+mkdir -p "$out"
+config=(--config configs/config-f.yaml --data synthetic --data.resolution 256 --data.channels 3
+        --run.device "$device" --G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256)
+for batch in ${BATCHES:-4 8 16 32}; do
+  echo "== config-f 256, batch $batch"
+  "$build/bin/stylegan2_bench" "${config[@]}" --train.batch "$batch" --no-op-families --cycles 1 \
+      | tee "$out/compute-b$batch.txt" | grep -E "^(step|throughput)"
+done
+"$build/bin/stylegan2_bench" comm "${config[@]}" --max-bytes 1048576 --iters 2 > "$out/layout-config-f-256.txt"
+echo "== $out"

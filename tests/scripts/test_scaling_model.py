@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Tests of scripts/bench/scaling_model (the scaling performance model) and scripts/bench/plot_scaling:
+the allreduce fit recovers a known alpha and busbw, the overlap simulation matches hand-computed
+timelines, the parsers read what stylegan2_bench prints (run here, the comm bench on 2 MPI ranks),
+and the plot is a PNG.
+
+  test_scaling_model.py SOURCE_DIR BIN_DIR
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from importlib.machinery import SourceFileLoader
+
+SOURCE_DIR, BIN_DIR = sys.argv[1], sys.argv[2]
+model = SourceFileLoader("scaling_model", os.path.join(SOURCE_DIR, "scripts/bench/scaling_model")).load_module()
+BENCH = os.path.join(BIN_DIR, "stylegan2_bench")
+CONFIG = os.path.join(SOURCE_DIR, "configs/bench-cpu-32.yaml")
+
+
+def run_bench(*arguments):
+    result = subprocess.run([BENCH, "--config", CONFIG, "--run.threads", "1", *arguments],
+                            capture_output=True, text=True, check=True)
+    return result.stdout
+
+
+class AllreduceFit(unittest.TestCase):
+    def test_recovers_alpha_and_busbw_of_a_ring(self):
+        alpha, busbw, ranks = 20e-6, 3e9, 4
+        sweep = [(size, 2 * (ranks - 1) * alpha + 1.5 * size / busbw) for size in (2**k for k in range(10, 27, 2))]
+        fitted_alpha, fitted_busbw = model.fit_allreduce({"ranks": ranks, "sweep": sweep})
+        self.assertAlmostEqual(fitted_alpha / alpha, 1, places=6)
+        self.assertAlmostEqual(fitted_busbw / busbw, 1, places=6)
+
+    def test_one_rank_costs_nothing(self):
+        self.assertEqual(model.allreduce_seconds(1 << 20, 1, 1e-5, 1e9), 0.0)
+
+
+class Overlap(unittest.TestCase):
+    # A phase of 3 s; each bucket's allreduce costs 0.5 s.
+    def exposed(self, ready, overlap, cost=0.5):
+        return model.exposed_seconds([1] * len(ready), ready, 3.0, overlap, lambda size: cost)
+
+    def test_without_overlap_every_bucket_is_exposed(self):
+        self.assertAlmostEqual(self.exposed([0.5, 0.6, 0.7, 0.8], False), 2.0)
+
+    def test_a_bucket_ready_at_the_end_is_exposed_whole(self):
+        self.assertAlmostEqual(self.exposed([1.0], True), 0.5)
+
+    def test_buckets_hide_behind_the_rest_of_the_phase(self):
+        # Ready at 1.5, 2.0, 2.5, 3.0 s: the allreduces end at 2.0, 2.5, 3.0, 3.5.
+        self.assertAlmostEqual(self.exposed([0.5, 2 / 3, 5 / 6, 1.0], True), 0.5)
+
+    def test_a_queue_of_slow_buckets_runs_past_the_phase(self):
+        # Ready at 1.5 and 2.0 s, 1.5 s each: the second starts at 3.0 and ends at 4.5.
+        self.assertAlmostEqual(self.exposed([0.5, 2 / 3], True, cost=1.5), 1.5)
+
+    def test_without_a_measurement_bytes_arrive_at_a_constant_rate_during_backward(self):
+        fractions = model.ready_fractions([1, 1, 2], 0.5)
+        for got, want in zip(fractions, [0.625, 0.75, 1.0]):
+            self.assertAlmostEqual(got, want)
+
+    def test_measured_launch_fractions_are_used_when_they_match_the_layout(self):
+        buckets = {"G": [1, 1], "D": [1, 1, 1]}
+        ready = model.ready_of(buckets, {"G": [0.2, 0.9], "D": [0.5]}, 0.5)
+        self.assertEqual(ready["G"], [0.2, 0.9])
+        self.assertEqual(ready["D"], model.ready_fractions([1, 1, 1], 0.5))
+
+    def test_step_adds_regularization_phases_at_their_intervals(self):
+        phases = {"Gmain": 3.0, "Greg": 3.0, "Dmain": 3.0, "Dreg": 3.0}
+        step = model.predict_step(10.0, phases, {"G": [1], "D": [1]}, {"G_reg_interval": 4, "D_reg_interval": 16},
+                                  lambda size: 1.0, False, {"G": [1.0], "D": [1.0]})
+        self.assertAlmostEqual(step, 10.0 + 1 + 1 / 4 + 1 + 1 / 16)
+
+
+class Parsers(unittest.TestCase):
+    def test_reads_the_comm_bench_and_the_bucket_layout(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
+            f.write(subprocess.run([BENCH, "comm", "--config", CONFIG, "--run.threads", "1", "--max-bytes", "65536",
+                                    "--iters", "1", "--warmup", "0"], capture_output=True, text=True, check=True).stdout)
+            f.flush()
+            comm = model.parse_comm(f.name)
+        self.assertEqual(comm["ranks"], 1)
+        self.assertEqual([size for size, _ in comm["sweep"]][-1], 65536)
+        self.assertGreater(sum(comm["buckets"]["G"]), 1e6)
+        self.assertGreater(sum(comm["buckets"]["D"]), 1e6)
+
+    @unittest.skipUnless(os.environ.get("SG2_WITH_MPI", "").upper() in ("ON", "TRUE", "1", "YES"), "built without MPI")
+    def test_two_ranks_list_every_rank_verify_and_fit(self):
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        output = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", BENCH, "comm", "--config", CONFIG,
+                                 "--run.threads", "1", "--min-bytes", "65536", "--max-bytes", "4194304",
+                                 "--iters", "2", "--warmup", "1"], capture_output=True, text=True, env=env, check=True).stdout
+        for rank in (0, 1):
+            self.assertRegex(output, rf"#  rank +{rank}  host \S+  pid \d+  device cpu")
+        self.assertIn("# wrong results: 0 of", output)
+        with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
+            f.write(output)
+            f.flush()
+            comm = model.parse_comm(f.name)
+        self.assertEqual(comm["ranks"], 2)
+        alpha, busbw = model.fit_allreduce(comm)
+        self.assertGreater(busbw, 1e6)  # shared memory moves far more than 1 MB/s
+
+    def test_reads_phases_and_step_of_the_training_bench(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
+            f.write(run_bench("--train.batch", "4", "--optim.G_reg_interval", "1", "--optim.D_reg_interval", "1",
+                              "--warmup", "0", "--repeats", "1", "--cycles", "1", "--no-op-families"))
+            f.flush()
+            bench = model.parse_bench(f.name)
+        self.assertEqual(sorted(bench["phases"]), ["Dmain", "Dreg", "Gmain", "Greg"])
+        self.assertEqual(bench["batch"], 4)
+        self.assertGreater(bench["step"], 0)
+        for network in ("G", "D"):  # the reducer's measured launch times, one per bucket, within the pass
+            self.assertTrue(bench["launch"][network])
+            self.assertTrue(all(0 <= f <= 1 for f in bench["launch"][network]))
+
+    def test_names_the_file_that_is_not_a_bench_output(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
+            f.write("hello\n")
+            f.flush()
+            with self.assertRaises(SystemExit) as raised:
+                model.parse_comm(f.name)
+        self.assertIn(f.name, str(raised.exception))
+
+
+class Plot(unittest.TestCase):
+    def test_writes_a_png(self):
+        with tempfile.TemporaryDirectory() as directory:
+            results = os.path.join(directory, "scaling.tsv")
+            with open(results, "w") as f:
+                f.write("sweep\tranks\ts_per_kimg\tefficiency\n"
+                        "strong\t1\t400\t1\nstrong\t2\t220\t0.91\nweak\t1\t410\t1\nweak\t2\t215\t0.95\n")
+            png = os.path.join(directory, "scaling.png")
+            subprocess.run([os.path.join(SOURCE_DIR, "scripts/bench/plot_scaling"), results, "--out", png],
+                           check=True, capture_output=True)
+            with open(png, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1])
