@@ -24,6 +24,9 @@ GradientReducer::~GradientReducer() {
   for (auto& bucket : buckets_) {
     if (bucket->work) bucket->work->wait();
   }
+  // The parameters outlive the reducer (a network can be trained again): their hooks must not
+  // call into it.
+  for (size_t i = 0; i < hook_ids_.size(); ++i) slots_[i].parameter.remove_hook(hook_ids_[i]);
 }
 
 void GradientReducer::build_buckets(const std::vector<size_t>& order) {
@@ -83,7 +86,7 @@ void GradientReducer::register_hooks() {
     at::Tensor& p = slots_[i].parameter;
     const bool had_grad = p.requires_grad();
     p.requires_grad_(true);  // hooks can only be registered on tensors that require grad
-    p.register_hook([this, i](const at::Tensor& grad) { on_gradient(i, grad); });
+    hook_ids_.push_back(p.register_hook([this, i](const at::Tensor& grad) { on_gradient(i, grad); }));
     p.requires_grad_(had_grad);
   }
 }

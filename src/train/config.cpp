@@ -124,6 +124,9 @@ const config::Schema<TrainConfig>& train_schema() {
   return schema;
 }
 
+bool fused_modconv_in_training(const TrainConfig& config) { return config.G.fused_modconv == "true"; }
+bool fused_modconv_in_inference(const TrainConfig& config) { return config.G.fused_modconv != "false"; }
+
 int64_t batch_per_round(const TrainConfig& c, int world_size) {
   const int64_t chosen = c.train.batch_gpu.automatic ? 0 : c.train.batch_gpu.value;
   return chosen > 0 ? chosen : c.train.batch / world_size;

@@ -117,7 +117,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
   loss_options.pl_batch_shrink = config.loss.pl_batch_shrink;
   loss_options.style_mixing_prob = config.loss.style_mixing_prob;
   loss_ = std::make_unique<StyleGAN2Loss>(*G_, *D_, loss_options, device_);
-  loss_->fused_modconv = (config.G.fused_modconv == "true");
+  loss_->fused_modconv = fused_modconv_in_training(config);
 
   // Phases as data: main every step, regularization every interval steps (lazy) or together.
   auto add_phases = [&](bool trains_G, double lr, int64_t interval, bool has_reg) {

@@ -15,8 +15,6 @@ namespace sg2::train {
 
 namespace {
 
-bool inference_fused(const TrainConfig& c) { return c.G.fused_modconv != "false"; }
-
 std::string mean_of(const std::map<std::string, StatValue>& stats, const std::string& name) {
   auto it = stats.find(name);
   return (it == stats.end() || it->second.count == 0) ? std::string("-") : fmt::format("{:.4f}", it->second.mean);
@@ -43,7 +41,7 @@ void TrainingLoop::write_initial_images() {
   const TrainConfig& c = trainer_.config();
   save_grid_png(grid_.reals, grid_, run_dir_ + "/reals.png");
   const at::Tensor fakes =
-      render_grid(trainer_.G_ema(), grid_, batch_per_round(c, trainer_.place().world_size), inference_fused(c));
+      render_grid(trainer_.G_ema(), grid_, batch_per_round(c, trainer_.place().world_size), fused_modconv_in_inference(c));
   save_grid_png(fakes, grid_, run_dir_ + "/fakes_init.png");
 }
 
@@ -115,7 +113,7 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
   const bool last = done || stopping;
   if (is_rank0() && c.run.image_snapshot_ticks > 0 && (last || p.cur_tick % c.run.image_snapshot_ticks == 0)) {
     const at::Tensor fakes =
-        render_grid(trainer_.G_ema(), grid_, batch_per_round(c, trainer_.place().world_size), inference_fused(c));
+        render_grid(trainer_.G_ema(), grid_, batch_per_round(c, trainer_.place().world_size), fused_modconv_in_inference(c));
     const data::Image grid = save_grid_png(fakes, grid_, fmt::format("{}/fakes{:06d}.png", run_dir_, p.cur_nimg / 1000));
     events_->add_png("fakes", data::encode_png(grid), grid.height, grid.width, grid.channels, p.cur_nimg);
   }

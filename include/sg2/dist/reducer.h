@@ -80,6 +80,7 @@ class GradientReducer {
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<Bucket>> buckets_;
   std::vector<char> slot_ready_;
+  std::vector<unsigned> hook_ids_;  // per slot, removed by the destructor
   std::atomic<bool> armed_{false};
   size_t next_launch_ = 0;  // buckets launch in index order on every rank
   std::vector<size_t> arrival_order_;  // slots in the order the first final backward produced them

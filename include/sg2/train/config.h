@@ -114,6 +114,11 @@ constexpr int64_t kMaxBatchPerRound = 65536;
 // Errors name the keys and say which values would work.
 void validate(const TrainConfig& config, int world_size);
 
+// G.fused_modconv decoded once: "true" fuses everywhere, "false" nowhere, "auto" in inference only
+// (sample grids), as the reference's training loop.
+bool fused_modconv_in_training(const TrainConfig& config);
+bool fused_modconv_in_inference(const TrainConfig& config);
+
 // Per-process batch of one accumulation round, and number of rounds per step.
 int64_t batch_per_round(const TrainConfig& config, int world_size);
 int64_t rounds_per_step(const TrainConfig& config, int world_size);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <thread>
+#include <tuple>
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
@@ -100,6 +101,17 @@ TEST(TrainConfig, BatchGpuTakesAutoAndTheProbeTriesOnlyValidValues) {
   EXPECT_EQ(batch_gpu_candidates(c, 2), (std::vector<int64_t>{16, 8, 4, 2}));
   c.D.mbstd_group_size = 3;  // only per-round batches that 3 divides, or that are smaller than 3
   EXPECT_EQ(batch_gpu_candidates(c, 2), (std::vector<int64_t>{2}));
+}
+
+TEST(TrainConfig, FusedModconvAutoFusesInInferenceOnly) {
+  TrainConfig config;
+  const std::vector<std::tuple<std::string, bool, bool>> cases = {
+      {"auto", false, true}, {"true", true, true}, {"false", false, false}};
+  for (const auto& [value, training, inference] : cases) {
+    config.G.fused_modconv = value;
+    EXPECT_EQ(fused_modconv_in_training(config), training) << value;
+    EXPECT_EQ(fused_modconv_in_inference(config), inference) << value;
+  }
 }
 
 TEST(TrainConfig, MixedPrecisionTypeFollowsTheModeAndDevice) {
