@@ -31,8 +31,8 @@ int bench_training(const train::TrainConfig& requested, const train::BenchOption
   if (session->world().is_root()) {
     const dist::ReducerTimes& comm = result.step_allreduce;
     std::cout << train::format_benchmark(result, trainer);
-    std::cout << fmt::format("# {} ranks, backend {}: allreduce per step busy {:.4f} s, exposed after backward {:.4f} s "
-                             "(overlap {:.0f}%), {:.1f} MB of gradients per rank\n",
+    std::cout << fmt::format("# {} ranks, backend {}: allreduce per step busy {:.4f} s, exposed after backward "
+                             "{:.4f} s (overlap {:.0f}%), {:.1f} MB of gradients per rank\n",
                              session->world().size, session->comm().backend(), comm.busy_seconds,
                              comm.exposed_seconds,
                              comm.busy_seconds > 0 ? 100 * std::max(0.0, 1 - comm.exposed_seconds / comm.busy_seconds) : 0,

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 
 namespace sg2::dist {
@@ -22,10 +23,9 @@ at::Tensor rank_filled(const Communicator& comm, int64_t numel, at::ScalarType d
   return at::arange(numel, at::kLong).remainder(3).add(1).mul(comm.rank() + 1).to(dtype).to(comm.device());
 }
 
+// To the nanosecond, through the communicator's integer maximum.
 double slowest_rank(Communicator& comm, double seconds) {
-  if (comm.size() == 1) return seconds;
-  const at::Tensor mine = at::full({1}, seconds, at::TensorOptions().dtype(at::kDouble).device(comm.device()));
-  return comm.allgather(mine).max().item<double>();
+  return static_cast<double>(comm.max_over_ranks(std::llround(seconds * 1e9))) * 1e-9;
 }
 
 bool verify(Communicator& comm, const std::vector<at::Tensor>& tensors) {

@@ -122,7 +122,8 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
     for (double fraction : *fractions) out << fmt::format(" {:.3f}", fraction);
     out << " of their pass (prepare to finish)\n";
   }
-  out << format_top(r.family_seconds, "time per step by op family (top-level ops; autograd nodes include their kernels):",
+  out << format_top(r.family_seconds,
+                    "time per step by op family (top-level ops; autograd nodes include their kernels):",
                     r.family_seconds.size());
   out << format_top(r.op_seconds, "most expensive ops per step:", 12);
   return out.str();

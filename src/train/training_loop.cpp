@@ -15,6 +15,13 @@ namespace sg2::train {
 
 namespace {
 
+// G_ema's images of the sample grid, a round's batch at a time.
+at::Tensor render_fakes(Trainer& trainer, const SampleGrid& grid) {
+  const TrainConfig& c = trainer.config();
+  return render_grid(trainer.G_ema(), grid, batch_per_round(c, trainer.place().world_size),
+                     fused_modconv_in_inference(c));
+}
+
 std::string mean_of(const std::map<std::string, StatValue>& stats, const std::string& name) {
   auto it = stats.find(name);
   return (it == stats.end() || it->second.count == 0) ? std::string("-") : fmt::format("{:.4f}", it->second.mean);
@@ -38,18 +45,15 @@ TrainingLoop::TrainingLoop(Trainer& trainer, std::string run_dir, bool resumed)
 
 void TrainingLoop::write_initial_images() {
   if (!is_rank0() || resumed_) return;
-  const TrainConfig& c = trainer_.config();
   save_grid_png(grid_.reals, grid_, run_dir_ + "/reals.png");
-  const at::Tensor fakes =
-      render_grid(trainer_.G_ema(), grid_, batch_per_round(c, trainer_.place().world_size), fused_modconv_in_inference(c));
-  save_grid_png(fakes, grid_, run_dir_ + "/fakes_init.png");
+  save_grid_png(render_fakes(trainer_, grid_), grid_, run_dir_ + "/fakes_init.png");
 }
 
 bool TrainingLoop::run() {
   const TrainConfig& c = trainer_.config();
   Progress& p = trainer_.progress();
   const auto total_nimg = static_cast<int64_t>(c.train.total_kimg * 1000);
-  start_time_ = run_clock_.seconds();
+  run_clock_.reset();
   write_initial_images();
   spdlog::info("Training for {} kimg{}...", c.train.total_kimg,
                resumed_ ? fmt::format(" (resuming at {:.1f} kimg, tick {})", p.cur_nimg / 1e3, p.cur_tick) : "");
@@ -59,7 +63,7 @@ bool TrainingLoop::run() {
   }
   p.tick_start_nimg = resumed_ ? p.tick_start_nimg : p.cur_nimg;
   tick_start_time_ = run_clock_.seconds();
-  maintenance_seconds_ = tick_start_time_ - start_time_;
+  maintenance_seconds_ = tick_start_time_;
   reset_device_peak_memory(trainer_.device());
   const auto tick_nimg = static_cast<int64_t>(c.train.kimg_per_tick * 1000);
   for (;;) {
@@ -86,7 +90,7 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
   StatsCollector& stats = trainer_.stats();
   stats.report_scalar("Progress/tick", static_cast<double>(p.cur_tick));
   stats.report_scalar("Progress/kimg", p.cur_nimg / 1e3);
-  stats.report_scalar("Timing/total_sec", tick_end - start_time_);
+  stats.report_scalar("Timing/total_sec", tick_end);
   stats.report_scalar("Timing/sec_per_tick", tick_end - tick_start_time_);
   stats.report_scalar("Timing/sec_per_kimg",
                       (tick_end - tick_start_time_) / std::max<double>(p.cur_nimg - p.tick_start_nimg, 1) * 1e3);
@@ -112,9 +116,8 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
 
   const bool last = done || stopping;
   if (is_rank0() && c.run.image_snapshot_ticks > 0 && (last || p.cur_tick % c.run.image_snapshot_ticks == 0)) {
-    const at::Tensor fakes =
-        render_grid(trainer_.G_ema(), grid_, batch_per_round(c, trainer_.place().world_size), fused_modconv_in_inference(c));
-    const data::Image grid = save_grid_png(fakes, grid_, fmt::format("{}/fakes{:06d}.png", run_dir_, p.cur_nimg / 1000));
+    const std::string path = fmt::format("{}/fakes{:06d}.png", run_dir_, p.cur_nimg / 1000);
+    const data::Image grid = save_grid_png(render_fakes(trainer_, grid_), grid_, path);
     events_->add_png("fakes", data::encode_png(grid), grid.height, grid.width, grid.channels, p.cur_nimg);
   }
   const bool snapshot_due = c.run.network_snapshot_ticks > 0 && p.cur_tick % c.run.network_snapshot_ticks == 0;
@@ -155,7 +158,7 @@ void TrainingLoop::evaluate_metrics(const std::string& snapshot) {
 
 std::string TrainingLoop::status_line(const std::map<std::string, StatValue>& stats, double tick_seconds) const {
   const Progress& p = trainer_.progress();
-  const double total_seconds = run_clock_.seconds() - start_time_;
+  const double total_seconds = run_clock_.seconds();
   const double sec_per_kimg = stats.at("Timing/sec_per_kimg").mean;
   const double remaining_kimg = std::max(0.0, trainer_.config().train.total_kimg - p.cur_nimg / 1e3);
   return fmt::format(

@@ -48,8 +48,7 @@ class TrainingLoop {
   std::unique_ptr<TrainingMetrics> metrics_;  // when the config names metrics
   std::unique_ptr<EventWriter> events_;       // TensorBoard, rank 0
   std::ofstream stats_jsonl_;
-  Stopwatch run_clock_;       // times below are its seconds
-  double start_time_ = 0;
+  Stopwatch run_clock_;  // since run() started; the times below are its seconds
   double tick_start_time_ = 0;
   double maintenance_seconds_ = 0;
   int stop_signal_ = 0;
