@@ -104,6 +104,21 @@ std::vector<std::string> decode_string_list(const YAML::Node& node, const std::s
   return values;
 }
 
+std::vector<float> decode_number_list(const YAML::Node& node, const std::string& where) {
+  std::vector<float> values;
+  if (node.IsNull()) return values;
+  if (!node.IsSequence()) fail_type(node, where, "a list of numbers");
+  for (const auto& item : node) values.push_back(static_cast<float>(decode_number(item, where)));
+  return values;
+}
+
+YAML::Node encode_value(const std::vector<float>& values) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (float v : values) list.push_back(encode_value(static_cast<double>(v)));
+  list.SetStyle(YAML::EmitterStyle::Flow);  // taps read best on one line: [1, 3, 3, 1]
+  return list;
+}
+
 std::vector<std::pair<std::string, YAML::Node>> flatten_yaml(const YAML::Node& root) {
   std::vector<std::pair<std::string, YAML::Node>> out;
   flatten_into(root, "", out);
@@ -149,6 +164,12 @@ void fail_unknown_key(const std::string& key, const std::string& source, const s
   std::string hint = best_distance <= std::max<size_t>(3, key.size() / 3) ? fmt::format("; did you mean '{}'?", best)
                                                                          : "; run with --help for the list of keys";
   throw Error(fmt::format("{}: unknown key '{}'{}", source, key, hint));
+}
+
+std::string flow_text(const YAML::Node& value) {
+  YAML::Emitter out;
+  out << YAML::Flow << value;
+  return out.c_str();
 }
 
 YAML::Node load_yaml_file(const std::string& path) {

@@ -1,11 +1,20 @@
 #include "sg2/nn/options.h"
 
+#include "sg2/core/config_json.h"
 #include "sg2/core/error.h"
 
-#include <nlohmann/json.hpp>
+namespace sg2::config {
 
-#include <functional>
-#include <map>
+template <>
+struct Codec<nn::Architecture> {
+  static constexpr const char* type_name = "TEXT";
+  static YAML::Node encode(nn::Architecture a) { return YAML::Node(nn::to_string(a)); }
+  static nn::Architecture decode(const YAML::Node& n, const std::string& w) {
+    return nn::parse_architecture(decode_string(n, w));
+  }
+};
+
+}  // namespace sg2::config
 
 namespace sg2::nn {
 
@@ -57,27 +66,6 @@ void check_common(const char* net, int64_t resolution, int64_t img_channels, int
             "{}: channel_base {} gives no channels at {}x{} (channel_base must be >= the resolution)", net, base,
             resolution, resolution);
 }
-
-// Applies each key of `j` through the matching setter; collects the keys nobody knows.
-using Setters = std::map<std::string, std::function<void(const nlohmann::json&)>>;
-void apply_json(const nlohmann::json& j, const Setters& setters, std::vector<std::string>* unknown, const char* net) {
-  SG2_CHECK(j.is_object(), "{} options must be a JSON object", net);
-  for (const auto& [key, value] : j.items()) {
-    auto it = setters.find(key);
-    if (it == setters.end()) {
-      if (unknown) unknown->push_back(std::string(net) + "." + key);
-      continue;
-    }
-    try {
-      it->second(value);
-    } catch (const nlohmann::json::exception& e) {
-      SG2_FAIL("{}.{}: unexpected value {} ({})", net, key, value.dump(), e.what());
-    }
-  }
-}
-
-// null (the reference's None) maps to `none_value`.
-double number_or(const nlohmann::json& v, double none_value) { return v.is_null() ? none_value : v.get<double>(); }
 
 }  // namespace
 
@@ -138,84 +126,97 @@ void validate(const DiscriminatorOptions& d) {
   check_precision("D", d.precision);
 }
 
+namespace {
+
+template <class Options>
+Options options_from_json(const config::Schema<Options>& schema, const nlohmann::json& j,
+                          std::vector<std::string>* unknown_keys, const char* net) {
+  Options options;
+  for (const std::string& key : config::read_json(schema, options, j, fmt::format("the {} options", net))) {
+    const bool precision = key == "num_fp16_res";  // the reference's; precision does not change the parameters
+    if (!precision && unknown_keys != nullptr) unknown_keys->push_back(std::string(net) + "." + key);
+  }
+  validate(options);
+  return options;
+}
+
+}  // namespace
+
 GeneratorOptions generator_options_from_json(const nlohmann::json& j, std::vector<std::string>* unknown_keys) {
-  GeneratorOptions g;
-  const Setters setters{
-      {"z_dim", [&](const nlohmann::json& v) { g.z_dim = v.get<int64_t>(); }},
-      {"c_dim", [&](const nlohmann::json& v) { g.c_dim = v.get<int64_t>(); }},
-      {"w_dim", [&](const nlohmann::json& v) { g.w_dim = v.get<int64_t>(); }},
-      {"img_resolution", [&](const nlohmann::json& v) { g.img_resolution = v.get<int64_t>(); }},
-      {"img_channels", [&](const nlohmann::json& v) { g.img_channels = v.get<int64_t>(); }},
-      {"mapping_layers", [&](const nlohmann::json& v) { g.mapping_layers = v.get<int64_t>(); }},
-      {"mapping_lr_multiplier", [&](const nlohmann::json& v) { g.mapping_lr_multiplier = v.get<double>(); }},
-      {"w_avg_beta", [&](const nlohmann::json& v) { g.w_avg_beta = number_or(v, -1); }},
-      {"channel_base", [&](const nlohmann::json& v) { g.channel_base = v.get<int64_t>(); }},
-      {"channel_max", [&](const nlohmann::json& v) { g.channel_max = v.get<int64_t>(); }},
-      {"architecture", [&](const nlohmann::json& v) { g.architecture = parse_architecture(v.get<std::string>()); }},
-      {"conv_clamp", [&](const nlohmann::json& v) { g.conv_clamp = number_or(v, -1); }},
-      {"use_noise", [&](const nlohmann::json& v) { g.use_noise = v.get<bool>(); }},
-      {"resample_filter", [&](const nlohmann::json& v) { g.resample_filter = v.get<std::vector<float>>(); }},
-      {"num_fp16_res", [&](const nlohmann::json&) {}},  // precision does not change the state dict
-  };
-  apply_json(j, setters, unknown_keys, "G");
-  validate(g);
-  return g;
+  return options_from_json(generator_schema(), j, unknown_keys, "G");
 }
 
 DiscriminatorOptions discriminator_options_from_json(const nlohmann::json& j, std::vector<std::string>* unknown_keys) {
-  DiscriminatorOptions d;
-  const Setters setters{
-      {"c_dim", [&](const nlohmann::json& v) { d.c_dim = v.get<int64_t>(); }},
-      {"img_resolution", [&](const nlohmann::json& v) { d.img_resolution = v.get<int64_t>(); }},
-      {"img_channels", [&](const nlohmann::json& v) { d.img_channels = v.get<int64_t>(); }},
-      {"architecture", [&](const nlohmann::json& v) { d.architecture = parse_architecture(v.get<std::string>()); }},
-      {"channel_base", [&](const nlohmann::json& v) { d.channel_base = v.get<int64_t>(); }},
-      {"channel_max", [&](const nlohmann::json& v) { d.channel_max = v.get<int64_t>(); }},
-      {"mbstd_group_size", [&](const nlohmann::json& v) { d.mbstd_group_size = v.is_null() ? 0 : v.get<int64_t>(); }},
-      {"mbstd_num_channels", [&](const nlohmann::json& v) { d.mbstd_num_channels = v.get<int64_t>(); }},
-      {"cmap_dim", [&](const nlohmann::json& v) { d.cmap_dim = v.is_null() ? -1 : v.get<int64_t>(); }},
-      {"mapping_layers", [&](const nlohmann::json& v) { d.mapping_layers = v.get<int64_t>(); }},
-      {"mapping_lr_multiplier", [&](const nlohmann::json& v) { d.mapping_lr_multiplier = v.get<double>(); }},
-      {"conv_clamp", [&](const nlohmann::json& v) { d.conv_clamp = number_or(v, -1); }},
-      {"resample_filter", [&](const nlohmann::json& v) { d.resample_filter = v.get<std::vector<float>>(); }},
-      {"num_fp16_res", [&](const nlohmann::json&) {}},
-  };
-  apply_json(j, setters, unknown_keys, "D");
-  validate(d);
-  return d;
+  return options_from_json(discriminator_schema(), j, unknown_keys, "D");
 }
 
-nlohmann::json to_json(const GeneratorOptions& g) {
-  return {{"z_dim", g.z_dim},
-          {"c_dim", g.c_dim},
-          {"w_dim", g.w_dim},
-          {"img_resolution", g.img_resolution},
-          {"img_channels", g.img_channels},
-          {"mapping_layers", g.mapping_layers},
-          {"mapping_lr_multiplier", g.mapping_lr_multiplier},
-          {"w_avg_beta", g.w_avg_beta},
-          {"channel_base", g.channel_base},
-          {"channel_max", g.channel_max},
-          {"architecture", to_string(g.architecture)},
-          {"conv_clamp", g.conv_clamp < 0 ? nlohmann::json(nullptr) : nlohmann::json(g.conv_clamp)},
-          {"use_noise", g.use_noise},
-          {"resample_filter", g.resample_filter}};
+nlohmann::json to_json(const GeneratorOptions& g) { return config::to_json(generator_schema(), g); }
+
+nlohmann::json to_json(const DiscriminatorOptions& d) { return config::to_json(discriminator_schema(), d); }
+
+namespace {
+
+// SG2_OPTION(z_dim, "help") registers Options::z_dim under the key "z_dim".
+#define SG2_OPTION(name, help) s.add(#name, [](Options& o) -> auto& { return o.name; }, help)
+
+config::Schema<GeneratorOptions> make_generator_schema() {
+  using Options = GeneratorOptions;
+  config::Schema<Options> s;
+  SG2_OPTION(z_dim, "Input latent (Z) dimensionality");
+  SG2_OPTION(c_dim, "Conditioning label (C) dimensionality (0: unconditional)");
+  SG2_OPTION(w_dim, "Intermediate latent (W) dimensionality");
+  SG2_OPTION(img_resolution, "Output resolution");
+  SG2_OPTION(img_channels, "Output channels");
+  SG2_OPTION(mapping_layers, "Number of mapping network layers");
+  SG2_OPTION(mapping_lr_multiplier, "Learning rate multiplier of the mapping network");
+  SG2_OPTION(w_avg_beta, "Decay of the tracked average of W, for truncation (none: not tracked)").none_is(-1.0);
+  SG2_OPTION(channel_base, "Generator channels at resolution r: min(channel_base / r, channel_max)");
+  SG2_OPTION(channel_max, "Maximum generator channels in any layer");
+  SG2_OPTION(architecture, "Synthesis network architecture").one_of({"orig", "skip", "resnet"});
+  SG2_OPTION(conv_clamp, "Clamp generator activations to +-X (< 0 or none: off)").none_is(-1.0);
+  SG2_OPTION(use_noise, "Per-pixel noise inputs in the synthesis layers");
+  SG2_OPTION(resample_filter, "FIR taps of the up- and downsampling filters");
+  return s;
 }
 
-nlohmann::json to_json(const DiscriminatorOptions& d) {
-  return {{"c_dim", d.c_dim},
-          {"img_resolution", d.img_resolution},
-          {"img_channels", d.img_channels},
-          {"architecture", to_string(d.architecture)},
-          {"channel_base", d.channel_base},
-          {"channel_max", d.channel_max},
-          {"mbstd_group_size", d.mbstd_group_size <= 0 ? nlohmann::json(nullptr) : nlohmann::json(d.mbstd_group_size)},
-          {"mbstd_num_channels", d.mbstd_num_channels},
-          {"cmap_dim", d.cmap_dim < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.cmap_dim)},
-          {"mapping_layers", d.mapping_layers},
-          {"mapping_lr_multiplier", d.mapping_lr_multiplier},
-          {"conv_clamp", d.conv_clamp < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.conv_clamp)},
-          {"resample_filter", d.resample_filter}};
+config::Schema<DiscriminatorOptions> make_discriminator_schema() {
+  using Options = DiscriminatorOptions;
+  config::Schema<Options> s;
+  SG2_OPTION(c_dim, "Conditioning label (C) dimensionality (0: unconditional)");
+  SG2_OPTION(img_resolution, "Input resolution");
+  SG2_OPTION(img_channels, "Input channels");
+  SG2_OPTION(architecture, "Discriminator architecture").one_of({"orig", "skip", "resnet"});
+  SG2_OPTION(channel_base, "Discriminator channels at resolution r: min(channel_base / r, channel_max)");
+  SG2_OPTION(channel_max, "Maximum discriminator channels in any layer");
+  SG2_OPTION(mbstd_group_size, "Minibatch standard deviation group size (0 or none: the whole per-round batch)")
+      .none_is(0);
+  SG2_OPTION(mbstd_num_channels, "Minibatch standard deviation features (0: off)");
+  SG2_OPTION(cmap_dim, "Dimensionality of the label embedding of a conditional D (none: the channels at 4x4)")
+      .none_is(-1);
+  SG2_OPTION(mapping_layers, "Layers of the label mapping of a conditional discriminator");
+  SG2_OPTION(mapping_lr_multiplier, "Learning rate multiplier of the label mapping");
+  SG2_OPTION(conv_clamp, "Clamp discriminator activations to +-X (< 0 or none: off)").none_is(-1.0);
+  SG2_OPTION(resample_filter, "FIR taps of the downsampling filters");
+  return s;
+}
+
+#undef SG2_OPTION
+
+}  // namespace
+
+const config::Schema<GeneratorOptions>& generator_schema() {
+  static const config::Schema<GeneratorOptions> schema = make_generator_schema();
+  return schema;
+}
+
+const config::Schema<DiscriminatorOptions>& discriminator_schema() {
+  static const config::Schema<DiscriminatorOptions> schema = make_discriminator_schema();
+  return schema;
+}
+
+const std::vector<std::string>& dataset_given_keys() {
+  static const std::vector<std::string> keys{"c_dim", "img_resolution", "img_channels"};
+  return keys;
 }
 
 }  // namespace sg2::nn

@@ -53,14 +53,7 @@ TrainConfig ConfigOptions::resolve(const std::string& snapshot_yaml) const {
 }
 
 std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& c) {
-  data::DatasetOptions options;
-  options.path = c.data.path;
-  options.split = c.data.split;
-  options.use_labels = c.data.use_labels;
-  options.max_images = c.data.max_images;
-  options.resolution = c.data.resolution;
-  options.channels = c.data.channels;
-  return data::open_dataset(options);
+  return data::open_dataset(c.data);
 }
 
 std::unique_ptr<dist::Session> start_session(const TrainConfig& config, bool verbose) {

@@ -44,27 +44,17 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(data.workers, "Loader threads decoding batches ahead of training (0: load in the training thread)");
   SG2_FIELD(data.prefetch, "Batches decoded ahead of training (the bound of the loader's queue)");
 
-  SG2_FIELD(G.z_dim, "Input latent (Z) dimensionality");
-  SG2_FIELD(G.w_dim, "Intermediate latent (W) dimensionality");
-  SG2_FIELD(G.mapping_layers, "Number of mapping network layers");
-  SG2_FIELD(G.mapping_lr_multiplier, "Learning rate multiplier of the mapping network");
-  SG2_FIELD(G.w_avg_beta, "Decay of the tracked average of W (for truncation)");
-  SG2_FIELD(G.channel_base, "Generator channels at resolution r: min(channel_base / r, channel_max)");
-  SG2_FIELD(G.channel_max, "Maximum generator channels in any layer");
-  SG2_FIELD(G.architecture, "Synthesis network architecture").one_of({"orig", "skip", "resnet"});
-  SG2_FIELD(G.conv_clamp, "Clamp generator activations to +-X (< 0: off)");
-  SG2_FIELD(G.num_fp16_res, "Synthesis blocks at the N highest resolutions compute in run.mixed_precision's type");
+  // G.* and D.*: the networks' own keys (nn/options.h), less those the dataset gives.
+  s.include("G.", nn::generator_schema(), [](TrainConfig& c) -> nn::GeneratorOptions& { return c.G; },
+            nn::dataset_given_keys());
+  s.add("G.num_fp16_res", [](TrainConfig& c) -> auto& { return c.G.precision.num_fp16_res; },
+        "Synthesis blocks at the N highest resolutions compute in run.mixed_precision's type");
   SG2_FIELD(G.fused_modconv, "Modulated convolution as one grouped convolution (auto: in inference only)")
       .one_of({"auto", "true", "false"});
-
-  SG2_FIELD(D.channel_base, "Discriminator channels at resolution r: min(channel_base / r, channel_max)");
-  SG2_FIELD(D.channel_max, "Maximum discriminator channels in any layer");
-  SG2_FIELD(D.architecture, "Discriminator architecture").one_of({"orig", "skip", "resnet"});
-  SG2_FIELD(D.mbstd_group_size, "Minibatch standard deviation group size (0: the whole per-round batch)");
-  SG2_FIELD(D.mbstd_num_channels, "Minibatch standard deviation features (0: off)");
-  SG2_FIELD(D.mapping_layers, "Layers of the label mapping of a conditional discriminator");
-  SG2_FIELD(D.conv_clamp, "Clamp discriminator activations to +-X (< 0: off)");
-  SG2_FIELD(D.num_fp16_res, "Discriminator blocks at the N highest resolutions compute in run.mixed_precision's type");
+  s.include("D.", nn::discriminator_schema(), [](TrainConfig& c) -> nn::DiscriminatorOptions& { return c.D; },
+            nn::dataset_given_keys());
+  s.add("D.num_fp16_res", [](TrainConfig& c) -> auto& { return c.D.precision.num_fp16_res; },
+        "Discriminator blocks at the N highest resolutions compute in run.mixed_precision's type");
 
   SG2_FIELD(loss.r1_gamma, "R1 regularization weight gamma");
   SG2_FIELD(loss.pl_weight, "Path length regularization weight (0: off)");

@@ -38,22 +38,8 @@ TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::Discrim
   c.data.resolution = g.img_resolution;
   c.data.channels = g.img_channels;
   c.data.use_labels = g.c_dim > 0;
-  c.G.z_dim = g.z_dim;
-  c.G.w_dim = g.w_dim;
-  c.G.mapping_layers = g.mapping_layers;
-  c.G.mapping_lr_multiplier = g.mapping_lr_multiplier;
-  c.G.w_avg_beta = g.w_avg_beta;
-  c.G.channel_base = g.channel_base;
-  c.G.channel_max = g.channel_max;
-  c.G.architecture = nn::to_string(g.architecture);
-  c.G.conv_clamp = g.conv_clamp;
-  c.D.channel_base = d.channel_base;
-  c.D.channel_max = d.channel_max;
-  c.D.architecture = nn::to_string(d.architecture);
-  c.D.mbstd_group_size = d.mbstd_group_size;
-  c.D.mbstd_num_channels = d.mbstd_num_channels;
-  c.D.mapping_layers = d.mapping_layers;
-  c.D.conv_clamp = d.conv_clamp;
+  static_cast<nn::GeneratorOptions&>(c.G) = g;
+  c.D = d;
   return c;
 }
 

@@ -18,10 +18,11 @@ at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& d
 
 namespace {
 
-nn::MixedPrecision mixed_precision(const TrainConfig& c, int64_t num_fp16_res, const at::Device& device) {
+// The precision a run asks for: the config's num_fp16_res, in run.mixed_precision's type on this device.
+nn::MixedPrecision mixed_precision(const TrainConfig& c, const nn::MixedPrecision& asked, const at::Device& device) {
   const at::ScalarType type = mixed_precision_type(c.run.mixed_precision, device);
   nn::MixedPrecision p;
-  p.num_fp16_res = type == at::kFloat ? 0 : num_fp16_res;
+  p.num_fp16_res = type == at::kFloat ? 0 : asked.num_fp16_res;
   if (type != at::kFloat) p.reduced_type = type;
   return p;
 }
@@ -29,37 +30,21 @@ nn::MixedPrecision mixed_precision(const TrainConfig& c, int64_t num_fp16_res, c
 }  // namespace
 
 nn::GeneratorOptions generator_options(const TrainConfig& c, const data::Dataset& dataset, const at::Device& device) {
-  nn::GeneratorOptions g;
-  g.z_dim = c.G.z_dim;
+  nn::GeneratorOptions g = c.G;
   g.c_dim = dataset.label_dim();
-  g.w_dim = c.G.w_dim;
   g.img_resolution = dataset.resolution();
   g.img_channels = dataset.shape().channels;
-  g.mapping_layers = c.G.mapping_layers;
-  g.mapping_lr_multiplier = c.G.mapping_lr_multiplier;
-  g.w_avg_beta = c.G.w_avg_beta;
-  g.channel_base = c.G.channel_base;
-  g.channel_max = c.G.channel_max;
-  g.architecture = nn::parse_architecture(c.G.architecture);
-  g.conv_clamp = c.G.conv_clamp;
-  g.precision = mixed_precision(c, c.G.num_fp16_res, device);
+  g.precision = mixed_precision(c, c.G.precision, device);
   return g;
 }
 
 nn::DiscriminatorOptions discriminator_options(const TrainConfig& c, const data::Dataset& dataset,
                                                const at::Device& device) {
-  nn::DiscriminatorOptions d;
+  nn::DiscriminatorOptions d = c.D;
   d.c_dim = dataset.label_dim();
   d.img_resolution = dataset.resolution();
   d.img_channels = dataset.shape().channels;
-  d.architecture = nn::parse_architecture(c.D.architecture);
-  d.channel_base = c.D.channel_base;
-  d.channel_max = c.D.channel_max;
-  d.mbstd_group_size = c.D.mbstd_group_size;
-  d.mbstd_num_channels = c.D.mbstd_num_channels;
-  d.mapping_layers = c.D.mapping_layers;
-  d.conv_clamp = c.D.conv_clamp;
-  d.precision = mixed_precision(c, c.D.num_fp16_res, device);
+  d.precision = mixed_precision(c, c.D.precision, device);
   return d;
 }
 
@@ -96,7 +81,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
                   dataset_, data::LoaderOptions{config.train.batch, place_.rank, place_.world_size,
                                                 static_cast<uint64_t>(config.train.seed), config.data.mirror,
                                                 /*pin_memory=*/device.is_cuda()}),
-              data::PrefetchOptions{config.data.workers, config.data.prefetch}),
+              config.data),
       generator_(make_generator(device, static_cast<uint64_t>(config.train.seed * place_.world_size + place_.rank))) {
   validate(config_, place_.world_size);
   // Networks are initialised from the run seed on the CPU (identical on every rank), then moved.
@@ -110,13 +95,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
     set_requires_grad(*module, false);
   }
 
-  LossOptions loss_options;
-  loss_options.r1_gamma = config.loss.r1_gamma;
-  loss_options.pl_weight = config.loss.pl_weight;
-  loss_options.pl_decay = config.loss.pl_decay;
-  loss_options.pl_batch_shrink = config.loss.pl_batch_shrink;
-  loss_options.style_mixing_prob = config.loss.style_mixing_prob;
-  loss_ = std::make_unique<StyleGAN2Loss>(*G_, *D_, loss_options, device_);
+  loss_ = std::make_unique<StyleGAN2Loss>(*G_, *D_, config.loss, device_);
   loss_->fused_modconv = fused_modconv_in_training(config);
 
   // Phases as data: main every step, regularization every interval steps (lazy) or together.

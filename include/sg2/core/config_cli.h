@@ -33,7 +33,7 @@ std::string cli_group(const std::string& key);
 template <class Config>
 void add_cli_options(const Schema<Config>& schema, CLI::App& app, CliValues& values, const Config& defaults) {
   for (const auto& field : schema.fields()) {
-    std::string description = field.help + " [default: " + YAML::Dump(field.write(defaults)) + "]";
+    std::string description = field.help + " [default: " + flow_text(field.write(defaults)) + "]";
     if (!field.choices.empty()) {
       std::string list;
       for (const auto& c : field.choices) list += (list.empty() ? "" : "|") + c;

@@ -1,10 +1,12 @@
 #pragma once
 // One definition per config field: its dotted key, type, default and one-line help. The YAML reader
 // (nested maps), the YAML writer (the resolved config), the CLI flags (--G.z_dim 512, see
-// config_cli.h) and --help are all made from it, so none of them can drift from the others.
+// config_cli.h), --help and the JSON form (config_json.h: the networks' options in snapshots and
+// fixtures) are all made from it, so none of them can drift from the others.
 //
 //   Schema<TrainConfig> s;
 //   s.add("loss.r1_gamma", [](TrainConfig& c) -> auto& { return c.loss.r1_gamma; }, "R1 weight");
+//   s.include("G.", generator_schema(), [](TrainConfig& c) -> auto& { return c.G; });  // a part's schema
 //
 // Defaults are whatever a default-constructed Config holds. Unknown keys and wrong types are errors
 // that name the key and where it came from (file or command line).
@@ -12,6 +14,8 @@
 #include "sg2/core/error.h"
 
 #include <yaml-cpp/yaml.h>
+
+#include <algorithm>
 
 #include <cstdint>
 #include <functional>
@@ -37,10 +41,12 @@ double decode_number(const YAML::Node& node, const std::string& where);
 bool decode_bool(const YAML::Node& node, const std::string& where);
 std::string decode_string(const YAML::Node& node, const std::string& where);
 std::vector<std::string> decode_string_list(const YAML::Node& node, const std::string& where);
+std::vector<float> decode_number_list(const YAML::Node& node, const std::string& where);
 
 // Field values as YAML nodes; floats in their shortest round-trip form ("0.002", not 0.00200000000000000004).
 YAML::Node encode_value(double value);
 YAML::Node encode_value(const IntOrAuto& value);
+YAML::Node encode_value(const std::vector<float>& values);
 template <class T>
 YAML::Node encode_value(const T& value) {
   return YAML::Node(value);
@@ -51,39 +57,53 @@ struct Codec;
 template <>
 struct Codec<int> {
   static constexpr const char* type_name = "INT";
+  static YAML::Node encode(const int& v) { return encode_value(v); }
   static int decode(const YAML::Node& n, const std::string& w) { return static_cast<int>(decode_integer(n, w)); }
 };
 template <>
 struct Codec<int64_t> {
   static constexpr const char* type_name = "INT";
+  static YAML::Node encode(const int64_t& v) { return encode_value(v); }
   static int64_t decode(const YAML::Node& n, const std::string& w) { return decode_integer(n, w); }
 };
 template <>
 struct Codec<IntOrAuto> {
   static constexpr const char* type_name = "INT|auto";
+  static YAML::Node encode(const IntOrAuto& v) { return encode_value(v); }
   static IntOrAuto decode(const YAML::Node& n, const std::string& w) { return decode_integer_or_auto(n, w); }
 };
 template <>
 struct Codec<double> {
   static constexpr const char* type_name = "FLOAT";
+  static YAML::Node encode(const double& v) { return encode_value(v); }
   static double decode(const YAML::Node& n, const std::string& w) { return decode_number(n, w); }
 };
 template <>
 struct Codec<bool> {
   static constexpr const char* type_name = "BOOL";
+  static YAML::Node encode(const bool& v) { return encode_value(v); }
   static bool decode(const YAML::Node& n, const std::string& w) { return decode_bool(n, w); }
 };
 template <>
 struct Codec<std::string> {
   static constexpr const char* type_name = "TEXT";
+  static YAML::Node encode(const std::string& v) { return encode_value(v); }
   static std::string decode(const YAML::Node& n, const std::string& w) { return decode_string(n, w); }
 };
 template <>
 struct Codec<std::vector<std::string>> {
   static constexpr const char* type_name = "LIST";
+  static YAML::Node encode(const std::vector<std::string>& v) { return encode_value(v); }
   static std::vector<std::string> decode(const YAML::Node& n, const std::string& w) {
     return decode_string_list(n, w);
   }
+};
+
+template <>
+struct Codec<std::vector<float>> {
+  static constexpr const char* type_name = "FLOATS";
+  static YAML::Node encode(const std::vector<float>& v) { return encode_value(v); }
+  static std::vector<float> decode(const YAML::Node& n, const std::string& w) { return decode_number_list(n, w); }
 };
 
 // Splits nested maps into (dotted key, leaf node) pairs in document order.
@@ -97,6 +117,8 @@ YAML::Node nest_yaml(const std::vector<std::pair<std::string, YAML::Node>>& entr
 std::string describe_key(const std::string& key, const std::string& source);
 // Throws unless `value` is one of `allowed`, listing them.
 void check_choice(const std::string& value, const std::vector<std::string>& allowed, const std::string& where);
+// A value on one line, in YAML flow style ("[1, 3, 3, 1]").
+std::string flow_text(const YAML::Node& value);
 // Loads a YAML file with an error naming the file and the line on syntax errors.
 YAML::Node load_yaml_file(const std::string& path);
 
@@ -108,14 +130,25 @@ class Schema {
     std::string help;
     std::string type_name;
     std::vector<std::string> choices;  // allowed values of a TEXT field; empty = any
-    std::function<void(Config&, const YAML::Node&, const std::string& source)> read;
+    YAML::Node none_value;             // what null (the reference's None) stands for; undefined: null is no value
+    // `where` is describe_key(key, source), for errors.
+    std::function<void(Config&, const YAML::Node&, const std::string& where)> read;
     std::function<YAML::Node(const Config&)> write;
 
     Field& one_of(std::vector<std::string> allowed) {
       choices = std::move(allowed);
       return *this;
     }
+    // null reads as `value`, and `value` is written to JSON as null (e.g. conv_clamp: None = -1).
+    template <class V>
+    Field& none_is(V value) {
+      none_value = encode_value(value);
+      return *this;
+    }
+    bool has_none() const { return none_value.IsDefined() && !none_value.IsNull(); }
   };
+
+  Schema() = default;
 
   // Access: a callable Config& -> T& for T in {int, int64_t, double, bool, string, vector<string>}.
   template <class Access>
@@ -125,14 +158,35 @@ class Schema {
     field.key = key;
     field.help = std::move(help);
     field.type_name = Codec<T>::type_name;
-    field.read = [key, access](Config& config, const YAML::Node& node, const std::string& source) {
-      access(config) = Codec<T>::decode(node, describe_key(key, source));
+    field.read = [access](Config& config, const YAML::Node& node, const std::string& where) {
+      access(config) = Codec<T>::decode(node, where);
     };
-    field.write = [access](const Config& config) {
-      return encode_value(access(const_cast<Config&>(config)));
-    };
+    field.write = [access](const Config& config) { return Codec<T>::encode(access(const_cast<Config&>(config))); };
     fields_.push_back(std::move(field));
     return fields_.back();
+  }
+
+  // Adds the fields of a part's schema under `prefix`, except the keys in `except`; access is a
+  // callable Config& -> Part&.
+  template <class Part, class Access>
+  void include(const std::string& prefix, const Schema<Part>& part, Access access,
+               const std::vector<std::string>& except = {}) {
+    for (const auto& part_field : part.fields()) {
+      if (std::find(except.begin(), except.end(), part_field.key) != except.end()) continue;
+      Field field;
+      field.key = prefix + part_field.key;
+      field.help = part_field.help;
+      field.type_name = part_field.type_name;
+      field.choices = part_field.choices;
+      field.none_value = part_field.none_value;
+      field.read = [read = part_field.read, access](Config& config, const YAML::Node& node, const std::string& where) {
+        read(access(config), node, where);
+      };
+      field.write = [write = part_field.write, access](const Config& config) {
+        return write(access(const_cast<Config&>(config)));
+      };
+      fields_.push_back(std::move(field));
+    }
   }
 
   const std::vector<Field>& fields() const { return fields_; }
@@ -166,10 +220,10 @@ class Schema {
   void set(Config& config, const std::string& key, const YAML::Node& node, const std::string& source) const {
     const Field* field = find(key);
     if (field == nullptr) fail_unknown_key(key, source, keys());
-    if (!field->choices.empty()) {
-      check_choice(decode_string(node, describe_key(key, source)), field->choices, describe_key(key, source));
-    }
-    field->read(config, node, source);
+    const std::string where = describe_key(key, source);
+    const YAML::Node& value = node.IsNull() && field->has_none() ? field->none_value : node;
+    if (!field->choices.empty()) check_choice(decode_string(value, where), field->choices, where);
+    field->read(config, value, where);
   }
 
   YAML::Node to_yaml(const Config& config) const {
@@ -181,11 +235,7 @@ class Schema {
   // One "key: value" line per field, in schema order (values in YAML flow style).
   std::vector<std::string> to_key_value_lines(const Config& config) const {
     std::vector<std::string> lines;
-    for (const auto& f : fields_) {
-      YAML::Emitter value;
-      value << YAML::Flow << f.write(config);
-      lines.push_back(f.key + ": " + value.c_str());
-    }
+    for (const auto& f : fields_) lines.push_back(f.key + ": " + flow_text(f.write(config)));
     return lines;
   }
 

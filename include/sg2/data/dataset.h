@@ -3,6 +3,8 @@
 // datasets, Fashion-MNIST IDX files, synthetic images). Images are uint8 [C, H, W]; labels are
 // float [label_dim] (0 when the dataset is used unconditionally). Reads must be thread-safe.
 
+#include "sg2/data/options.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,15 +30,6 @@ class Dataset {
   virtual void read_label(int64_t index, float* out) const = 0;    // out: label_dim() floats
 
   int64_t resolution() const;  // side of the square images; errors for non-square ones
-};
-
-struct DatasetOptions {
-  std::string path;              // directory or file of the dataset
-  std::string split = "train";   // Fashion-MNIST: train, test or all
-  bool use_labels = false;       // expose class labels (conditional training)
-  int64_t max_images = 0;        // 0: all
-  int64_t resolution = 0;        // expected resolution; 0: whatever the data has
-  int64_t channels = 0;          // expected channels; 0: whatever the data has
 };
 
 constexpr const char* kSyntheticPath = "synthetic";

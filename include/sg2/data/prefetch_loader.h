@@ -14,11 +14,6 @@
 
 namespace sg2::data {
 
-struct PrefetchOptions {
-  int workers = 2;   // 0: load in the calling thread
-  int prefetch = 4;  // batches buffered ahead
-};
-
 class PrefetchLoader {
  public:
   PrefetchLoader(std::shared_ptr<const BatchLoader> loader, const PrefetchOptions& options);

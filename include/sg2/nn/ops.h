@@ -5,6 +5,8 @@
 // entry point that picks a faster kernel where one exists (see kernels.h), unless reference ops are
 // forced with set_reference_ops(true).
 
+#include "sg2/nn/activation.h"
+
 #include <ATen/ATen.h>
 
 #include <array>
@@ -12,12 +14,6 @@
 #include <vector>
 
 namespace sg2::nn::ops {
-
-enum class Activation { Linear, Relu, LRelu };
-Activation parse_activation(const std::string& name);
-std::string to_string(Activation act);
-double default_gain(Activation act);   // sqrt(2) for relu/lrelu, else 1
-double default_alpha(Activation act);  // 0.2 for lrelu, else 0
 
 // Process-wide switch: true = always use the reference implementations (tests, parity debugging).
 void set_reference_ops(bool enabled);

@@ -1,10 +1,13 @@
 #pragma once
-// Construction options of the networks, named as the reference's constructor arguments. The JSON
-// form ({"z_dim": 512, "mapping_layers": 8, ...}) is the one the parity fixtures use and the one
-// snapshots store, so a network can be rebuilt from either.
+// Construction options of the networks, named as the reference's constructor arguments. Each
+// network's keys are defined once, in its schema: the JSON form ({"z_dim": 512, "mapping_layers": 8,
+// ...}) the parity fixtures use and snapshots store, and the G.* / D.* keys of the training config
+// (train/config.h), are both made from it.
 
-#include "sg2/nn/ops.h"
+#include "sg2/core/config_schema.h"
+#include "sg2/nn/activation.h"
 
+#include <c10/core/ScalarType.h>
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
@@ -93,7 +96,15 @@ struct DiscriminatorOptions {
 void validate(const GeneratorOptions& g);
 void validate(const DiscriminatorOptions& d);
 
-// JSON in the fixture / snapshot form. Unknown keys are reported through `unknown_keys`.
+// The constructor arguments as config fields (key, type, default, help; None as the reference).
+// Precision is not among them: it does not change the parameters, and each run chooses its own.
+const config::Schema<GeneratorOptions>& generator_schema();
+const config::Schema<DiscriminatorOptions>& discriminator_schema();
+// The keys a dataset gives rather than a config (c_dim, img_resolution, img_channels).
+const std::vector<std::string>& dataset_given_keys();
+
+// JSON in the fixture / snapshot form, made from the schemas. Unknown keys are reported through
+// `unknown_keys` ("G.key") and otherwise ignored, as is the reference's num_fp16_res.
 GeneratorOptions generator_options_from_json(const nlohmann::json& j, std::vector<std::string>* unknown_keys = nullptr);
 DiscriminatorOptions discriminator_options_from_json(const nlohmann::json& j,
                                                      std::vector<std::string>* unknown_keys = nullptr);

@@ -1,9 +1,14 @@
 #pragma once
 // The training configuration: every field defined once in train_schema() (key, type, default,
 // help), read from YAML presets (configs/*.yaml) and --key value flags, written back as the
-// resolved config of a run. Defaults are config-f (DESIGN.md section 4).
+// resolved config of a run. Defaults are config-f (DESIGN.md section 4). The config holds the
+// option structs of the layers it configures (data, networks, loss) directly; their keys come from
+// the networks' own schemas (nn/options.h), so the G.* and D.* keys are defined once.
 
 #include "sg2/core/config_schema.h"
+#include "sg2/data/options.h"
+#include "sg2/nn/options.h"
+#include "sg2/train/loss_options.h"
 
 #include <string>
 #include <vector>
@@ -25,47 +30,17 @@ struct TrainConfig {
     int grid_w = 0;                      // sample grid columns; 0: as the reference (7680 / W, 7-32)
     int grid_h = 0;
   } run;
-  struct Data {
-    std::string path = "/usr/share/datasets/fashion-mnist";
-    std::string split = "train";
-    bool use_labels = false;
-    bool mirror = false;
-    int64_t max_images = 0;
-    int64_t resolution = 0;              // expected resolution; 0: the dataset's
-    int64_t channels = 0;                // expected channels; 0: the dataset's
-    int workers = 2;                     // loader threads decoding batches ahead (0: in the training thread)
-    int prefetch = 4;                    // batches decoded ahead
+  struct Data : data::DatasetOptions, data::PrefetchOptions {
+    Data() { path = "/usr/share/datasets/fashion-mnist"; }
+    bool mirror = false;                 // random horizontal flips of the real images
   } data;
-  struct Generator {
-    int64_t z_dim = 512;
-    int64_t w_dim = 512;
-    int64_t mapping_layers = 8;
-    double mapping_lr_multiplier = 0.01;
-    double w_avg_beta = 0.995;
-    int64_t channel_base = 32768;
-    int64_t channel_max = 512;
-    std::string architecture = "skip";
-    double conv_clamp = -1;
-    int64_t num_fp16_res = 0;            // mixed precision in the N highest resolutions
+  // The network options; c_dim, img_resolution and img_channels come from the dataset, and the
+  // precision's reduced type from run.mixed_precision (generator_options() in trainer.h).
+  struct Generator : nn::GeneratorOptions {
     std::string fused_modconv = "auto";  // auto, true, false
   } G;
-  struct Discriminator {
-    int64_t channel_base = 32768;
-    int64_t channel_max = 512;
-    std::string architecture = "resnet";
-    int64_t mbstd_group_size = 4;
-    int64_t mbstd_num_channels = 1;
-    int64_t mapping_layers = 8;
-    double conv_clamp = -1;
-    int64_t num_fp16_res = 0;
-  } D;
-  struct Loss {
-    double r1_gamma = 10.0;
-    double pl_weight = 2.0;
-    double pl_decay = 0.01;
-    int64_t pl_batch_shrink = 2;
-    double style_mixing_prob = 0.9;
-  } loss;
+  nn::DiscriminatorOptions D;
+  LossOptions loss;
   struct Optim {
     double G_lr = 0.002;
     double D_lr = 0.002;

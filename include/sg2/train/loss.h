@@ -4,6 +4,7 @@
 // mixing, random noise, lazy-regularization gains and statistics.
 
 #include "sg2/nn/networks.h"
+#include "sg2/train/loss_options.h"
 #include "sg2/train/stats.h"
 
 #include <ATen/ATen.h>
@@ -14,14 +15,6 @@ namespace sg2::train {
 
 enum class Phase { Gmain, Greg, Gboth, Dmain, Dreg, Dboth };
 std::string to_string(Phase phase);
-
-struct LossOptions {
-  double r1_gamma = 10.0;
-  double pl_weight = 2.0;
-  double pl_decay = 0.01;
-  int64_t pl_batch_shrink = 2;
-  double style_mixing_prob = 0.9;
-};
 
 // softplus(-logits): the non-saturating generator loss and the real-image discriminator loss.
 at::Tensor softplus_neg(const at::Tensor& logits);

@@ -1,5 +1,6 @@
 // The config schema: one definition gives YAML reading, writing, CLI flags and errors naming keys.
 #include "sg2/core/config_cli.h"
+#include "sg2/core/config_json.h"
 #include "sg2/core/config_schema.h"
 #include "test_support.h"
 
@@ -155,6 +156,72 @@ TEST(ConfigCli, HelpShowsDefaultsAndChoices) {
   EXPECT_NE(help.find("--net.width"), std::string::npos);
   EXPECT_NE(help.find("[default: 64]"), std::string::npos) << help;
   EXPECT_NE(help.find("{skip|resnet}"), std::string::npos) << help;
+}
+
+// A part with its own schema, included in a whole under a prefix, as the networks' options are in
+// the training config.
+struct Part {
+  double clamp = -1;  // < 0: off; the reference's None
+  int64_t size = 4;
+  std::vector<float> taps{1, 3, 3, 1};
+};
+struct Whole {
+  Part part;
+  int other = 0;
+};
+
+const Schema<Part>& part_schema() {
+  static const Schema<Part> s = [] {
+    Schema<Part> out;
+    out.add("clamp", [](Part& p) -> auto& { return p.clamp; }, "Clamp").none_is(-1.0);
+    out.add("size", [](Part& p) -> auto& { return p.size; }, "Size");
+    out.add("taps", [](Part& p) -> auto& { return p.taps; }, "Taps");
+    return out;
+  }();
+  return s;
+}
+
+TEST(ConfigSchema, AnIncludedPartKeepsItsFieldsUnderThePrefix) {
+  Schema<Whole> whole;
+  whole.include("part.", part_schema(), [](Whole& w) -> Part& { return w.part; }, {"size"});
+  whole.add("other", [](Whole& w) -> auto& { return w.other; }, "Other");
+  EXPECT_EQ(whole.keys(), (std::vector<std::string>{"part.clamp", "part.taps", "other"}));
+  Whole w;
+  whole.read_yaml(w, YAML::Load("part: {clamp: 256, taps: [1, 2, 1]}\nother: 3"), "w.yaml");
+  EXPECT_DOUBLE_EQ(w.part.clamp, 256);
+  EXPECT_EQ(w.part.taps, (std::vector<float>{1, 2, 1}));
+  EXPECT_EQ(w.other, 3);
+  whole.read_yaml(w, YAML::Load("part: {clamp: ~}"), "w.yaml");  // None
+  EXPECT_DOUBLE_EQ(w.part.clamp, -1);
+  EXPECT_NE(whole.to_yaml_string(w).find("taps: [1, 2, 1]"), std::string::npos) << whole.to_yaml_string(w);
+  try {
+    whole.read_yaml(w, YAML::Load("part: {taps: x}"), "w.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("key 'part.taps' (w.yaml): expected a list of numbers"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ConfigJson, NoneIsNullBothWaysAndUnknownKeysAreReturned) {
+  Part p;
+  nlohmann::json j = to_json(part_schema(), p);
+  EXPECT_TRUE(j.at("clamp").is_null()) << j.dump();
+  EXPECT_EQ(j.at("size"), 4);
+  EXPECT_EQ(j.at("taps"), nlohmann::json({1.0, 3.0, 3.0, 1.0}));
+  j["clamp"] = 0.5;
+  j["size"] = 8;
+  j["extra"] = true;
+  Part back;
+  EXPECT_EQ(read_json(part_schema(), back, j, "p.json"), std::vector<std::string>{"extra"});
+  EXPECT_DOUBLE_EQ(back.clamp, 0.5);
+  EXPECT_EQ(back.size, 8);
+  j["clamp"] = nullptr;
+  read_json(part_schema(), back, j, "p.json");
+  EXPECT_DOUBLE_EQ(back.clamp, -1);
+  j["size"] = "big";
+  EXPECT_THROW(read_json(part_schema(), back, j, "p.json"), Error);
+  EXPECT_THROW(read_json(part_schema(), back, nlohmann::json::array(), "p.json"), Error);
 }
 
 }  // namespace

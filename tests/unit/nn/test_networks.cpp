@@ -239,5 +239,23 @@ TEST(Options, JsonRoundTripAndValidation) {
   EXPECT_THROW(generator_options_from_json(j), Error);
 }
 
+TEST(Options, NoneIsNullAsInTheReference) {
+  DiscriminatorOptions d;
+  d.mbstd_group_size = 0;
+  const nlohmann::json j = to_json(d);
+  EXPECT_TRUE(j.at("conv_clamp").is_null()) << j.dump();
+  EXPECT_TRUE(j.at("cmap_dim").is_null()) << j.dump();
+  EXPECT_TRUE(j.at("mbstd_group_size").is_null()) << j.dump();
+  nlohmann::json reference = j;
+  reference["conv_clamp"] = 256;
+  reference["num_fp16_res"] = 4;  // the reference's mixed precision: not a parameter, ignored
+  std::vector<std::string> unknown;
+  const DiscriminatorOptions back = discriminator_options_from_json(reference, &unknown);
+  EXPECT_TRUE(unknown.empty());
+  EXPECT_DOUBLE_EQ(back.conv_clamp, 256);
+  EXPECT_EQ(back.mbstd_group_size, 0);
+  EXPECT_EQ(back.precision.num_fp16_res, 0);
+}
+
 }  // namespace
 }  // namespace sg2::nn

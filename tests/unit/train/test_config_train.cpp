@@ -70,15 +70,31 @@ TEST(TrainConfig, ConfigFMatchesTheDesignTable) {
   TrainConfig cifar;
   train_schema().read_yaml_file(cifar, test::source_dir() + "/configs/cifar.yaml");
   EXPECT_EQ(cifar.G.mapping_layers, 2);
-  EXPECT_EQ(cifar.D.architecture, "orig");
+  EXPECT_EQ(cifar.D.architecture, nn::Architecture::Orig);
   EXPECT_EQ(cifar.loss.pl_weight, 0);
   EXPECT_EQ(cifar.loss.style_mixing_prob, 0);
   EXPECT_DOUBLE_EQ(cifar.train.ema_rampup, 0.05);
   // The TensorFlow configuration is float32; stylegan2-ada-pytorch's presets use its mixed precision.
-  EXPECT_EQ(c.G.num_fp16_res, 0);
-  EXPECT_EQ(cifar.G.num_fp16_res, 4);
-  EXPECT_EQ(cifar.D.num_fp16_res, 4);
+  EXPECT_EQ(c.G.precision.num_fp16_res, 0);
+  EXPECT_EQ(cifar.G.precision.num_fp16_res, 4);
+  EXPECT_EQ(cifar.D.precision.num_fp16_res, 4);
   EXPECT_DOUBLE_EQ(cifar.D.conv_clamp, 256);
+}
+
+TEST(TrainConfig, TheNetworkKeysAreTheNetworksOwn) {
+  for (const auto& [prefix, keys] : {std::pair{"G.", nn::generator_schema().keys()},
+                                     std::pair{"D.", nn::discriminator_schema().keys()}}) {
+    for (const std::string& key : keys) {
+      const auto& given = nn::dataset_given_keys();
+      const bool from_dataset = std::find(given.begin(), given.end(), key) != given.end();
+      EXPECT_EQ(train_schema().find(prefix + key) == nullptr, from_dataset) << prefix << key;
+    }
+  }
+  TrainConfig c;
+  train_schema().read_yaml(c, YAML::Load("G: {conv_clamp: 256, architecture: resnet}\nD: {conv_clamp: ~}"), "t");
+  EXPECT_DOUBLE_EQ(c.G.conv_clamp, 256);
+  EXPECT_EQ(c.G.architecture, nn::Architecture::Resnet);
+  EXPECT_DOUBLE_EQ(c.D.conv_clamp, -1);
 }
 
 TEST(TrainConfig, BatchGpuTakesAutoAndTheProbeTriesOnlyValidValues) {
