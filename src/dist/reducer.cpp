@@ -7,7 +7,7 @@
 
 namespace sg2::dist {
 
-GradientReducer::GradientReducer(Communicator& comm, NamedParameters parameters, ReducerOptions options)
+GradientReducer::GradientReducer(Communicator& comm, NamedTensors parameters, ReducerOptions options)
     : comm_(comm), options_(options) {
   SG2_CHECK(options.bucket_bytes > 0, "dist.bucket_mb must be > 0");
   std::vector<size_t> order;
@@ -205,7 +205,7 @@ ReducerTimes GradientReducer::take_times() {
   return out;
 }
 
-void allreduce_gradients_per_tensor(Communicator& comm, const GradientReducer::NamedParameters& parameters,
+void allreduce_gradients_per_tensor(Communicator& comm, const NamedTensors& parameters,
                                     double divisor) {
   for (const auto& [name, p] : parameters) {
     at::Tensor grad = p.grad().defined() ? p.grad().contiguous().clone() : at::zeros_like(p);

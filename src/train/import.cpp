@@ -4,6 +4,7 @@
 #include "sg2/nn/networks.h"
 #include "sg2/nn/state_dict.h"
 #include "sg2/train/snapshot.h"
+#include "sg2/train/training_state.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -72,12 +73,14 @@ ImportResult import_reference_networks(const std::string& state_dict_path, const
   auto dict = snapshot_dict(train_schema().to_yaml_string(config_for_networks(g, d)),
                             {{"G", nn::to_json(g)}, {"D", nn::to_json(d)}});
   dict.insert("imported", int64_t{1});
-  for (const char* key : {"progress.cur_nimg", "progress.batch_idx", "progress.cur_tick", "progress.tick_start_nimg"})
-    dict.insert(key, int64_t{0});
   dict.insert("world_size", int64_t{1});
-  put_tensors(dict, nn::state_dict(*G, "G."));
-  put_tensors(dict, nn::state_dict(*D, "D."));
-  put_tensors(dict, nn::state_dict(*G_ema, "G_ema."));
+  TrainingState state;  // the networks only: no optimizer state, progress 0
+  state.add_module("G", *G);
+  state.add_module("D", *D);
+  state.add_module("G_ema", *G_ema);
+  Progress start;
+  state.add_progress(start);
+  put_state(dict, state);
   write_snapshot_dict(out_path, dict);
   result.G_parameters = nn::count_parameters(*G);
   result.D_parameters = nn::count_parameters(*D);

@@ -19,8 +19,9 @@ int64_t Snapshot::integer(const std::string& key) const {
 
 using Dict = c10::Dict<c10::IValue, c10::IValue>;
 
-void put_tensors(Dict& dict, const nn::NamedTensors& tensors) {
-  for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().cpu().clone());
+void put_state(Dict& dict, const TrainingState& state) {
+  for (const auto& [name, tensor] : state.saved_tensors()) dict.insert(name, tensor.detach().cpu().clone());
+  for (const auto& [name, value] : state.counters()) dict.insert(name, value);
 }
 
 Dict snapshot_dict(const std::string& config_yaml, const nlohmann::json& networks) {
@@ -40,18 +41,8 @@ void write_snapshot_dict(const std::string& path, const Dict& dict) {
 void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<at::Tensor>& rank_states) {
   Dict dict = snapshot_dict(train_schema().to_yaml_string(trainer.config()),
                             {{"G", nn::to_json(trainer.G().options)}, {"D", nn::to_json(trainer.D().options)}});
-  const Progress& p = trainer.progress();
-  dict.insert("progress.cur_nimg", p.cur_nimg);
-  dict.insert("progress.batch_idx", p.batch_idx);
-  dict.insert("progress.cur_tick", p.cur_tick);
-  dict.insert("progress.tick_start_nimg", p.tick_start_nimg);
   dict.insert("world_size", static_cast<int64_t>(trainer.place().world_size));
-  put_tensors(dict, nn::state_dict(trainer.G(), "G."));
-  put_tensors(dict, nn::state_dict(trainer.D(), "D."));
-  put_tensors(dict, nn::state_dict(trainer.G_ema(), "G_ema."));
-  put_tensors(dict, trainer.G_opt().state("G_opt."));
-  put_tensors(dict, trainer.D_opt().state("D_opt."));
-  dict.insert("loss.pl_mean", trainer.loss().pl_mean.detach().cpu().clone());
+  put_state(dict, trainer.state());
   {
     std::lock_guard<std::mutex> lock(trainer.generator().mutex());
     dict.insert("rng.step", trainer.generator().get_state());
@@ -104,20 +95,10 @@ bool generator_state_fits(const Snapshot& s, at::Generator& generator) {
 }  // namespace
 
 void restore_trainer(Trainer& trainer, const Snapshot& s) {
-  nn::load_state_dict(trainer.G(), s.tensors, "G.", s.path);
-  nn::load_state_dict(trainer.D(), s.tensors, "D.", s.path);
-  nn::load_state_dict(trainer.G_ema(), s.tensors, "G_ema.", s.path);
+  trainer.state().load_modules(s.tensors, s.path);
   if (s.imported()) return;  // weights only: fresh optimizers, progress 0
-  trainer.G_opt().load_state(s.tensors, "G_opt.", s.path);
-  trainer.D_opt().load_state(s.tensors, "D_opt.", s.path);
-  auto pl_mean = s.tensors.find("loss.pl_mean");
-  SG2_CHECK(pl_mean != s.tensors.end(), "{}: snapshot has no loss.pl_mean", s.path);
-  trainer.loss().pl_mean.copy_(pl_mean->second);
-  Progress& p = trainer.progress();
-  p.cur_nimg = s.integer("progress.cur_nimg");
-  p.batch_idx = s.integer("progress.batch_idx");
-  p.cur_tick = s.integer("progress.cur_tick");
-  p.tick_start_nimg = s.integer("progress.tick_start_nimg");
+  trainer.state().load_training_progress(s.tensors, s.integers, s.path);
+  const Progress& p = trainer.progress();
   // The step generator continues where it was when the world is the same. Each rank's stream is
   // its own, so another world size starts fresh streams keyed by (seed, rank, step). With
   // dist.rng = global the step's draws are keyed by the step itself and need no state.

@@ -122,6 +122,14 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
   dist::ReducerOptions reducer{static_cast<int64_t>(config.dist.bucket_mb * (1 << 20)), config.dist.overlap};
   G_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, nn::named_parameters(*G_), reducer);
   D_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, nn::named_parameters(*D_), reducer);
+
+  state_.add_module("G", *G_);
+  state_.add_module("D", *D_);
+  state_.add_module("G_ema", *G_ema_);
+  state_.add_optimizer("G_opt", *G_opt_);
+  state_.add_optimizer("D_opt", *D_opt_);
+  state_.add_tensor("loss.pl_mean", loss_->pl_mean);
+  state_.add_progress(progress_);
   broadcast_from_rank0();
 }
 
@@ -149,20 +157,11 @@ std::pair<at::Tensor, at::Tensor> Trainer::draw_latents(size_t phase_index, int6
   return {z, label_table_.index_select(0, index)};
 }
 
-dist::NamedTensors Trainer::replicated_tensors() {
-  dist::NamedTensors all;
-  for (const auto& [prefix, module] : std::vector<std::pair<std::string, torch::nn::Module*>>{
-           {"G.", G_.get()}, {"D.", D_.get()}, {"G_ema.", G_ema_.get()}}) {
-    for (const auto& item : module->named_parameters()) all.emplace_back(prefix + item.key(), item.value());
-    for (const auto& item : module->named_buffers()) all.emplace_back(prefix + item.key(), item.value());
-  }
-  all.emplace_back("loss.pl_mean", loss_->pl_mean);
-  return all;
+void Trainer::broadcast_from_rank0() { dist::broadcast_tensors(*comm_, state_.replicated_tensors(), 0); }
+
+void Trainer::check_replicas(const std::string& what) {
+  dist::check_replicas_identical(*comm_, state_.replicated_tensors(), what);
 }
-
-void Trainer::broadcast_from_rank0() { dist::broadcast_tensors(*comm_, replicated_tensors(), 0); }
-
-void Trainer::check_replicas(const std::string& what) { dist::check_replicas_identical(*comm_, replicated_tensors(), what); }
 
 std::vector<at::Tensor> Trainer::gather_generator_states() {
   at::Tensor state;

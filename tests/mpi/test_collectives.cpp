@@ -233,9 +233,9 @@ TEST(Watchdog, CompletedCollectivesLeaveTheQueueWithoutFailure) {
 }
 
 // Parameters of odd shapes; "unused" never receives a gradient (counts as zeros).
-GradientReducer::NamedParameters make_parameters() {
+NamedTensors make_parameters() {
   at::manual_seed(7);
-  GradientReducer::NamedParameters params;
+  NamedTensors params;
   for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
            {"w0", {33, 7}}, {"b0", {33}}, {"w1", {5, 33}}, {"unused", {3}}, {"b1", {5}}, {"w2", {1, 5}}}) {
     params.emplace_back(name, at::randn(shape).to(comm().device()).requires_grad_(true));
@@ -244,7 +244,7 @@ GradientReducer::NamedParameters make_parameters() {
 }
 
 // One round of a rank-dependent loss through the parameters (not "unused").
-void backward_round(const GradientReducer::NamedParameters& p, int round) {
+void backward_round(const NamedTensors& p, int round) {
   at::Tensor x = at::randn({4, 7}, at::TensorOptions().dtype(at::kFloat)).add(comm().rank() + round).to(comm().device());
   at::Tensor h = at::tanh(at::addmm(p[1].second, x, p[0].second.t()));
   h = at::tanh(at::addmm(p[4].second, h, p[2].second.t()));

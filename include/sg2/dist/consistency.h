@@ -2,6 +2,7 @@
 // Replica consistency: every rank hashes its tensors, the hashes are all-gathered and compared with
 // rank 0's. A mismatch is an error naming the first differing tensor and the ranks that differ.
 
+#include "sg2/core/named_tensors.h"
 #include "sg2/dist/communicator.h"
 
 #include <string>
@@ -10,7 +11,7 @@
 
 namespace sg2::dist {
 
-using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+using sg2::NamedTensors;
 
 // FNV-1a over the tensor's bytes (any device; copied to the host).
 uint64_t tensor_hash(const at::Tensor& tensor);

@@ -9,6 +9,7 @@
 // Cross-rank contract: all ranks build the reducer over the same parameters in the same order and
 // run the same number of final backward passes.
 
+#include "sg2/core/named_tensors.h"
 #include "sg2/core/timer.h"
 #include "sg2/dist/communicator.h"
 
@@ -20,6 +21,8 @@
 #include <vector>
 
 namespace sg2::dist {
+
+using sg2::NamedTensors;
 
 struct ReducerOptions {
   int64_t bucket_bytes = 25 << 20;  // DDP's default
@@ -34,8 +37,7 @@ struct ReducerTimes {
 
 class GradientReducer {
  public:
-  using NamedParameters = std::vector<std::pair<std::string, at::Tensor>>;
-  GradientReducer(Communicator& comm, NamedParameters parameters, ReducerOptions options = {});
+  GradientReducer(Communicator& comm, NamedTensors parameters, ReducerOptions options = {});
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
@@ -96,7 +98,7 @@ class GradientReducer {
 
 // The plain reference: one blocking allreduce per gradient, then .grad = sum / divisor.
 // Parameters without .grad count as zeros.
-void allreduce_gradients_per_tensor(Communicator& comm, const GradientReducer::NamedParameters& parameters,
+void allreduce_gradients_per_tensor(Communicator& comm, const NamedTensors& parameters,
                                     double divisor);
 
 }  // namespace sg2::dist

@@ -3,6 +3,8 @@
 // its children), loading with errors that list missing, unexpected and mis-shaped keys, and
 // conversion from the flat dict that torch.save / torch::pickle_load produce.
 
+#include "sg2/core/named_tensors.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
 
@@ -17,7 +19,7 @@ class Module;
 
 namespace sg2::nn {
 
-using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+using sg2::NamedTensors;
 using TensorMap = std::map<std::string, at::Tensor>;
 
 NamedTensors state_dict(const torch::nn::Module& module, const std::string& prefix = "");

@@ -24,6 +24,7 @@
 namespace sg2::train {
 
 class Trainer;
+class TrainingState;
 
 constexpr const char* kSnapshotFormat = "stylegan2-cpp-snapshot";
 constexpr int64_t kSnapshotVersion = 1;
@@ -47,8 +48,8 @@ Snapshot load_snapshot(const std::string& path);
 // The dict every snapshot starts with (format, version, config, networks), and writing one atomically.
 c10::Dict<c10::IValue, c10::IValue> snapshot_dict(const std::string& config_yaml, const nlohmann::json& networks);
 void write_snapshot_dict(const std::string& path, const c10::Dict<c10::IValue, c10::IValue>& dict);
-// Adds CPU copies of `tensors` (e.g. nn::state_dict(G, "G.")) to a snapshot dict.
-void put_tensors(c10::Dict<c10::IValue, c10::IValue>& dict, const nn::NamedTensors& tensors);
+// Adds CPU copies of a training state's saved tensors, and its counters, to a snapshot dict.
+void put_state(c10::Dict<c10::IValue, c10::IValue>& dict, const TrainingState& state);
 
 // Continues `trainer` from `snapshot` (same architecture; any world size). An imported snapshot
 // gives the network weights only: the optimizers start fresh and the progress at 0.

@@ -12,6 +12,7 @@
 #include "sg2/train/loss.h"
 #include "sg2/train/optim.h"
 #include "sg2/train/stats.h"
+#include "sg2/train/training_state.h"
 
 #include <memory>
 #include <string>
@@ -41,13 +42,6 @@ struct StepInputs {
   std::vector<std::vector<at::Tensor>> gen_c;       // [phase][round] -> [b, c_dim]
 };
 
-struct Progress {
-  int64_t cur_nimg = 0;   // real images shown so far (all processes)
-  int64_t batch_idx = 0;  // steps taken
-  int64_t cur_tick = 0;   // index of the next tick to end
-  int64_t tick_start_nimg = 0;
-};
-
 class Trainer {
  public:
   // comm: the job's communicator; null = a world of one (Local backend). Parameters and buffers
@@ -65,7 +59,7 @@ class Trainer {
   void update_generator_ema();
 
   // Collectives (all ranks call them together).
-  void broadcast_from_rank0();                        // G, D, G_ema parameters and buffers; pl_mean
+  void broadcast_from_rank0();                        // the state's replicated tensors
   void check_replicas(const std::string& what);       // error naming the first tensor that differs
   std::vector<at::Tensor> gather_generator_states();  // rank r's step generator state at [r]
   dist::ReducerTimes take_reducer_times();
@@ -80,8 +74,8 @@ class Trainer {
   const std::vector<TrainingPhase>& phases() const { return phases_; }
   StatsCollector& stats() { return stats_; }
   StyleGAN2Loss& loss() { return *loss_; }
-  Adam& G_opt() { return *G_opt_; }
-  Adam& D_opt() { return *D_opt_; }
+  // G, D, G_ema, both Adam states, pl_mean and the progress counters (training_state.h).
+  const TrainingState& state() const { return state_; }
   at::Generator& generator() { return generator_; }
   Progress& progress() { return progress_; }
   const TrainConfig& config() const { return config_; }
@@ -97,7 +91,6 @@ class Trainer {
   std::pair<at::Tensor, at::Tensor> draw_latents(size_t phase_index, int64_t local_batch);  // z [b, z], c [b, c]
   void average_running_means();         // dist.rng = rank, once per step
   void apply_deferred_running_means();  // dist.rng = global, once per phase
-  dist::NamedTensors replicated_tensors();
 
   TrainConfig config_;
   std::shared_ptr<const data::Dataset> dataset_;
@@ -116,6 +109,7 @@ class Trainer {
   at::Generator generator_;
   StatsCollector stats_;
   Progress progress_;
+  TrainingState state_;
 };
 
 // The network options a config and a dataset give.
