@@ -3,13 +3,14 @@
 // communicator like nccl-tests.
 //   stylegan2_bench --config configs/bench-cpu-32.yaml
 //   mpirun -np 2 stylegan2_bench comm [--config configs/bench-cpu-32.yaml]
+#include "sg2/cli/benchmark.h"
+#include "sg2/cli/command_line.h"
 #include "sg2/core/cli_parse.h"
 #include "sg2/core/logging.h"
 #include "sg2/dist/comm_benchmark.h"
 #include "sg2/nn/ops.h"
 #include "sg2/train/batch_probe.h"
-#include "sg2/train/benchmark.h"
-#include "sg2/train/command_line.h"
+#include "sg2/train/out_of_memory.h"
 
 #include <iostream>
 
@@ -17,9 +18,9 @@ namespace {
 
 using namespace sg2;
 
-int bench_training(const train::TrainConfig& requested, const train::BenchOptions& bench) {
-  auto session = train::start_session(requested);
-  const std::string compute = train::apply_compute_settings(requested, session->world());
+int bench_training(const train::TrainConfig& requested, const cli::BenchOptions& bench) {
+  auto session = cli::start_session(requested);
+  const std::string compute = cli::apply_compute_settings(requested, session->world());
   if (session->world().is_root()) std::cout << "# compute: " << compute << "\n";
   auto dataset = train::open_configured_dataset(requested);
   std::string batch_report;
@@ -27,10 +28,10 @@ int bench_training(const train::TrainConfig& requested, const train::BenchOption
                                                                  session->comm(), &batch_report);
   if (session->world().is_root() && !batch_report.empty()) std::cout << "# " << batch_report << "\n";
   train::Trainer trainer(config, dataset, session->comm().device(), &session->comm());
-  const train::BenchResult result = train::run_benchmark(trainer, bench);
+  const cli::BenchResult result = cli::run_benchmark(trainer, bench);
   if (session->world().is_root()) {
     const dist::ReducerTimes& comm = result.step_allreduce;
-    std::cout << train::format_benchmark(result, trainer);
+    std::cout << cli::format_benchmark(result, trainer);
     std::cout << fmt::format("# {} ranks, backend {}: allreduce per step busy {:.4f} s, exposed after backward "
                              "{:.4f} s (overlap {:.0f}%), {:.1f} MB of gradients per rank\n",
                              session->world().size, session->comm().backend(), comm.busy_seconds,
@@ -42,7 +43,7 @@ int bench_training(const train::TrainConfig& requested, const train::BenchOption
 }
 
 int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::CommBenchOptions& options) {
-  auto session = train::start_session(config);
+  auto session = cli::start_session(config);
   dist::Communicator& comm = session->comm();
   const std::string rank_table = dist::gather_rank_table(comm);
   auto rows = dist::run_size_sweep(comm, options);
@@ -66,8 +67,8 @@ int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::C
 
 int main(int argc, char** argv) {
   CLI::App app{"Benchmark StyleGAN2 training phases on a preset (img/s, s/kimg, peak memory, op families)."};
-  train::ConfigOptions config_options;
-  train::BenchOptions bench;
+  cli::ConfigOptions config_options;
+  cli::BenchOptions bench;
   config_options.add_to(app);
   app.add_option("--warmup", bench.warmup_steps, "Untimed steps first")->capture_default_str();
   app.add_option("--repeats", bench.phase_repeats, "Timed calls per phase")->capture_default_str();
@@ -88,10 +89,10 @@ int main(int argc, char** argv) {
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
   bench.op_families = !no_ops;
   nn::ops::set_reference_ops(reference_ops);
-  return train::run_reporting_errors("stylegan2_bench", [&] {
+  return sg2::run_reporting_errors("stylegan2_bench", [&] {
     init_logging();
     const auto config = config_options.resolve();
     if (comm->parsed()) return bench_comm(config, !config_options.config_file().empty(), comm_options);
     return bench_training(config, bench);
-  });
+  }, sg2::train::message_of);
 }

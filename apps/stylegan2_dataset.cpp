@@ -6,8 +6,8 @@
 //   stylegan2_dataset convert data/fashion-mnist fashion.zip
 //   stylegan2_dataset bench data/fashion-mnist --workers 2
 #include "sg2/core/cli_parse.h"
+#include "sg2/core/logging.h"
 #include "sg2/data/dataset_tool.h"
-#include "sg2/train/command_line.h"
 
 namespace {
 
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--prefetch", bench.prefetch, "Batches decoded ahead")->capture_default_str();
 
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
-  return sg2::train::run_reporting_errors("stylegan2_dataset", [&] {
+  return sg2::run_reporting_errors("stylegan2_dataset", [&] {
     if (*create_cmd) {
       create.source.transform.filter = sg2::data::parse_resize_filter(filter);
       sg2::data::create_dataset(create);

@@ -3,16 +3,17 @@
 //   stylegan2_generate --network runs/00000-x/network-snapshot-000030.pt --seeds 0-63 --trunc 0.7 --outdir out
 //   stylegan2_generate --network N.pt --seeds 85,100,75 --mix-columns 55,821,1789 --styles 0-6 --outdir mix
 //   stylegan2_generate --network N.pt --seeds 1,2,3,1 --interpolate 30 --outdir frames
+#include "sg2/cli/generate.h"
 #include "sg2/core/cli_parse.h"
+#include "sg2/core/logging.h"
 #include "sg2/core/system.h"
-#include "sg2/train/command_line.h"
-#include "sg2/train/generate.h"
+#include "sg2/train/out_of_memory.h"
 
 #include <iostream>
 
 int main(int argc, char** argv) {
   CLI::App app{"Generate images with a StyleGAN2 snapshot (G_ema): per-seed PNGs and a grid, style mixing, interpolation."};
-  sg2::train::GenerateOptions options;
+  sg2::cli::GenerateOptions options;
   std::string seeds = "0-63", noise_mode = "const", columns, styles;
   app.add_option("--network", options.network, "Snapshot file (network-snapshot-*.pt)")->required()->check(CLI::ExistingFile);
   app.add_option("--seeds", seeds, "Seeds, e.g. 0-63 or 1,5,9 (style mixing: the rows)")->capture_default_str();
@@ -30,15 +31,15 @@ int main(int argc, char** argv) {
   app.add_option("--device", options.device, "auto, cpu or cuda")->capture_default_str();
   app.add_option("--batch", options.batch, "Images per forward pass")->capture_default_str();
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
-  return sg2::train::run_reporting_errors("stylegan2_generate", [&] {
+  return sg2::run_reporting_errors("stylegan2_generate", [&] {
     if (options.latents_file.empty()) options.seeds = sg2::parse_index_list(seeds, "--seeds");
     if (!columns.empty()) options.mix_columns = sg2::parse_index_list(columns, "--mix-columns");
     if (!styles.empty()) options.mix_styles = sg2::parse_index_list(styles, "--styles");
     options.noise_mode = sg2::nn::parse_noise_mode(noise_mode);
     sg2::limit_blas_threads();
-    const auto written = sg2::train::generate_images(options);
+    const auto written = sg2::cli::generate_images(options);
     std::cout << "Wrote " << written.size() << " files: " << written.front()
               << (written.size() > 1 ? " ... " + written.back() : std::string()) << "\n";
     return 0;
-  });
+  }, sg2::train::message_of);
 }

@@ -2,18 +2,20 @@
 //   mpirun -np 2 stylegan2_metrics --network runs/00000-x/network-snapshot-000024.pt --metrics fid50k_full
 //         --detector inception-2015-12-05.pt
 //   stylegan2_metrics train-detector --data /usr/share/datasets/fashion-mnist --heldout-split test --out fmnist.pt
+#include "sg2/cli/command_line.h"
 #include "sg2/core/cli_parse.h"
-#include "sg2/train/command_line.h"
+#include "sg2/core/logging.h"
+#include "sg2/train/out_of_memory.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Evaluate FID/KID of a StyleGAN2 snapshot (any number of ranks), or train the built-in detector."};
-  sg2::train::MetricsCommand metrics;
+  sg2::cli::MetricsCommand metrics;
   metrics.add_to(app);
-  sg2::train::DetectorCommand detector;
+  sg2::cli::DetectorCommand detector;
   CLI::App* train_detector = app.add_subcommand("train-detector", "Train the built-in CNN feature detector");
   detector.add_to(*train_detector);
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
-  return sg2::train::run_reporting_errors("stylegan2_metrics", [&] {
+  return sg2::run_reporting_errors("stylegan2_metrics", [&] {
     return train_detector->parsed() ? detector.run() : metrics.run();
-  });
+  }, sg2::train::message_of);
 }

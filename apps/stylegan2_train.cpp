@@ -1,13 +1,15 @@
 // stylegan2_train: trains StyleGAN2 from a preset (configs/*.yaml) and --key value overrides.
 //   stylegan2_train --config configs/config-f.yaml --data.path DIR
 //   stylegan2_train --resume latest
+#include "sg2/cli/command_line.h"
 #include "sg2/core/cli_parse.h"
-#include "sg2/train/command_line.h"
+#include "sg2/core/logging.h"
+#include "sg2/train/out_of_memory.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Train StyleGAN2 (LibTorch port of stylegan2-ada-pytorch's training loop)."};
-  sg2::train::TrainCommand command;
+  sg2::cli::TrainCommand command;
   command.add_to(app);
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
-  return sg2::train::run_reporting_errors("stylegan2_train", [&] { return command.run(); });
+  return sg2::run_reporting_errors("stylegan2_train", [&] { return command.run(); }, sg2::train::message_of);
 }

@@ -62,4 +62,15 @@ void log_fatal_error(const std::string& line) {
   }
 }
 
+std::string what_of(const std::exception& error) { return error.what(); }
+
+int run_reporting_errors(const char* program, const std::function<int()>& body, const ErrorMessage& message_of) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    log_fatal_error(fmt::format("{}: error: {}", program, message_of(e)));
+  }
+  return 1;
+}
+
 }  // namespace sg2

@@ -29,6 +29,8 @@ nn::MixedPrecision mixed_precision(const TrainConfig& c, const nn::MixedPrecisio
 
 }  // namespace
 
+std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& c) { return data::open_dataset(c.data); }
+
 nn::GeneratorOptions generator_options(const TrainConfig& c, const data::Dataset& dataset, const at::Device& device) {
   nn::GeneratorOptions g = c.G;
   g.c_dim = dataset.label_dim();

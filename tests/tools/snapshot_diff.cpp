@@ -3,7 +3,8 @@
 // its tensor) and the root mean square of the differences over all elements. Exit 0 when every
 // difference is within T and every RMS within R, 1 when not, 2 on bad input.
 #include "sg2/core/cli_parse.h"
-#include "sg2/train/command_line.h"
+#include "sg2/core/logging.h"
+#include "sg2/train/out_of_memory.h"
 #include "sg2/train/snapshot.h"
 
 #include <CLI/CLI.hpp>
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
   app.add_option("--prefixes", prefixes, "Comma-separated tensor name prefixes");
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
   int status = 2;
-  sg2::train::run_reporting_errors("snapshot_diff", [&] {
+  sg2::run_reporting_errors("snapshot_diff", [&] {
     const auto a = sg2::train::load_snapshot(path_a), b = sg2::train::load_snapshot(path_b);
     status = 0;
     std::stringstream list(prefixes);
@@ -68,6 +69,6 @@ int main(int argc, char** argv) {
       if (worst.diff > tolerance || (rms_tolerance >= 0 && worst.rms() > rms_tolerance)) status = 1;
     }
     return status;
-  });
+  }, sg2::train::message_of);
   return status;
 }

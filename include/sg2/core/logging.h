@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <exception>
+#include <functional>
 #include <string>
 
 namespace sg2 {
@@ -17,5 +19,13 @@ void add_log_file(const std::string& path);
 
 // The line that ends a program: on stderr and in every log file (before init_logging: stderr only).
 void log_fatal_error(const std::string& line);
+
+// Runs a program's `body`, turning an error into "<program>: error: <message>" (log_fatal_error) and
+// exit code 1. `message_of` words the error: what() by default; programs on LibTorch pass
+// train::message_of, which leaves out LibTorch's C++ backtrace.
+using ErrorMessage = std::function<std::string(const std::exception&)>;
+std::string what_of(const std::exception& error);
+int run_reporting_errors(const char* program, const std::function<int()>& body,
+                         const ErrorMessage& message_of = what_of);
 
 }  // namespace sg2

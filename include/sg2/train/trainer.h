@@ -112,6 +112,9 @@ class Trainer {
   TrainingState state_;
 };
 
+// Opens the dataset a config names.
+std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& config);
+
 // The network options a config and a dataset give.
 nn::GeneratorOptions generator_options(const TrainConfig& config, const data::Dataset& dataset,
                                        const at::Device& device);

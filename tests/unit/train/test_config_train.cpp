@@ -1,6 +1,6 @@
 // The training config: presets parse, validation names keys and suggests values that work.
 #include "sg2/core/error.h"
-#include "sg2/train/command_line.h"
+#include "sg2/cli/command_line.h"
 #include "sg2/train/batch_probe.h"
 #include "sg2/train/config.h"
 #include "sg2/train/trainer.h"
@@ -17,6 +17,8 @@
 #include <ATen/Parallel.h>
 
 namespace sg2::train {
+
+using namespace sg2::cli;  // the command layer on top: compute settings, generation
 namespace {
 
 std::string validation_error(const TrainConfig& c, int world) {

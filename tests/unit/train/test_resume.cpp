@@ -1,5 +1,5 @@
 // Snapshots continue a run exactly: the same losses and weights as an uninterrupted run.
-#include "sg2/train/command_line.h"
+#include "sg2/cli/command_line.h"
 #include "sg2/train/snapshot.h"
 #include "sg2/train/trainer.h"
 #include "test_support.h"
@@ -9,6 +9,8 @@
 #include <fstream>
 
 namespace sg2::train {
+
+using namespace sg2::cli;  // the command layer on top: compute settings, generation
 namespace {
 
 // Per-step means of every statistic, in a fixed order.

@@ -1,8 +1,8 @@
 // The tick loop writes a complete run directory; run directories and --resume resolution; generation.
 #include "sg2/core/rng.h"
 #include "sg2/data/image_io.h"
-#include "sg2/train/command_line.h"
-#include "sg2/train/generate.h"
+#include "sg2/cli/command_line.h"
+#include "sg2/cli/generate.h"
 #include "sg2/train/run_dir.h"
 #include "sg2/train/snapshot.h"
 #include "sg2/train/training_loop.h"
@@ -13,6 +13,8 @@
 #include <fstream>
 
 namespace sg2::train {
+
+using namespace sg2::cli;  // the command layer on top: compute settings, generation
 namespace {
 
 namespace fs = std::filesystem;

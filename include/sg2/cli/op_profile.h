@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-namespace sg2::train {
+namespace sg2::cli {
 
 class OpProfile {
  public:
@@ -26,4 +26,4 @@ class OpProfile {
   at::CallbackHandle handle_;
 };
 
-}  // namespace sg2::train
+}  // namespace sg2::cli

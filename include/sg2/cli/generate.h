@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace sg2::train {
+namespace sg2::cli {
 
 struct GenerateOptions {
   std::string network;              // snapshot file
@@ -39,4 +39,4 @@ at::Tensor latents_for_seeds(const std::vector<int64_t>& seeds, int64_t z_dim);
 // the left. Interpolation (interpolation_frames > 0): frameNNNNN.png. Returns the written paths.
 std::vector<std::string> generate_images(const GenerateOptions& options);
 
-}  // namespace sg2::train
+}  // namespace sg2::cli

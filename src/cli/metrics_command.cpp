@@ -3,8 +3,9 @@
 #include "sg2/core/system.h"
 #include "sg2/data/dataset.h"
 #include "sg2/metrics/builtin_detector.h"
-#include "sg2/train/command_line.h"
+#include "sg2/cli/command_line.h"
 #include "sg2/train/snapshot.h"
+#include "sg2/train/trainer.h"
 #include "sg2/train/training_metrics.h"
 
 #include <ATen/Parallel.h>
@@ -14,7 +15,9 @@
 #include <filesystem>
 #include <iostream>
 
-namespace sg2::train {
+namespace sg2::cli {
+
+using namespace train;  // the command layer drives the training library
 
 namespace {
 
@@ -117,4 +120,4 @@ int DetectorCommand::run() {
   return 0;
 }
 
-}  // namespace sg2::train
+}  // namespace sg2::cli

@@ -1,4 +1,4 @@
-#include "sg2/train/import.h"
+#include "sg2/cli/import.h"
 
 #include "sg2/core/error.h"
 #include "sg2/nn/networks.h"
@@ -11,7 +11,9 @@
 
 #include <fstream>
 
-namespace sg2::train {
+namespace sg2::cli {
+
+using namespace train;  // the command layer drives the training library
 
 namespace {
 
@@ -87,4 +89,4 @@ ImportResult import_reference_networks(const std::string& state_dict_path, const
   return result;
 }
 
-}  // namespace sg2::train
+}  // namespace sg2::cli

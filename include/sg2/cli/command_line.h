@@ -12,7 +12,9 @@
 #include <memory>
 #include <string>
 
-namespace sg2::train {
+namespace sg2::cli {
+
+using train::TrainConfig;
 
 class ConfigOptions {
  public:
@@ -28,9 +30,6 @@ class ConfigOptions {
   config::CliValues cli_;
   CLI::App* app_ = nullptr;
 };
-
-// Opens the dataset a config names.
-std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& config);
 
 // Bootstraps the launch found in the environment for `config` (dist.backend, dist.timeout, the
 // device of run.device chosen by local rank) and makes the logging rank-aware.
@@ -62,9 +61,6 @@ class TrainCommand {
   bool dry_run_ = false;
   bool verbose_ = false;
 };
-
-// Runs `body`, turning errors into a message on stderr and exit code 1.
-int run_reporting_errors(const char* program, const std::function<int()>& body);
 
 // Runs `body`, turning an allocation failure (host or device) into an error that names train.batch_gpu
 // and train.batch (the allocator's own message names no key).
@@ -101,4 +97,4 @@ class DetectorCommand {
   double learning_rate_ = 2e-3;
 };
 
-}  // namespace sg2::train
+}  // namespace sg2::cli

@@ -1,4 +1,4 @@
-#include "sg2/train/generate.h"
+#include "sg2/cli/generate.h"
 
 #include "sg2/core/error.h"
 #include "sg2/core/rng.h"
@@ -11,7 +11,9 @@
 #include <cmath>
 #include <filesystem>
 
-namespace sg2::train {
+namespace sg2::cli {
+
+using namespace train;  // the command layer drives the training library
 
 at::Tensor latents_for_seeds(const std::vector<int64_t>& seeds, int64_t z_dim) {
   at::Tensor z = at::empty({static_cast<int64_t>(seeds.size()), z_dim}, at::kDouble);
@@ -170,4 +172,4 @@ std::vector<std::string> generate_images(const GenerateOptions& o) {
   return render_images(renderer, o);
 }
 
-}  // namespace sg2::train
+}  // namespace sg2::cli

@@ -1,4 +1,4 @@
-#include "sg2/train/op_profile.h"
+#include "sg2/cli/op_profile.h"
 
 #include "sg2/core/error.h"
 #include "sg2/core/timer.h"
@@ -7,7 +7,7 @@
 #include <atomic>
 #include <vector>
 
-namespace sg2::train {
+namespace sg2::cli {
 
 namespace {
 
@@ -90,4 +90,4 @@ std::map<std::string, double> OpProfile::seconds_by_family() const {
   return out;
 }
 
-}  // namespace sg2::train
+}  // namespace sg2::cli

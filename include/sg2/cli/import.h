@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
-namespace sg2::train {
+namespace sg2::cli {
+
+using train::TrainConfig;
 
 struct ImportResult {
   int64_t G_parameters = 0, D_parameters = 0;
@@ -25,4 +27,4 @@ ImportResult import_reference_networks(const std::string& state_dict_path, const
 // The training config whose networks are `g` and `d` (config-f defaults for everything else).
 TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::DiscriminatorOptions& d);
 
-}  // namespace sg2::train
+}  // namespace sg2::cli

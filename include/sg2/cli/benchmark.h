@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace sg2::train {
+namespace sg2::cli {
+
+using train::Trainer;
 
 struct BenchOptions {
   int warmup_steps = 2;
@@ -40,4 +42,4 @@ struct BenchResult {
 BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options);
 std::string format_benchmark(const BenchResult& result, const Trainer& trainer);
 
-}  // namespace sg2::train
+}  // namespace sg2::cli

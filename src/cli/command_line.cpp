@@ -1,4 +1,4 @@
-#include "sg2/train/command_line.h"
+#include "sg2/cli/command_line.h"
 
 #include "sg2/core/error.h"
 #include "sg2/core/logging.h"
@@ -22,7 +22,9 @@
 #include <iostream>
 #include <thread>
 
-namespace sg2::train {
+namespace sg2::cli {
+
+using namespace train;  // the command layer drives the training library
 
 namespace fs = std::filesystem;
 
@@ -50,10 +52,6 @@ TrainConfig ConfigOptions::resolve(const std::string& snapshot_yaml) const {
   if (!config_file_.empty()) schema.read_yaml_file(config, config_file_);
   config::apply_cli(schema, config, cli_);
   return config;
-}
-
-std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& c) {
-  return data::open_dataset(c.data);
 }
 
 std::unique_ptr<dist::Session> start_session(const TrainConfig& config, bool verbose) {
@@ -211,13 +209,5 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
   return 0;
 }
 
-int run_reporting_errors(const char* program, const std::function<int()>& body) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    log_fatal_error(fmt::format("{}: error: {}", program, message_of(e)));
-  }
-  return 1;
-}
 
-}  // namespace sg2::train
+}  // namespace sg2::cli

@@ -1,9 +1,9 @@
-#include "sg2/train/benchmark.h"
+#include "sg2/cli/benchmark.h"
 
 #include "sg2/core/system.h"
 #include "sg2/core/timer.h"
 #include "sg2/train/device_memory.h"
-#include "sg2/train/op_profile.h"
+#include "sg2/cli/op_profile.h"
 
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
@@ -12,7 +12,9 @@
 #include <sstream>
 #include <tuple>
 
-namespace sg2::train {
+namespace sg2::cli {
+
+using namespace train;  // the command layer drives the training library
 
 namespace {
 
@@ -129,4 +131,4 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
   return out.str();
 }
 
-}  // namespace sg2::train
+}  // namespace sg2::cli
