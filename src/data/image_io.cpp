@@ -140,16 +140,6 @@ void image_to_chw(const Image& image, uint8_t* chw) {
   }
 }
 
-std::vector<uint8_t> read_file_bytes(const std::string& path) {
-  FilePtr file = open_file(path, "rb");
-  std::vector<uint8_t> bytes;
-  uint8_t chunk[1 << 16];
-  size_t got = 0;
-  while ((got = std::fread(chunk, 1, sizeof chunk, file.get())) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
-  SG2_CHECK(!std::ferror(file.get()), "reading '{}' failed", path);
-  return bytes;
-}
-
 void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   FilePtr file = open_file(path, "wb");
   SG2_CHECK(std::fwrite(bytes.data(), 1, bytes.size(), file.get()) == bytes.size(), "writing '{}' failed", path);

@@ -1,6 +1,7 @@
 #include "sg2/metrics/detector.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/files.h"
 #include "sg2/data/crc32c.h"
 #include "sg2/nn/state_dict.h"
 
@@ -14,7 +15,7 @@ namespace {
 
 // "<file name> <bytes> bytes crc32c <hex>": content, not path, so a moved file keeps its caches.
 std::string file_identity(const std::string& path) {
-  const std::vector<char> bytes = nn::read_file_bytes(path);
+  const std::vector<char> bytes = read_file_bytes<char>(path);
   return fmt::format("{} {} bytes crc32c {:08x}", std::filesystem::path(path).filename().string(), bytes.size(),
                      data::crc32c(bytes.data(), bytes.size()));
 }

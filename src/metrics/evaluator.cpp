@@ -131,19 +131,19 @@ at::Tensor MetricEvaluator::real_features(int64_t start, int64_t count) {
 at::Tensor MetricEvaluator::fake_features(nn::Generator& G, int64_t start, int64_t count) {
   const auto block = static_cast<uint64_t>(start / options_.batch);
   const at::Device device = device_of(G);
-  at::Generator latents = nn::make_generator(at::kCPU, mix_seed({options_.seed, kLatentStream, block}));
+  at::Generator latents = nn::make_rng(at::kCPU, mix_seed({options_.seed, kLatentStream, block}));
   const at::Tensor z = at::randn({count, G.options.z_dim}, latents).to(device);  // [n, z_dim]
   at::Tensor c = at::zeros({count, G.options.c_dim});                           // [n, c_dim]
   if (G.options.c_dim > 0) {
     SG2_CHECK(reals_->label_dim() == G.options.c_dim, "the network has {} classes, the dataset '{}' {}",
               G.options.c_dim, reals_->name(), reals_->label_dim());
-    at::Generator labels = nn::make_generator(at::kCPU, mix_seed({options_.seed, kLabelStream, block}));
+    at::Generator labels = nn::make_rng(at::kCPU, mix_seed({options_.seed, kLabelStream, block}));
     c = label_table_.index_select(0, at::randint(reals_->size(), {count}, labels, at::kLong));
   }
   nn::SynthesisRun synthesis;
   synthesis.noise_mode = nn::NoiseMode::Random;
   synthesis.fused_modconv = true;
-  synthesis.generator = nn::make_generator(device, mix_seed({options_.seed, kNoiseStream, block}));
+  synthesis.rng = nn::make_rng(device, mix_seed({options_.seed, kNoiseStream, block}));
   at::NoGradGuard no_grad;
   const at::Tensor img = G.forward(z, c.to(device), nn::MappingNetwork::Run{}, synthesis);  // [n, C, R, R]
   return detector_->features((img * 127.5 + 128).clamp(0, 255).to(at::kByte));

@@ -1,6 +1,7 @@
 #include "sg2/metrics/feature_stats.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/files.h"
 #include "sg2/data/atomic_file.h"
 #include "sg2/nn/state_dict.h"
 
@@ -93,7 +94,7 @@ void FeatureStats::save(const std::string& path, const std::string& key) const {
 bool FeatureStats::load(const std::string& path, const std::string& key) {
   if (!std::filesystem::exists(path)) return false;
   try {
-    const Dict dict = torch::pickle_load(nn::read_file_bytes(path)).toGenericDict();
+    const Dict dict = torch::pickle_load(read_file_bytes<char>(path)).toGenericDict();
     const auto text = [&](const char* name) { return dict.at(name).toStringRef(); };
     SG2_CHECK(text("format") == kCacheFormat && dict.at("version").toInt() == kCacheVersion,
               "not a version {} {} file", kCacheVersion, kCacheFormat);

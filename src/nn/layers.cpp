@@ -6,7 +6,7 @@
 
 namespace sg2::nn {
 
-at::Generator make_generator(const at::Device& device, uint64_t seed) {
+at::Generator make_rng(const at::Device& device, uint64_t seed) {
   at::Generator generator = at::globalContext().defaultGenerator(device).clone();
   std::lock_guard<std::mutex> lock(generator.mutex());
   generator.set_current_seed(seed);
@@ -85,7 +85,7 @@ at::Tensor SynthesisLayer::forward(const at::Tensor& x, const at::Tensor& w, con
   at::Tensor noise;
   if (options.use_noise && run.noise_mode == NoiseMode::Random) {
     // Drawn in float32 whatever x's type, as the reference (the same draws with or without mixed precision).
-    noise = at::randn({x.size(0), 1, resolution, resolution}, run.generator, x.options().dtype(at::kFloat)) *
+    noise = at::randn({x.size(0), 1, resolution, resolution}, run.rng, x.options().dtype(at::kFloat)) *
             noise_strength;
   }
   if (options.use_noise && run.noise_mode == NoiseMode::Const) noise = noise_const * noise_strength;

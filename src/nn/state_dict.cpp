@@ -1,6 +1,7 @@
 #include "sg2/nn/state_dict.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/files.h"
 
 #include <torch/nn/module.h>
 #include <torch/serialize.h>
@@ -95,12 +96,6 @@ void copy_state(const torch::nn::Module& from, torch::nn::Module& to) {
   for (size_t i = 0; i < source.size(); ++i) target[i].second.copy_(source[i].second);
 }
 
-std::vector<char> read_file_bytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  SG2_CHECK(file.good(), "cannot open '{}'", path);
-  return std::vector<char>(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-}
-
 TensorMap to_tensor_map(const c10::IValue& value, const std::string& source_name) {
   SG2_CHECK(value.isGenericDict(), "{}: expected a dict of tensors, found {}", source_name, value.tagKind());
   TensorMap out;
@@ -114,7 +109,7 @@ TensorMap to_tensor_map(const c10::IValue& value, const std::string& source_name
 TensorMap load_tensor_file(const std::string& path) {
   c10::IValue value;
   try {
-    value = torch::pickle_load(read_file_bytes(path));
+    value = torch::pickle_load(read_file_bytes<char>(path));
   } catch (const c10::Error& e) {
     SG2_FAIL("{}: not a readable torch.save file ({})", path, e.what_without_backtrace());
   }

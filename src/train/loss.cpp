@@ -49,7 +49,7 @@ StyleGAN2Loss::StyleGAN2Loss(nn::Generator& G, nn::Discriminator& D, const LossO
       deferred_(at::zeros({G.options.w_dim + 3}, at::TensorOptions().device(device))) {}
 
 std::pair<at::Tensor, at::Tensor> StyleGAN2Loss::run_G(const at::Tensor& z, const at::Tensor& c,
-                                                       at::Generator& generator) {
+                                                       at::Generator& rng) {
   nn::MappingNetwork::Run tracked;
   tracked.update_w_avg = !defer_running_means;
   at::Tensor ws = G_.mapping->forward(z, c, tracked);  // [N, num_ws, w_dim]
@@ -58,22 +58,22 @@ std::pair<at::Tensor, at::Tensor> StyleGAN2Loss::run_G(const at::Tensor& z, cons
     // Layers from a random cutoff on take ws of a second latent; no host sync.
     const int64_t num_ws = ws.size(1);
     const auto opts = at::TensorOptions().device(ws.device()).dtype(at::kLong);
-    at::Tensor cutoff = at::randint(1, num_ws, {}, generator, opts);
-    at::Tensor mix = at::rand({}, generator, ws.options()) < options.style_mixing_prob;
+    at::Tensor cutoff = at::randint(1, num_ws, {}, rng, opts);
+    at::Tensor mix = at::rand({}, rng, ws.options()) < options.style_mixing_prob;
     cutoff = at::where(mix, cutoff, at::full({}, num_ws, opts));
-    at::Tensor mixed = G_.mapping->forward(at::randn(z.sizes(), generator, z.options()), c, {});
+    at::Tensor mixed = G_.mapping->forward(at::randn(z.sizes(), rng, z.options()), c, {});
     at::Tensor take_mixed = (at::arange(num_ws, opts) >= cutoff).view({1, num_ws, 1});
     ws = at::where(take_mixed, mixed, ws);
   }
   nn::SynthesisRun run;
   run.noise_mode = nn::NoiseMode::Random;
   run.fused_modconv = fused_modconv;
-  run.generator = generator;
+  run.rng = rng;
   return {G_.synthesis->forward(ws, run), ws};
 }
 
-at::Tensor StyleGAN2Loss::generator_main(const RoundInputs& in, at::Generator& gen, StatsCollector& stats) {
-  at::Tensor img = run_G(in.gen_z, in.gen_c, gen).first;
+at::Tensor StyleGAN2Loss::generator_main(const RoundInputs& in, at::Generator& rng, StatsCollector& stats) {
+  at::Tensor img = run_G(in.gen_z, in.gen_c, rng).first;
   at::Tensor logits = D_.forward(img, in.gen_c);
   stats.report("Loss/scores/fake", logits);
   stats.report("Loss/signs/fake", logits.sign());
@@ -82,11 +82,11 @@ at::Tensor StyleGAN2Loss::generator_main(const RoundInputs& in, at::Generator& g
   return loss.mean();
 }
 
-at::Tensor StyleGAN2Loss::generator_path_length(const RoundInputs& in, at::Generator& gen, StatsCollector& stats) {
+at::Tensor StyleGAN2Loss::generator_path_length(const RoundInputs& in, at::Generator& rng, StatsCollector& stats) {
   const int64_t batch = std::max<int64_t>(in.gen_z.size(0) / options.pl_batch_shrink, 1);
-  auto [img, ws] = run_G(in.gen_z.narrow(0, 0, batch), in.gen_c.narrow(0, 0, batch), gen);
+  auto [img, ws] = run_G(in.gen_z.narrow(0, 0, batch), in.gen_c.narrow(0, 0, batch), rng);
   at::Tensor pl_noise =
-      at::randn(img.sizes(), gen, img.options()) / std::sqrt(static_cast<double>(img.size(2) * img.size(3)));
+      at::randn(img.sizes(), rng, img.options()) / std::sqrt(static_cast<double>(img.size(2) * img.size(3)));
   at::Tensor lengths = path_lengths(img, ws, pl_noise);
   at::Tensor penalty;
   if (defer_running_means) {
@@ -104,11 +104,11 @@ at::Tensor StyleGAN2Loss::generator_path_length(const RoundInputs& in, at::Gener
   return (img.select(1, 0).select(1, 0).select(1, 0) * 0 + loss).mean();
 }
 
-at::Tensor StyleGAN2Loss::discriminator_fake(const RoundInputs& in, at::Generator& gen, StatsCollector& stats) {
+at::Tensor StyleGAN2Loss::discriminator_fake(const RoundInputs& in, at::Generator& rng, StatsCollector& stats) {
   at::Tensor img;
   {
     at::NoGradGuard no_grad;  // G is not trained in this phase
-    img = run_G(in.gen_z, in.gen_c, gen).first;
+    img = run_G(in.gen_z, in.gen_c, rng).first;
   }
   at::Tensor logits = D_.forward(img, in.gen_c);
   stats.report("Loss/scores/fake", logits);
@@ -142,18 +142,18 @@ at::Tensor StyleGAN2Loss::discriminator_real(const RoundInputs& in, bool main, b
   return total.mean();
 }
 
-void StyleGAN2Loss::accumulate_gradients(Phase phase, const RoundInputs& in, double gain, at::Generator& gen,
+void StyleGAN2Loss::accumulate_gradients(Phase phase, const RoundInputs& in, double gain, at::Generator& rng,
                                          StatsCollector& stats) {
   const bool g_main = (phase == Phase::Gmain || phase == Phase::Gboth);
   const bool g_pl = (phase == Phase::Greg || phase == Phase::Gboth) && options.pl_weight != 0;
   const bool d_main = (phase == Phase::Dmain || phase == Phase::Dboth);
   const bool d_r1 = (phase == Phase::Dreg || phase == Phase::Dboth) && options.r1_gamma != 0;
   std::vector<at::Tensor> terms;  // summed into one backward pass
-  if (g_main) terms.push_back(generator_main(in, gen, stats));
-  if (g_pl) terms.push_back(generator_path_length(in, gen, stats));
+  if (g_main) terms.push_back(generator_main(in, rng, stats));
+  if (g_pl) terms.push_back(generator_path_length(in, rng, stats));
   at::Tensor loss_fake;
   if (d_main) {
-    loss_fake = discriminator_fake(in, gen, stats);
+    loss_fake = discriminator_fake(in, rng, stats);
     terms.push_back(loss_fake.mean());
   }
   if (d_main || d_r1) terms.push_back(discriminator_real(in, d_main, d_r1, loss_fake, stats));

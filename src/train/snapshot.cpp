@@ -1,6 +1,7 @@
 #include "sg2/train/snapshot.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/files.h"
 #include "sg2/core/rng.h"
 #include "sg2/data/atomic_file.h"
 #include "sg2/train/trainer.h"
@@ -41,14 +42,14 @@ void write_snapshot_dict(const std::string& path, const Dict& dict) {
 void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<at::Tensor>& rank_states) {
   Dict dict = snapshot_dict(train_schema().to_yaml_string(trainer.config()),
                             {{"G", nn::to_json(trainer.G().options)}, {"D", nn::to_json(trainer.D().options)}});
-  dict.insert("world_size", static_cast<int64_t>(trainer.place().world_size));
+  dict.insert("world_size", static_cast<int64_t>(trainer.world_size()));
   put_state(dict, trainer.state());
   {
-    std::lock_guard<std::mutex> lock(trainer.generator().mutex());
-    dict.insert("rng.step", trainer.generator().get_state());
+    std::lock_guard<std::mutex> lock(trainer.step_rng().mutex());
+    dict.insert("rng.step", trainer.step_rng().get_state());
   }
   // CPU (Mersenne Twister) and CUDA (Philox seed + offset) states differ in kind and size.
-  dict.insert("rng.device_type", static_cast<int64_t>(trainer.generator().device().type()));
+  dict.insert("rng.device_type", static_cast<int64_t>(trainer.step_rng().device().type()));
   for (size_t r = 1; r < rank_states.size(); ++r) dict.insert(fmt::format("rng.step.rank{}", r), rank_states[r]);
   write_snapshot_dict(path, dict);
 }
@@ -56,7 +57,7 @@ void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<
 Snapshot load_snapshot(const std::string& path) {
   c10::IValue value;
   try {
-    value = torch::pickle_load(nn::read_file_bytes(path));
+    value = torch::pickle_load(read_file_bytes<char>(path));
   } catch (const c10::Error& e) {
     SG2_FAIL("'{}' is not a readable snapshot ({})", path, e.what_without_backtrace());
   }
@@ -86,7 +87,7 @@ namespace {
 
 // Whether the snapshot's generator state can be loaded into `generator` (same device type; snapshots
 // before rng.device_type was recorded: the same state size).
-bool generator_state_fits(const Snapshot& s, at::Generator& generator) {
+bool step_rng_state_fits(const Snapshot& s, at::Generator& generator) {
   const auto device_type = s.integers.find("rng.device_type");
   if (device_type != s.integers.end()) return device_type->second == static_cast<int64_t>(generator.device().type());
   return s.tensors.at("rng.step").numel() == generator.get_state().numel();
@@ -102,21 +103,21 @@ void restore_trainer(Trainer& trainer, const Snapshot& s) {
   // The step generator continues where it was when the world is the same. Each rank's stream is
   // its own, so another world size starts fresh streams keyed by (seed, rank, step). With
   // dist.rng = global the step's draws are keyed by the step itself and need no state.
-  const int rank = trainer.place().rank;
+  const int rank = trainer.rank();
   SG2_CHECK(s.tensors.count("rng.step"), "{}: snapshot has no rng.step", s.path);
   auto rng = s.tensors.find(rank == 0 ? std::string("rng.step") : fmt::format("rng.step.rank{}", rank));
-  std::lock_guard<std::mutex> lock(trainer.generator().mutex());
-  const bool same_world = s.integer("world_size") == trainer.place().world_size && rng != s.tensors.end();
-  const bool same_device = generator_state_fits(s, trainer.generator());
+  std::lock_guard<std::mutex> lock(trainer.step_rng().mutex());
+  const bool same_world = s.integer("world_size") == trainer.world_size() && rng != s.tensors.end();
+  const bool same_device = step_rng_state_fits(s, trainer.step_rng());
   if (same_world && !same_device) {
     spdlog::warn("{}: its step generator ran on another device type than {}; starting fresh per-rank streams "
-                 "(dist.rng = global draws are unaffected)", s.path, trainer.generator().device().str());
+                 "(dist.rng = global draws are unaffected)", s.path, trainer.step_rng().device().str());
   }
   if (same_world && same_device) {
-    trainer.generator().set_state(rng->second);
+    trainer.step_rng().set_state(rng->second);
   } else {
-    trainer.generator().set_current_seed(mix_seed({static_cast<uint64_t>(trainer.config().train.seed),
-                                                   static_cast<uint64_t>(trainer.place().rank),
+    trainer.step_rng().set_current_seed(mix_seed({static_cast<uint64_t>(trainer.config().train.seed),
+                                                   static_cast<uint64_t>(trainer.rank()),
                                                    static_cast<uint64_t>(p.batch_idx)}));
   }
 }

@@ -78,14 +78,13 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
       device_(device),
       owned_comm_(local_if_missing(comm, device)),
       comm_(comm != nullptr ? comm : owned_comm_.get()),
-      place_{comm_->rank(), comm_->size()},
       loader_(std::make_shared<data::BatchLoader>(
-                  dataset_, data::LoaderOptions{config.train.batch, place_.rank, place_.world_size,
+                  dataset_, data::LoaderOptions{config.train.batch, comm_->rank(), comm_->size(),
                                                 static_cast<uint64_t>(config.train.seed), config.data.mirror,
                                                 /*pin_memory=*/device.is_cuda()}),
               config.data),
-      generator_(make_generator(device, static_cast<uint64_t>(config.train.seed * place_.world_size + place_.rank))) {
-  validate(config_, place_.world_size);
+      step_rng_(make_rng(device, static_cast<uint64_t>(config.train.seed * comm_->size() + comm_->rank()))) {
+  validate(config_, comm_->size());
   // Networks are initialised from the run seed on the CPU (identical on every rank), then moved.
   at::manual_seed(static_cast<uint64_t>(config.train.seed));
   G_ = std::make_shared<nn::Generator>(generator_options(config_, *dataset_, device_));
@@ -137,8 +136,8 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
 
 Trainer::~Trainer() = default;
 
-at::Generator Trainer::keyed_generator(std::initializer_list<uint64_t> keys) const {
-  return make_generator(device_, mix_seed(keys));
+at::Generator Trainer::keyed_rng(std::initializer_list<uint64_t> keys) const {
+  return make_rng(device_, mix_seed(keys));
 }
 
 // rank: this rank's stream. global: the whole global batch from a stream keyed by (seed, step,
@@ -147,11 +146,11 @@ std::pair<at::Tensor, at::Tensor> Trainer::draw_latents(size_t phase_index, int6
   const auto float_options = at::TensorOptions().device(device_).dtype(at::kFloat);
   const auto long_options = at::TensorOptions().device(device_).dtype(at::kLong);
   int64_t count = local_batch, first = 0;
-  at::Generator gen = generator_;
+  at::Generator gen = step_rng_;
   if (global_rng()) {
     count = config_.train.batch;
-    first = place_.rank * local_batch;
-    gen = keyed_generator({static_cast<uint64_t>(config_.train.seed), kLatentStream,
+    first = comm_->rank() * local_batch;
+    gen = keyed_rng({static_cast<uint64_t>(config_.train.seed), kLatentStream,
                            static_cast<uint64_t>(progress_.batch_idx), phase_index});
   }
   at::Tensor z = at::randn({count, G_->options.z_dim}, gen, float_options).narrow(0, first, local_batch);
@@ -165,15 +164,15 @@ void Trainer::check_replicas(const std::string& what) {
   dist::check_replicas_identical(*comm_, state_.replicated_tensors(), what);
 }
 
-std::vector<at::Tensor> Trainer::gather_generator_states() {
+std::vector<at::Tensor> Trainer::gather_step_rng_states() {
   at::Tensor state;
   {
-    std::lock_guard<std::mutex> lock(generator_.mutex());
-    state = generator_.get_state();
+    std::lock_guard<std::mutex> lock(step_rng_.mutex());
+    state = step_rng_.get_state();
   }
   const at::Tensor all = comm_->allgather(state.to(comm_->device())).cpu();  // [size, bytes]
   std::vector<at::Tensor> states;
-  for (int r = 0; r < place_.world_size; ++r) states.push_back(all[r].clone());
+  for (int r = 0; r < comm_->size(); ++r) states.push_back(all[r].clone());
   return states;
 }
 
@@ -196,7 +195,7 @@ void Trainer::apply_deferred_running_means() {
 // Each replica updates w_avg and pl_mean from its own passes, as in the reference; averaging them
 // keeps the replicas identical.
 void Trainer::average_running_means() {
-  if (place_.world_size == 1) return;
+  if (comm_->size() == 1) return;
   at::Tensor& w_avg = G_->mapping->w_avg;
   at::Tensor packed = at::cat({w_avg.defined() ? w_avg.flatten() : at::zeros({0}, device_), loss_->pl_mean.view({1})});
   comm_->allreduce({packed}, dist::ReduceOp::Avg);
@@ -205,8 +204,8 @@ void Trainer::average_running_means() {
 }
 
 StepInputs Trainer::prepare_inputs() {
-  const int64_t per_round = batch_per_round(config_, place_.world_size);
-  const int64_t local_batch = config_.train.batch / place_.world_size;
+  const int64_t per_round = batch_per_round(config_, comm_->size());
+  const int64_t local_batch = config_.train.batch / comm_->size();
   data::Batch batch = loader_.get(progress_.batch_idx);
   stats_.report_scalar("Timing/data_wait_sec", loader_.last_wait_seconds());  // time training waited for data
   StepInputs in;
@@ -235,16 +234,16 @@ void Trainer::run_phase(size_t phase_index, const StepInputs& in) {
   for (int64_t round = 0; round < rounds; ++round) {
     if (round == rounds - 1) reducer.prepare_for_final_backward();
     RoundInputs r{in.real_img[round], in.real_c[round], in.gen_z[phase_index][round], in.gen_c[phase_index][round]};
-    at::Generator pass_generator = generator_;
+    at::Generator pass_rng = step_rng_;
     if (global_rng()) {  // keyed by the pass's place in the global batch, not by the rank
-      const auto global_pass = static_cast<uint64_t>(place_.rank * rounds + round);
-      pass_generator = keyed_generator({static_cast<uint64_t>(config_.train.seed), kPassStream,
+      const auto global_pass = static_cast<uint64_t>(comm_->rank() * rounds + round);
+      pass_rng = keyed_rng({static_cast<uint64_t>(config_.train.seed), kPassStream,
                                         static_cast<uint64_t>(progress_.batch_idx), phase_index, global_pass});
     }
-    loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), pass_generator, stats_);
+    loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), pass_rng, stats_);
   }
   set_requires_grad(module, false);
-  reducer.finish(static_cast<double>(rounds * place_.world_size));
+  reducer.finish(static_cast<double>(rounds * comm_->size()));
   sanitize_gradients(nn::named_parameters(module));
   opt.step();
   if (global_rng()) apply_deferred_running_means();

@@ -18,7 +18,7 @@ namespace {
 // G_ema's images of the sample grid, a round's batch at a time.
 at::Tensor render_fakes(Trainer& trainer, const SampleGrid& grid) {
   const TrainConfig& c = trainer.config();
-  return render_grid(trainer.G_ema(), grid, batch_per_round(c, trainer.place().world_size),
+  return render_grid(trainer.G_ema(), grid, batch_per_round(c, trainer.world_size()),
                      fused_modconv_in_inference(c));
 }
 
@@ -83,60 +83,22 @@ bool TrainingLoop::run() {
   }
 }
 
+// The end of a tick, as llm.c's main loop: each block says when it is due and does one thing.
 void TrainingLoop::end_tick(bool done, bool stopping) {
   const TrainConfig& c = trainer_.config();
   Progress& p = trainer_.progress();
   const double tick_end = run_clock_.seconds();
-  StatsCollector& stats = trainer_.stats();
-  stats.report_scalar("Progress/tick", static_cast<double>(p.cur_tick));
-  stats.report_scalar("Progress/kimg", p.cur_nimg / 1e3);
-  stats.report_scalar("Timing/total_sec", tick_end);
-  stats.report_scalar("Timing/sec_per_tick", tick_end - tick_start_time_);
-  stats.report_scalar("Timing/sec_per_kimg",
-                      (tick_end - tick_start_time_) / std::max<double>(p.cur_nimg - p.tick_start_nimg, 1) * 1e3);
-  stats.report_scalar("Timing/img_per_sec",
-                      static_cast<double>(p.cur_nimg - p.tick_start_nimg) / std::max(tick_end - tick_start_time_, 1e-9));
-  stats.report_scalar("Timing/maintenance_sec", maintenance_seconds_);
-  stats.report_scalar("Resources/cpu_mem_gb", current_rss_gib());
-  stats.report_scalar("Resources/peak_gpu_mem_gb", device_peak_memory_gib(trainer_.device()));
-  reset_device_peak_memory(trainer_.device());
-  const dist::ReducerTimes comm_times = trainer_.take_reducer_times();
-  stats.report_scalar("Timing/allreduce_busy_sec", comm_times.busy_seconds);
-  stats.report_scalar("Timing/allreduce_exposed_sec", comm_times.exposed_seconds);
-  // Statistics are reduced over the ranks once per tick: moments add up, means are over all ranks.
-  at::Tensor moments = stats.packed_moments().to(trainer_.comm().device()).contiguous();
-  trainer_.comm().allreduce({moments}, dist::ReduceOp::Sum);
-  const auto values = stats.finish(moments.cpu());
-  if (is_rank0()) {
-    spdlog::info(status_line(values, tick_end - tick_start_time_));
-    write_stats_line(values);
-    for (const auto& [name, value] : values)
-      if (value.count > 0) events_->add_scalar(name, value.mean, p.cur_nimg);
-  }
-
+  const int64_t tick = p.cur_tick;
   const bool last = done || stopping;
-  if (is_rank0() && c.run.image_snapshot_ticks > 0 && (last || p.cur_tick % c.run.image_snapshot_ticks == 0)) {
-    const std::string path = fmt::format("{}/fakes{:06d}.png", run_dir_, p.cur_nimg / 1000);
-    const data::Image grid = save_grid_png(render_fakes(trainer_, grid_), grid_, path);
-    events_->add_png("fakes", data::encode_png(grid), grid.height, grid.width, grid.channels, p.cur_nimg);
-  }
-  const bool snapshot_due = c.run.network_snapshot_ticks > 0 && p.cur_tick % c.run.network_snapshot_ticks == 0;
+  report_tick(tick_end);
+  if (c.run.image_snapshot_ticks > 0 && (last || tick % c.run.image_snapshot_ticks == 0)) write_sample_grid();
+  const bool periodic_snapshot = c.run.network_snapshot_ticks > 0 && tick % c.run.network_snapshot_ticks == 0;
   // Not when stopping on a signal: a scheduler's time limit leaves no time for 50,000 fakes.
   const bool metrics_due =
-      metrics_ && !stopping && (done || (c.metric.ticks > 0 ? p.cur_tick % c.metric.ticks == 0 : snapshot_due));
+      metrics_ && !stopping && (done || (c.metric.ticks > 0 ? tick % c.metric.ticks == 0 : periodic_snapshot));
   p.cur_tick += 1;  // the snapshot resumes with the next tick
   p.tick_start_nimg = p.cur_nimg;
-  std::string snapshot;
-  if (last || snapshot_due) {
-    trainer_.check_replicas(fmt::format("before the snapshot at {:.1f} kimg", p.cur_nimg / 1e3));
-    const std::vector<at::Tensor> rank_states = trainer_.gather_generator_states();
-    if (is_rank0()) {
-      const std::string path = run_dir_ + "/" + snapshot_name(p.cur_nimg);
-      save_snapshot(path, trainer_, rank_states);
-      spdlog::info("Wrote {}", path);
-    }
-    snapshot = snapshot_name(p.cur_nimg);
-  }
+  const std::string snapshot = last || periodic_snapshot ? write_snapshot() : "";
   if (metrics_due) evaluate_metrics(snapshot);
   if (is_rank0()) events_->flush();
   if (stopping && is_rank0()) spdlog::warn("Stopped by signal {} at {:.1f} kimg; resume with --resume {}", stop_signal_,
@@ -145,13 +107,65 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
   maintenance_seconds_ = tick_start_time_ - tick_end;
 }
 
+// The tick's timing and resource scalars, then every statistic reduced over the ranks (moments add
+// up; means are over all ranks): the status line, stats.jsonl and TensorBoard on rank 0.
+void TrainingLoop::report_tick(double tick_end) {
+  const Progress& p = trainer_.progress();
+  StatsCollector& stats = trainer_.stats();
+  const double tick_seconds = tick_end - tick_start_time_;
+  const auto tick_images = static_cast<double>(p.cur_nimg - p.tick_start_nimg);
+  stats.report_scalar("Progress/tick", static_cast<double>(p.cur_tick));
+  stats.report_scalar("Progress/kimg", p.cur_nimg / 1e3);
+  stats.report_scalar("Timing/total_sec", tick_end);
+  stats.report_scalar("Timing/sec_per_tick", tick_seconds);
+  stats.report_scalar("Timing/sec_per_kimg", tick_seconds / std::max(tick_images, 1.0) * 1e3);
+  stats.report_scalar("Timing/img_per_sec", tick_images / std::max(tick_seconds, 1e-9));
+  stats.report_scalar("Timing/maintenance_sec", maintenance_seconds_);
+  stats.report_scalar("Resources/cpu_mem_gb", current_rss_gib());
+  stats.report_scalar("Resources/peak_gpu_mem_gb", device_peak_memory_gib(trainer_.device()));
+  reset_device_peak_memory(trainer_.device());
+  const dist::ReducerTimes comm_times = trainer_.take_reducer_times();
+  stats.report_scalar("Timing/allreduce_busy_sec", comm_times.busy_seconds);
+  stats.report_scalar("Timing/allreduce_exposed_sec", comm_times.exposed_seconds);
+  at::Tensor moments = stats.packed_moments().to(trainer_.comm().device()).contiguous();
+  trainer_.comm().allreduce({moments}, dist::ReduceOp::Sum);
+  const auto values = stats.finish(moments.cpu());
+  if (!is_rank0()) return;
+  spdlog::info(status_line(values, tick_seconds));
+  write_stats_line(values);
+  for (const auto& [name, value] : values)
+    if (value.count > 0) events_->add_scalar(name, value.mean, p.cur_nimg);
+}
+
+void TrainingLoop::write_sample_grid() {
+  if (!is_rank0()) return;
+  const Progress& p = trainer_.progress();
+  const std::string path = fmt::format("{}/fakes{:06d}.png", run_dir_, p.cur_nimg / 1000);
+  const data::Image grid = save_grid_png(render_fakes(trainer_, grid_), grid_, path);
+  events_->add_png("fakes", data::encode_png(grid), grid.height, grid.width, grid.channels, p.cur_nimg);
+}
+
+// Every rank checks its replica and hands in its step generator's state; rank 0 writes the file.
+// Returns the snapshot's name.
+std::string TrainingLoop::write_snapshot() {
+  const Progress& p = trainer_.progress();
+  trainer_.check_replicas(fmt::format("before the snapshot at {:.1f} kimg", p.cur_nimg / 1e3));
+  const std::vector<at::Tensor> rank_states = trainer_.gather_step_rng_states();
+  const std::string name = snapshot_name(p.cur_nimg);
+  if (is_rank0()) {
+    save_snapshot(run_dir_ + "/" + name, trainer_, rank_states);
+    spdlog::info("Wrote {}", run_dir_ + "/" + name);
+  }
+  return name;
+}
+
 void TrainingLoop::evaluate_metrics(const std::string& snapshot) {
   const Progress& p = trainer_.progress();
   for (const metrics::MetricResult& result : metrics_->evaluate(trainer_.G_ema())) {
     if (!is_rank0()) continue;
     spdlog::info("{} {:.4f} at {:.1f} kimg ({} fakes, {})", result.metric, result.value, p.cur_nimg / 1e3,
                  result.num_fakes, format_duration(result.seconds));
-    append_metric_line(run_dir_, result, trainer_.place().world_size, snapshot, p.cur_nimg / 1e3);
+    append_metric_line(run_dir_, result, trainer_.world_size(), snapshot, p.cur_nimg / 1e3);
     events_->add_scalar("Metrics/" + result.metric, result.value, p.cur_nimg);
   }
 }

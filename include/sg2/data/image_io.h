@@ -1,6 +1,8 @@
 #pragma once
 // PNG (libpng) and JPEG (libjpeg-turbo) images, and image grids as the reference's save_image_grid writes them.
 
+#include "sg2/core/files.h"
+
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -29,7 +31,7 @@ Image decode_image(const uint8_t* data, size_t size, const std::string& name);  
 Image image_from_chw(const uint8_t* chw, int64_t channels, int64_t height, int64_t width);
 void image_to_chw(const Image& image, uint8_t* chw);
 
-std::vector<uint8_t> read_file_bytes(const std::string& path);
+using sg2::read_file_bytes;  // core/files.h
 void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
 
 // float images [N, C, H, W] with values in [lo, hi] -> uint8 [N, C, H, W] (rounded, clipped).

@@ -65,11 +65,11 @@ struct SynthesisRun {
   NoiseMode noise_mode = NoiseMode::Random;
   bool fused_modconv = false;
   bool force_fp32 = false;                 // ignore the options' mixed precision
-  c10::optional<at::Generator> generator;  // for random noise; default generator if none
+  c10::optional<at::Generator> rng;  // for random noise; LibTorch's default generator if none
 };
 
-// A private generator of the device's kind, seeded (for reproducible noise and latents).
-at::Generator make_generator(const at::Device& device, uint64_t seed);
+// A private random generator of the device's kind, seeded (for reproducible noise and latents).
+at::Generator make_rng(const at::Device& device, uint64_t seed);
 
 // Modulated 3x3 convolution + noise + bias + lrelu.
 class SynthesisLayer : public torch::nn::Module {

@@ -40,7 +40,5 @@ void copy_state(const torch::nn::Module& from, torch::nn::Module& to);
 TensorMap load_tensor_file(const std::string& path);
 TensorMap to_tensor_map(const c10::IValue& value, const std::string& source_name);
 
-// Reads a whole file; errors name the path.
-std::vector<char> read_file_bytes(const std::string& path);
 
 }  // namespace sg2::nn

@@ -46,13 +46,13 @@ class StyleGAN2Loss {
 
   // Runs one phase on one round and accumulates gradients scaled by `gain` into the phase's
   // network, in one backward pass (the gradient reducer hooks into it). Random draws (mixing,
-  // noise) come from `generator`; statistics go to `stats`.
-  void accumulate_gradients(Phase phase, const RoundInputs& in, double gain, at::Generator& generator,
+  // noise) come from `rng`; statistics go to `stats`.
+  void accumulate_gradients(Phase phase, const RoundInputs& in, double gain, at::Generator& rng,
                             StatsCollector& stats);
 
   // Generator forward as in training: mapping with w_avg tracking and style mixing, random noise.
   // Returns (img [N, C, R, R], ws [N, num_ws, w_dim]).
-  std::pair<at::Tensor, at::Tensor> run_G(const at::Tensor& z, const at::Tensor& c, at::Generator& generator);
+  std::pair<at::Tensor, at::Tensor> run_G(const at::Tensor& z, const at::Tensor& c, at::Generator& rng);
 
   // Deferred running means (dist.rng = global): instead of updating w_avg and pl_mean in every
   // pass, the passes add their sums to one vector [w_dim + 3] = (sum of w, count, sum of path
@@ -68,9 +68,9 @@ class StyleGAN2Loss {
 
  private:
   // Each returns its loss term (a scalar mean, before the gain).
-  at::Tensor generator_main(const RoundInputs& in, at::Generator& gen, StatsCollector& stats);
-  at::Tensor generator_path_length(const RoundInputs& in, at::Generator& gen, StatsCollector& stats);
-  at::Tensor discriminator_fake(const RoundInputs& in, at::Generator& gen, StatsCollector& stats);
+  at::Tensor generator_main(const RoundInputs& in, at::Generator& rng, StatsCollector& stats);
+  at::Tensor generator_path_length(const RoundInputs& in, at::Generator& rng, StatsCollector& stats);
+  at::Tensor discriminator_fake(const RoundInputs& in, at::Generator& rng, StatsCollector& stats);
   at::Tensor discriminator_real(const RoundInputs& in, bool main, bool r1, const at::Tensor& loss_fake,
                                 StatsCollector& stats);
   void add_deferred(int64_t offset, const at::Tensor& rows);  // rows [N, k] summed into deferred_[offset:]

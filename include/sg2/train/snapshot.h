@@ -40,7 +40,7 @@ struct Snapshot {
   bool imported() const { return integers.count("imported") > 0 && integers.at("imported") != 0; }
 };
 
-// rank_states: every rank's step generator state (Trainer::gather_generator_states); empty: this
+// rank_states: every rank's step generator state (Trainer::gather_step_rng_states); empty: this
 // process's only. Rank 0 calls it; the file is written atomically.
 void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<at::Tensor>& rank_states = {});
 Snapshot load_snapshot(const std::string& path);

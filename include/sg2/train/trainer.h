@@ -21,12 +21,6 @@
 
 namespace sg2::train {
 
-// Where this process sits in the job (from the communicator; single process: 0 of 1).
-struct ProcessPlace {
-  int rank = 0;
-  int world_size = 1;
-};
-
 struct TrainingPhase {
   Phase kind;
   std::string name;   // "Gmain", "Greg", ...
@@ -61,7 +55,7 @@ class Trainer {
   // Collectives (all ranks call them together).
   void broadcast_from_rank0();                        // the state's replicated tensors
   void check_replicas(const std::string& what);       // error naming the first tensor that differs
-  std::vector<at::Tensor> gather_generator_states();  // rank r's step generator state at [r]
+  std::vector<at::Tensor> gather_step_rng_states();  // rank r's step generator state at [r]
   dist::ReducerTimes take_reducer_times();
   // G's and D's bucket launch fractions since the last call (GradientReducer::take_launch_fractions).
   std::pair<std::vector<double>, std::vector<double>> take_bucket_launch_fractions();
@@ -76,18 +70,19 @@ class Trainer {
   StyleGAN2Loss& loss() { return *loss_; }
   // G, D, G_ema, both Adam states, pl_mean and the progress counters (training_state.h).
   const TrainingState& state() const { return state_; }
-  at::Generator& generator() { return generator_; }
+  at::Generator& step_rng() { return step_rng_; }  // this rank's step randomness (dist.rng = rank)
   Progress& progress() { return progress_; }
   const TrainConfig& config() const { return config_; }
   const data::Dataset& dataset() const { return *dataset_; }
   const std::shared_ptr<const data::Dataset>& shared_dataset() const { return dataset_; }
   const at::Device& device() const { return device_; }
-  ProcessPlace place() const { return place_; }
+  int rank() const { return comm_->rank(); }         // from the communicator (one process: 0 of 1)
+  int world_size() const { return comm_->size(); }
   dist::Communicator& comm() { return *comm_; }
   bool global_rng() const { return config_.dist.rng == "global"; }
 
  private:
-  at::Generator keyed_generator(std::initializer_list<uint64_t> keys) const;
+  at::Generator keyed_rng(std::initializer_list<uint64_t> keys) const;
   std::pair<at::Tensor, at::Tensor> draw_latents(size_t phase_index, int64_t local_batch);  // z [b, z], c [b, c]
   void average_running_means();         // dist.rng = rank, once per step
   void apply_deferred_running_means();  // dist.rng = global, once per phase
@@ -97,7 +92,6 @@ class Trainer {
   at::Device device_;
   std::unique_ptr<dist::Communicator> owned_comm_;  // the Local one when none was given
   dist::Communicator* comm_;
-  ProcessPlace place_;
   std::shared_ptr<nn::Generator> G_, G_ema_;
   std::shared_ptr<nn::Discriminator> D_;
   std::unique_ptr<Adam> G_opt_, D_opt_;
@@ -106,7 +100,7 @@ class Trainer {
   std::vector<TrainingPhase> phases_;
   data::PrefetchLoader loader_;
   at::Tensor label_table_;  // [N, c_dim] on the device, for drawing generator labels
-  at::Generator generator_;
+  at::Generator step_rng_;
   StatsCollector stats_;
   Progress progress_;
   TrainingState state_;
@@ -127,6 +121,6 @@ at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& d
 // "auto" -> CUDA if LibTorch sees a GPU, else CPU; "cuda" without one is an error.
 at::Device resolve_device(const std::string& name, int local_rank = 0);
 
-using nn::make_generator;
+using nn::make_rng;
 
 }  // namespace sg2::train

@@ -36,10 +36,13 @@ class TrainingLoop {
  private:
   void write_initial_images();
   void end_tick(bool done, bool stopping);
+  void report_tick(double tick_end);
+  void write_sample_grid();
+  std::string write_snapshot();
   std::string status_line(const std::map<std::string, StatValue>& stats, double tick_seconds) const;
   void write_stats_line(const std::map<std::string, StatValue>& stats);
   void evaluate_metrics(const std::string& snapshot);
-  bool is_rank0() const { return trainer_.place().rank == 0; }
+  bool is_rank0() const { return trainer_.rank() == 0; }
 
   Trainer& trainer_;
   std::string run_dir_;

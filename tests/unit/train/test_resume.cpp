@@ -115,21 +115,21 @@ TEST(Resume, AGeneratorStateOfAnotherDeviceTypeStartsAFreshStream) {
 
   auto same = make_trainer(c);
   restore_trainer(*same, s);
-  EXPECT_TRUE(same->generator().get_state().equal(cpu_state));
+  EXPECT_TRUE(same->step_rng().get_state().equal(cpu_state));
 
   // What a CUDA run writes: a 16-byte Philox seed + offset, tagged with the CUDA device type.
   s.integers["rng.device_type"] = static_cast<int64_t>(at::kCUDA);
   s.tensors["rng.step"] = at::zeros({16}, at::kByte);
   auto other = make_trainer(c);
   ASSERT_NO_THROW(restore_trainer(*other, s));
-  EXPECT_FALSE(other->generator().get_state().equal(cpu_state));
+  EXPECT_FALSE(other->step_rng().get_state().equal(cpu_state));
   EXPECT_NO_THROW(other->step());
 
   // A snapshot from before the device type was recorded: told apart by the state's size.
   s.integers.erase("rng.device_type");
   auto old_format = make_trainer(c);
   ASSERT_NO_THROW(restore_trainer(*old_format, s));
-  EXPECT_EQ(old_format->generator().get_state().numel(), cpu_state.numel());
+  EXPECT_EQ(old_format->step_rng().get_state().numel(), cpu_state.numel());
 }
 
 }  // namespace

@@ -1,0 +1,22 @@
+#pragma once
+// Whole-file reads, one definition for every module: snapshots and tensor files (char, as
+// torch::pickle_load takes them) and encoded images (uint8_t).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sg2 {
+
+// Reads the whole file at `path` into `out`; errors name the path.
+void read_file_into(const std::string& path, std::vector<char>& out);
+void read_file_into(const std::string& path, std::vector<uint8_t>& out);
+
+template <class Byte = uint8_t>
+std::vector<Byte> read_file_bytes(const std::string& path) {
+  std::vector<Byte> bytes;
+  read_file_into(path, bytes);
+  return bytes;
+}
+
+}  // namespace sg2
