@@ -1,5 +1,7 @@
 #include "sg2/core/error.h"
 
+#include "sg2/core/system.h"
+
 #include <cstring>
 
 namespace sg2::detail {
@@ -9,6 +11,10 @@ void fail_check(const char* expression, const char* file, int line, const std::s
   std::string where = fmt::format("{}:{}", base ? base + 1 : file, line);
   (void)expression;  // the message says what was expected; the location is for developers
   throw Error(fmt::format("{} [{}]", message, where));
+}
+
+std::string library_error(const char* library, int rank, const char* call, const std::string& text) {
+  return fmt::format("{} error on host {} rank {}: {} failed: {}", library, hostname(), rank, call, text);
 }
 
 }  // namespace sg2::detail

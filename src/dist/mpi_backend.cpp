@@ -15,18 +15,14 @@ namespace {
 
 int g_world_rank = -1;
 
-[[noreturn]] void fail_mpi(int code, const char* call, const char* file, int line) {
+std::string mpi_error_text(int code) {
   char text[MPI_MAX_ERROR_STRING] = {0};
   int length = 0;
   MPI_Error_string(code, text, &length);
-  SG2_FAIL("MPI error on host {} rank {}: {} failed at {}:{}: {}", hostname(), g_world_rank, call, file, line, text);
+  return text;
 }
 
-#define SG2_MPI_CHECK(call)                                               \
-  do {                                                                    \
-    const int _code = (call);                                             \
-    if (_code != MPI_SUCCESS) fail_mpi(_code, #call, __FILE__, __LINE__); \
-  } while (0)
+#define SG2_MPI_CHECK(call) SG2_CHECK_STATUS("MPI", g_world_rank, call, MPI_SUCCESS, mpi_error_text)
 
 MPI_Datatype mpi_datatype(at::ScalarType dtype) {
   switch (dtype) {

@@ -27,19 +27,8 @@ namespace {
 
 int g_rank = -1;
 
-#define SG2_CUDA_CHECK(call)                                                                                   \
-  do {                                                                                                         \
-    const cudaError_t _e = (call);                                                                             \
-    SG2_CHECK(_e == cudaSuccess, "CUDA error on host {} rank {}: {} failed: {}", hostname(), g_rank, #call, \
-              cudaGetErrorString(_e));                                                                         \
-  } while (0)
-
-#define SG2_NCCL_CHECK(call)                                                                                   \
-  do {                                                                                                         \
-    const ncclResult_t _r = (call);                                                                            \
-    SG2_CHECK(_r == ncclSuccess, "NCCL error on host {} rank {}: {} failed: {}", hostname(), g_rank, #call, \
-              ncclGetErrorString(_r));                                                                         \
-  } while (0)
+#define SG2_CUDA_CHECK(call) SG2_CHECK_STATUS("CUDA", g_rank, call, cudaSuccess, cudaGetErrorString)
+#define SG2_NCCL_CHECK(call) SG2_CHECK_STATUS("NCCL", g_rank, call, ncclSuccess, ncclGetErrorString)
 
 ncclDataType_t nccl_datatype(at::ScalarType dtype) {
   switch (dtype) {
