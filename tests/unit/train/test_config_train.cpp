@@ -210,7 +210,8 @@ TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
   EXPECT_TRUE(at::globalContext().allowTF32CuDNN());
   EXPECT_TRUE(at::globalContext().allowTF32CuBLAS());
   EXPECT_FALSE(at::globalContext().benchmarkCuDNN());
-  apply_compute_settings(TrainConfig{}, dist::World{});  // back to the defaults for later tests
+  const TrainConfig defaults;
+  apply_compute_settings(defaults, dist::World{});  // back to the defaults for later tests
 }
 
 }  // namespace
