@@ -72,17 +72,13 @@ ImportResult import_reference_networks(const std::string& state_dict_path, const
   } else {
     result.notes.push_back("no D.* tensors: D is freshly initialised (fine-tuning relearns it)");
   }
-  auto dict = snapshot_dict(train_schema().to_yaml_string(config_for_networks(g, d)),
-                            {{"G", nn::to_json(g)}, {"D", nn::to_json(d)}});
-  dict.insert("imported", int64_t{1});
-  dict.insert("world_size", int64_t{1});
   TrainingState state;  // the networks only: no optimizer state, progress 0
-  state.add_module("G", *G);
-  state.add_module("D", *D);
-  state.add_module("G_ema", *G_ema);
+  state.add_networks(*G, *D, *G_ema);
   Progress start;
   state.add_progress(start);
-  put_state(dict, state);
+  auto dict = snapshot_dict(train_schema().to_yaml_string(config_for_networks(g, d)), state);
+  dict.insert("imported", int64_t{1});
+  dict.insert("world_size", int64_t{1});
   write_snapshot_dict(out_path, dict);
   result.G_parameters = nn::count_parameters(*G);
   result.D_parameters = nn::count_parameters(*D);

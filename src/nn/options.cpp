@@ -8,13 +8,17 @@ namespace sg2::config {
 template <>
 struct Codec<nn::Architecture> {
   static constexpr const char* type_name = "TEXT";
-  static YAML::Node encode(nn::Architecture a) { return YAML::Node(nn::to_string(a)); }
   static nn::Architecture decode(const YAML::Node& n, const std::string& w) {
     return nn::parse_architecture(decode_string(n, w));
   }
 };
 
 }  // namespace sg2::config
+
+namespace sg2::nn {
+// The schema writes a field with encode_value, found here by argument-dependent lookup.
+YAML::Node encode_value(Architecture arch) { return YAML::Node(to_string(arch)); }
+}  // namespace sg2::nn
 
 namespace sg2::nn {
 

@@ -20,17 +20,14 @@ int64_t Snapshot::integer(const std::string& key) const {
 
 using Dict = c10::Dict<c10::IValue, c10::IValue>;
 
-void put_state(Dict& dict, const TrainingState& state) {
-  for (const auto& [name, tensor] : state.saved_tensors()) dict.insert(name, tensor.detach().cpu().clone());
-  for (const auto& [name, value] : state.counters()) dict.insert(name, value);
-}
-
-Dict snapshot_dict(const std::string& config_yaml, const nlohmann::json& networks) {
+Dict snapshot_dict(const std::string& config_yaml, const TrainingState& state) {
   Dict dict(c10::StringType::get(), c10::AnyType::get());
   dict.insert("format", std::string(kSnapshotFormat));
   dict.insert("version", kSnapshotVersion);
   dict.insert("config", config_yaml);
-  dict.insert("networks", networks.dump());
+  dict.insert("networks", state.network_options().dump());
+  for (const auto& [name, tensor] : state.saved_tensors()) dict.insert(name, tensor.detach().cpu().clone());
+  for (const auto& [name, value] : state.counters()) dict.insert(name, value);
   return dict;
 }
 
@@ -40,10 +37,8 @@ void write_snapshot_dict(const std::string& path, const Dict& dict) {
 }
 
 void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<at::Tensor>& rank_states) {
-  Dict dict = snapshot_dict(train_schema().to_yaml_string(trainer.config()),
-                            {{"G", nn::to_json(trainer.G().options)}, {"D", nn::to_json(trainer.D().options)}});
+  Dict dict = snapshot_dict(train_schema().to_yaml_string(trainer.config()), trainer.state());
   dict.insert("world_size", static_cast<int64_t>(trainer.world_size()));
-  put_state(dict, trainer.state());
   {
     std::lock_guard<std::mutex> lock(trainer.step_rng().mutex());
     dict.insert("rng.step", trainer.step_rng().get_state());
@@ -85,12 +80,12 @@ Snapshot load_snapshot(const std::string& path) {
 
 namespace {
 
-// Whether the snapshot's generator state can be loaded into `generator` (same device type; snapshots
+// Whether the snapshot's step rng state can be loaded into `rng` (same device type; snapshots
 // before rng.device_type was recorded: the same state size).
-bool step_rng_state_fits(const Snapshot& s, at::Generator& generator) {
+bool step_rng_state_fits(const Snapshot& s, at::Generator& rng) {
   const auto device_type = s.integers.find("rng.device_type");
-  if (device_type != s.integers.end()) return device_type->second == static_cast<int64_t>(generator.device().type());
-  return s.tensors.at("rng.step").numel() == generator.get_state().numel();
+  if (device_type != s.integers.end()) return device_type->second == static_cast<int64_t>(rng.device().type());
+  return s.tensors.at("rng.step").numel() == rng.get_state().numel();
 }
 
 }  // namespace

@@ -27,27 +27,29 @@ nn::MixedPrecision mixed_precision(const TrainConfig& c, const nn::MixedPrecisio
   return p;
 }
 
+// A network's options as the config asks, with what the dataset gives (labels, resolution,
+// channels) and the precision this device runs.
+template <class Options>
+Options options_for(const Options& asked, const TrainConfig& c, const data::Dataset& dataset, const at::Device& device) {
+  Options options = asked;
+  options.c_dim = dataset.label_dim();
+  options.img_resolution = dataset.resolution();
+  options.img_channels = dataset.shape().channels;
+  options.precision = mixed_precision(c, asked.precision, device);
+  return options;
+}
+
 }  // namespace
 
 std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& c) { return data::open_dataset(c.data); }
 
 nn::GeneratorOptions generator_options(const TrainConfig& c, const data::Dataset& dataset, const at::Device& device) {
-  nn::GeneratorOptions g = c.G;
-  g.c_dim = dataset.label_dim();
-  g.img_resolution = dataset.resolution();
-  g.img_channels = dataset.shape().channels;
-  g.precision = mixed_precision(c, c.G.precision, device);
-  return g;
+  return options_for<nn::GeneratorOptions>(c.G, c, dataset, device);
 }
 
 nn::DiscriminatorOptions discriminator_options(const TrainConfig& c, const data::Dataset& dataset,
                                                const at::Device& device) {
-  nn::DiscriminatorOptions d = c.D;
-  d.c_dim = dataset.label_dim();
-  d.img_resolution = dataset.resolution();
-  d.img_channels = dataset.shape().channels;
-  d.precision = mixed_precision(c, c.D.precision, device);
-  return d;
+  return options_for(c.D, c, dataset, device);
 }
 
 at::Device resolve_device(const std::string& name, int local_rank) {
@@ -124,9 +126,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
   G_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, nn::named_parameters(*G_), reducer);
   D_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, nn::named_parameters(*D_), reducer);
 
-  state_.add_module("G", *G_);
-  state_.add_module("D", *D_);
-  state_.add_module("G_ema", *G_ema_);
+  state_.add_networks(*G_, *D_, *G_ema_);
   state_.add_optimizer("G_opt", *G_opt_);
   state_.add_optimizer("D_opt", *D_opt_);
   state_.add_tensor("loss.pl_mean", loss_->pl_mean);

@@ -3,12 +3,20 @@
 #include "sg2/core/error.h"
 #include "sg2/train/optim.h"
 
+#include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 
 namespace sg2::train {
 
-void TrainingState::add_module(const std::string& name, torch::nn::Module& module) {
-  modules_.emplace_back(name, &module);
+void TrainingState::add_networks(nn::Generator& G, nn::Discriminator& D, nn::Generator& G_ema) {
+  G_ = &G;
+  D_ = &D;
+  modules_ = {{"G", &G}, {"D", &D}, {"G_ema", &G_ema}};
+}
+
+nlohmann::json TrainingState::network_options() const {
+  SG2_CHECK(G_ != nullptr && D_ != nullptr, "the training state has no networks");
+  return {{"G", nn::to_json(G_->options)}, {"D", nn::to_json(D_->options)}};
 }
 
 void TrainingState::add_optimizer(const std::string& name, Adam& optimizer) {

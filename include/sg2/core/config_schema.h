@@ -16,7 +16,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -44,6 +43,7 @@ std::vector<std::string> decode_string_list(const YAML::Node& node, const std::s
 std::vector<float> decode_number_list(const YAML::Node& node, const std::string& where);
 
 // Field values as YAML nodes; floats in their shortest round-trip form ("0.002", not 0.00200000000000000004).
+// A field of another type (an enum) adds an encode_value overload in its own namespace.
 YAML::Node encode_value(double value);
 YAML::Node encode_value(const IntOrAuto& value);
 YAML::Node encode_value(const std::vector<float>& values);
@@ -57,43 +57,36 @@ struct Codec;
 template <>
 struct Codec<int> {
   static constexpr const char* type_name = "INT";
-  static YAML::Node encode(const int& v) { return encode_value(v); }
   static int decode(const YAML::Node& n, const std::string& w) { return static_cast<int>(decode_integer(n, w)); }
 };
 template <>
 struct Codec<int64_t> {
   static constexpr const char* type_name = "INT";
-  static YAML::Node encode(const int64_t& v) { return encode_value(v); }
   static int64_t decode(const YAML::Node& n, const std::string& w) { return decode_integer(n, w); }
 };
 template <>
 struct Codec<IntOrAuto> {
   static constexpr const char* type_name = "INT|auto";
-  static YAML::Node encode(const IntOrAuto& v) { return encode_value(v); }
   static IntOrAuto decode(const YAML::Node& n, const std::string& w) { return decode_integer_or_auto(n, w); }
 };
 template <>
 struct Codec<double> {
   static constexpr const char* type_name = "FLOAT";
-  static YAML::Node encode(const double& v) { return encode_value(v); }
   static double decode(const YAML::Node& n, const std::string& w) { return decode_number(n, w); }
 };
 template <>
 struct Codec<bool> {
   static constexpr const char* type_name = "BOOL";
-  static YAML::Node encode(const bool& v) { return encode_value(v); }
   static bool decode(const YAML::Node& n, const std::string& w) { return decode_bool(n, w); }
 };
 template <>
 struct Codec<std::string> {
   static constexpr const char* type_name = "TEXT";
-  static YAML::Node encode(const std::string& v) { return encode_value(v); }
   static std::string decode(const YAML::Node& n, const std::string& w) { return decode_string(n, w); }
 };
 template <>
 struct Codec<std::vector<std::string>> {
   static constexpr const char* type_name = "LIST";
-  static YAML::Node encode(const std::vector<std::string>& v) { return encode_value(v); }
   static std::vector<std::string> decode(const YAML::Node& n, const std::string& w) {
     return decode_string_list(n, w);
   }
@@ -102,7 +95,6 @@ struct Codec<std::vector<std::string>> {
 template <>
 struct Codec<std::vector<float>> {
   static constexpr const char* type_name = "FLOATS";
-  static YAML::Node encode(const std::vector<float>& v) { return encode_value(v); }
   static std::vector<float> decode(const YAML::Node& n, const std::string& w) { return decode_number_list(n, w); }
 };
 
@@ -148,8 +140,6 @@ class Schema {
     bool has_none() const { return none_value.IsDefined() && !none_value.IsNull(); }
   };
 
-  Schema() = default;
-
   // Access: a callable Config& -> T& for T in {int, int64_t, double, bool, string, vector<string>}.
   template <class Access>
   Field& add(std::string key, Access access, std::string help) {
@@ -161,7 +151,7 @@ class Schema {
     field.read = [access](Config& config, const YAML::Node& node, const std::string& where) {
       access(config) = Codec<T>::decode(node, where);
     };
-    field.write = [access](const Config& config) { return Codec<T>::encode(access(const_cast<Config&>(config))); };
+    field.write = [access](const Config& config) { return encode_value(access(const_cast<Config&>(config))); };
     fields_.push_back(std::move(field));
     return fields_.back();
   }

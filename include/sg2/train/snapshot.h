@@ -45,11 +45,10 @@ struct Snapshot {
 void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<at::Tensor>& rank_states = {});
 Snapshot load_snapshot(const std::string& path);
 
-// The dict every snapshot starts with (format, version, config, networks), and writing one atomically.
-c10::Dict<c10::IValue, c10::IValue> snapshot_dict(const std::string& config_yaml, const nlohmann::json& networks);
+// A snapshot's dict: format, version, config, the networks' options, and CPU copies of the state's
+// tensors and counters. Writing one is atomic.
+c10::Dict<c10::IValue, c10::IValue> snapshot_dict(const std::string& config_yaml, const TrainingState& state);
 void write_snapshot_dict(const std::string& path, const c10::Dict<c10::IValue, c10::IValue>& dict);
-// Adds CPU copies of a training state's saved tensors, and its counters, to a snapshot dict.
-void put_state(c10::Dict<c10::IValue, c10::IValue>& dict, const TrainingState& state);
 
 // Continues `trainer` from `snapshot` (same architecture; any world size). An imported snapshot
 // gives the network weights only: the optimizers start fresh and the progress at 0.

@@ -5,7 +5,10 @@
 // TrainingState, so a piece registered here is carried by every one of them. The per-rank step
 // generators are not in it: they differ by rank by design (snapshot.h stores them).
 
+#include "sg2/nn/networks.h"
 #include "sg2/nn/state_dict.h"
+
+#include <nlohmann/json_fwd.hpp>
 
 #include <map>
 #include <string>
@@ -26,7 +29,7 @@ struct Progress {
 class TrainingState {
  public:
   // Registered pieces are referred to, not copied: the state always reads their current values.
-  void add_module(const std::string& name, torch::nn::Module& module);
+  void add_networks(nn::Generator& G, nn::Discriminator& D, nn::Generator& G_ema);  // "G", "D", "G_ema"
   void add_optimizer(const std::string& name, Adam& optimizer);
   void add_tensor(const std::string& name, at::Tensor& tensor);
   void add_counter(const std::string& name, int64_t& counter);
@@ -38,6 +41,8 @@ class TrainingState {
   // What a snapshot stores: the replicated tensors and the optimizer states ("G_opt.<param>.exp_avg", ...).
   NamedTensors saved_tensors() const;
   std::vector<std::pair<std::string, int64_t>> counters() const;
+  // {"G": {...}, "D": {...}}: the networks' options in the fixture JSON form.
+  nlohmann::json network_options() const;
 
   // The modules' weights from `tensors`; `source` names the file in errors.
   void load_modules(const nn::TensorMap& tensors, const std::string& source) const;
@@ -46,6 +51,8 @@ class TrainingState {
                               const std::string& source) const;
 
  private:
+  const nn::Generator* G_ = nullptr;
+  const nn::Discriminator* D_ = nullptr;
   std::vector<std::pair<std::string, torch::nn::Module*>> modules_;
   std::vector<std::pair<std::string, Adam*>> optimizers_;
   std::vector<std::pair<std::string, at::Tensor*>> tensors_;
