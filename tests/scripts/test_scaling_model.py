@@ -33,6 +33,12 @@ class AllreduceFit(unittest.TestCase):
         self.assertAlmostEqual(fitted_alpha / alpha, 1, places=6)
         self.assertAlmostEqual(fitted_busbw / busbw, 1, places=6)
 
+    def test_times_that_do_not_grow_with_the_size_are_an_error(self):
+        sweep = [(1 << 16, 3e-3), (1 << 20, 2e-3), (1 << 22, 1e-3)]  # noise, not bandwidth
+        with self.assertRaises(SystemExit) as raised:
+            model.fit_allreduce({"ranks": 2, "sweep": sweep})
+        self.assertIn("too noisy", str(raised.exception))
+
     def test_one_rank_costs_nothing(self):
         self.assertEqual(model.allreduce_seconds(1 << 20, 1, 1e-5, 1e9), 0.0)
 
@@ -90,8 +96,8 @@ class Parsers(unittest.TestCase):
     def test_two_ranks_list_every_rank_verify_and_fit(self):
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         output = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", BENCH, "comm", "--config", CONFIG,
-                                 "--run.threads", "1", "--min-bytes", "65536", "--max-bytes", "4194304",
-                                 "--iters", "2", "--warmup", "1"], capture_output=True, text=True, env=env, check=True).stdout
+                                 "--run.threads", "1", "--min-bytes", "65536", "--max-bytes", "16777216",
+                                 "--iters", "5", "--warmup", "1"], capture_output=True, text=True, env=env, check=True).stdout
         for rank in (0, 1):
             self.assertRegex(output, rf"#  rank +{rank}  host \S+  pid \d+  device cpu")
         self.assertIn("# wrong results: 0 of", output)
