@@ -93,11 +93,14 @@ class Parsers(unittest.TestCase):
         self.assertGreater(sum(comm["buckets"]["D"]), 1e6)
 
     @unittest.skipUnless(os.environ.get("SG2_WITH_MPI", "").upper() in ("ON", "TRUE", "1", "YES"), "built without MPI")
-    def test_two_ranks_list_every_rank_verify_and_fit(self):
+    def test_two_ranks_list_every_rank_verify_and_parse(self):
+        # Behaviour only: the fit of measured times is a benchmark's business (on a loaded 2-core
+        # machine the times need not grow with the size); test_recovers_alpha_and_busbw_of_a_ring
+        # tests the fit itself.
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         output = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", BENCH, "comm", "--config", CONFIG,
-                                 "--run.threads", "1", "--min-bytes", "65536", "--max-bytes", "16777216",
-                                 "--iters", "5", "--warmup", "1"], capture_output=True, text=True, env=env, check=True).stdout
+                                 "--run.threads", "1", "--min-bytes", "65536", "--max-bytes", "1048576",
+                                 "--step-factor", "2", "--iters", "2", "--warmup", "1"], capture_output=True, text=True, env=env, check=True).stdout
         for rank in (0, 1):
             self.assertRegex(output, rf"#  rank +{rank}  host \S+  pid \d+  device cpu")
         self.assertIn("# wrong results: 0 of", output)
@@ -106,8 +109,9 @@ class Parsers(unittest.TestCase):
             f.flush()
             comm = model.parse_comm(f.name)
         self.assertEqual(comm["ranks"], 2)
-        alpha, busbw = model.fit_allreduce(comm)
-        self.assertGreater(busbw, 1e6)  # shared memory moves far more than 1 MB/s
+        self.assertEqual([size for size, _ in comm["sweep"]], [65536 << k for k in range(5)])
+        self.assertTrue(all(seconds > 0 for _, seconds in comm["sweep"]))
+        self.assertGreater(sum(comm["buckets"]["G"]), 1e6)
 
     def test_reads_phases_and_step_of_the_training_bench(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
