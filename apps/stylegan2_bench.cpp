@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   comm->add_option("--warmup", comm_options.warmup, "Untimed calls per size")->capture_default_str();
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
   bench.op_families = !no_ops;
-  nn::ops::set_reference_ops(reference_ops);
+  const nn::ops::ImplScope ops_impl(reference_ops ? nn::ops::Impl::Reference : nn::ops::Impl::Fast);
   return sg2::run_reporting_errors("stylegan2_bench", [&] {
     init_logging();
     const auto config = config_options.resolve();

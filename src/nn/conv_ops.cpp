@@ -6,30 +6,13 @@
 
 namespace sg2::nn::ops {
 
-at::Tensor upsample2d(const at::Tensor& x, const at::Tensor& f, int64_t up) {
-  const int64_t k = f.size(0);
-  FirParams p;
-  p.up = up;
-  p.padding = {(k + up - 1) / 2, (k - up) / 2, (k + up - 1) / 2, (k - up) / 2};
-  p.gain = static_cast<double>(up * up);
-  return upfirdn2d(x, f, p);
-}
-
-at::Tensor downsample2d(const at::Tensor& x, const at::Tensor& f, int64_t down) {
-  const int64_t k = f.size(0);
-  FirParams p;
-  p.down = down;
-  p.padding = {(k - down + 1) / 2, (k - down) / 2, (k - down + 1) / 2, (k - down) / 2};
-  return upfirdn2d(x, f, p);
-}
-
 namespace {
 
 // conv2d or conv_transpose2d; flip_weight=false turns correlation into convolution.
 at::Tensor plain_conv(const at::Tensor& x, at::Tensor w, int64_t stride, std::array<int64_t, 2> padding,
-                      int64_t groups, bool transpose, bool flip_weight) {
+                      int64_t groups, bool transpose, bool flip_weight, Impl impl) {
   if (!flip_weight) w = w.flip({2, 3});
-  if (transpose) return transposed_conv2d(x, w, stride, padding, groups);
+  if (transpose) return transposed_conv2d(x, w, stride, padding, groups, impl);
   const std::array<int64_t, 2> strides{stride, stride}, ones{1, 1};
   return at::conv2d(x, w, at::Tensor(), strides, padding, ones, groups);
 }
@@ -46,7 +29,7 @@ FirParams fir(const Padding& padding, int64_t up, int64_t down, double gain, boo
 
 // Transposed strided convolution for up > 1, then the FIR filter (and optional downsampling).
 at::Tensor conv_upsampled(const at::Tensor& x, at::Tensor w, const at::Tensor& f, const ConvResampleParams& p,
-                          Padding pad) {
+                          Padding pad, Impl impl) {
   const int64_t out_channels = w.size(0), in_per_group = w.size(1), kh = w.size(2), kw = w.size(3);
   const int64_t g = p.groups, up = p.up;
   if (g == 1) {
@@ -62,15 +45,17 @@ at::Tensor conv_upsampled(const at::Tensor& x, at::Tensor w, const at::Tensor& f
   py1 -= kh - up;
   const int64_t pxt = std::max<int64_t>(std::min(-px0, -px1), 0);
   const int64_t pyt = std::max<int64_t>(std::min(-py0, -py1), 0);
-  at::Tensor y = plain_conv(x, w, up, {pyt, pxt}, g, /*transpose=*/true, !p.flip_weight);
-  y = upfirdn2d(y, f, fir({px0 + pxt, px1 + pxt, py0 + pyt, py1 + pyt}, 1, 1, static_cast<double>(up * up), p.flip_filter));
-  if (p.down > 1) y = upfirdn2d(y, f, fir({0, 0, 0, 0}, 1, p.down, 1.0, p.flip_filter));
+  at::Tensor y = plain_conv(x, w, up, {pyt, pxt}, g, /*transpose=*/true, !p.flip_weight, impl);
+  const Padding rest{px0 + pxt, px1 + pxt, py0 + pyt, py1 + pyt};
+  y = upfirdn2d(y, f, fir(rest, 1, 1, static_cast<double>(up * up), p.flip_filter), impl);
+  if (p.down > 1) y = upfirdn2d(y, f, fir({0, 0, 0, 0}, 1, p.down, 1.0, p.flip_filter), impl);
   return y;
 }
 
 }  // namespace
 
-at::Tensor conv2d_resample(const at::Tensor& x, const at::Tensor& w, const at::Tensor& f, ConvResampleParams p) {
+at::Tensor conv2d_resample(const at::Tensor& x, const at::Tensor& w, const at::Tensor& f, ConvResampleParams p,
+                           Impl impl) {
   SG2_CHECK(x.dim() == 4 && w.dim() == 4, "conv2d_resample expects 4-D x and w, got {} and {}", x.sizes(), w.sizes());
   SG2_CHECK(p.up >= 1 && p.down >= 1 && p.groups >= 1, "conv2d_resample: invalid up {} / down {} / groups {}", p.up,
             p.down, p.groups);
@@ -95,24 +80,25 @@ at::Tensor conv2d_resample(const at::Tensor& x, const at::Tensor& w, const at::T
   const bool pointwise = (kw == 1 && kh == 1);
 
   if (pointwise && p.down > 1 && p.up == 1) {  // downsample first, then the 1x1 convolution
-    at::Tensor y = upfirdn2d(x, f, fir(pad, 1, p.down, 1.0, p.flip_filter));
-    return plain_conv(y, w, 1, {0, 0}, p.groups, false, p.flip_weight);
+    at::Tensor y = upfirdn2d(x, f, fir(pad, 1, p.down, 1.0, p.flip_filter), impl);
+    return plain_conv(y, w, 1, {0, 0}, p.groups, false, p.flip_weight, impl);
   }
   if (pointwise && p.up > 1 && p.down == 1) {  // 1x1 convolution first, then upsample
-    at::Tensor y = plain_conv(x, w, 1, {0, 0}, p.groups, false, p.flip_weight);
-    return upfirdn2d(y, f, fir(pad, p.up, 1, static_cast<double>(p.up * p.up), p.flip_filter));
+    at::Tensor y = plain_conv(x, w, 1, {0, 0}, p.groups, false, p.flip_weight, impl);
+    return upfirdn2d(y, f, fir(pad, p.up, 1, static_cast<double>(p.up * p.up), p.flip_filter), impl);
   }
   if (p.down > 1 && p.up == 1) {  // filter, then strided convolution
-    at::Tensor y = upfirdn2d(x, f, fir(pad, 1, 1, 1.0, p.flip_filter));
-    return plain_conv(y, w, p.down, {0, 0}, p.groups, false, p.flip_weight);
+    at::Tensor y = upfirdn2d(x, f, fir(pad, 1, 1, 1.0, p.flip_filter), impl);
+    return plain_conv(y, w, p.down, {0, 0}, p.groups, false, p.flip_weight, impl);
   }
-  if (p.up > 1) return conv_upsampled(x, w, f, p, pad);
+  if (p.up > 1) return conv_upsampled(x, w, f, p, pad, impl);
   if (pad[0] == pad[1] && pad[2] == pad[3] && pad[0] >= 0 && pad[2] >= 0) {  // plain convolution
-    return plain_conv(x, w, 1, {pad[2], pad[0]}, p.groups, false, p.flip_weight);
+    return plain_conv(x, w, 1, {pad[2], pad[0]}, p.groups, false, p.flip_weight, impl);
   }
   // General case: pad through upfirdn2d, then convolve.
-  at::Tensor y = upfirdn2d(x, at::ones({1, 1}, x.options().dtype(at::kFloat)), fir(pad, 1, 1, 1.0, p.flip_filter));
-  return plain_conv(y, w, 1, {0, 0}, p.groups, false, p.flip_weight);
+  const at::Tensor identity = at::ones({1, 1}, x.options().dtype(at::kFloat));
+  at::Tensor y = upfirdn2d(x, identity, fir(pad, 1, 1, 1.0, p.flip_filter), impl);
+  return plain_conv(y, w, 1, {0, 0}, p.groups, false, p.flip_weight, impl);
 }
 
 at::Tensor demodulation_coefficients_reference(const at::Tensor& weight, const at::Tensor& styles) {
@@ -120,13 +106,15 @@ at::Tensor demodulation_coefficients_reference(const at::Tensor& weight, const a
   return (w.square().sum({2, 3, 4}) + 1e-8).rsqrt();                                 // [N, O]
 }
 
-at::Tensor demodulation_coefficients(const at::Tensor& weight, const at::Tensor& styles) {
+at::Tensor demodulation_coefficients(const at::Tensor& weight, const at::Tensor& styles, Impl impl) {
+  if (impl == Impl::Reference) return demodulation_coefficients_reference(weight, styles);
   at::Tensor weight_energy = weight.square().sum({2, 3});              // [O, I]
   return (styles.square().matmul(weight_energy.t()) + 1e-8).rsqrt();  // [N, O]
 }
 
 at::Tensor modulated_conv2d(const at::Tensor& x_in, const at::Tensor& weight_in, const at::Tensor& styles_in,
-                            const at::Tensor& noise, const at::Tensor& resample_filter, const ModConvParams& p) {
+                            const at::Tensor& noise, const at::Tensor& resample_filter, const ModConvParams& p,
+                            Impl impl) {
   const int64_t batch = x_in.size(0);
   const int64_t in_channels = weight_in.size(1);
   const int64_t kh = weight_in.size(2), kw = weight_in.size(3);
@@ -146,8 +134,7 @@ at::Tensor modulated_conv2d(const at::Tensor& x_in, const at::Tensor& weight_in,
 
   at::Tensor w, dcoefs;
   if (p.demodulate) {
-    dcoefs = reference_ops() ? demodulation_coefficients_reference(weight, styles)
-                             : demodulation_coefficients(weight, styles);  // [N, O]
+    dcoefs = demodulation_coefficients(weight, styles, impl);  // [N, O]
   }
   if (p.fused) {
     w = weight.unsqueeze(0) * styles.reshape({batch, 1, -1, 1, 1});  // [N, O, I, k, k]
@@ -162,7 +149,7 @@ at::Tensor modulated_conv2d(const at::Tensor& x_in, const at::Tensor& weight_in,
 
   if (!p.fused) {  // scale activations before and after a shared-weight convolution
     at::Tensor x = x_in * styles.to(x_in.scalar_type()).reshape({batch, -1, 1, 1});
-    x = conv2d_resample(x, weight.to(x.scalar_type()), resample_filter, conv);
+    x = conv2d_resample(x, weight.to(x.scalar_type()), resample_filter, conv, impl);
     if (p.demodulate && noise.defined()) {
       return at::addcmul(noise.to(x.scalar_type()), x, dcoefs.to(x.scalar_type()).reshape({batch, -1, 1, 1}));
     }
@@ -175,7 +162,7 @@ at::Tensor modulated_conv2d(const at::Tensor& x_in, const at::Tensor& weight_in,
   at::Tensor x = x_in.reshape({1, -1, x_in.size(2), x_in.size(3)});  // [1, N*I, H, W]
   w = w.reshape({-1, in_channels, kh, kw});                          // [N*O, I, k, k]
   conv.groups = batch;
-  x = conv2d_resample(x, w.to(x.scalar_type()), resample_filter, conv);
+  x = conv2d_resample(x, w.to(x.scalar_type()), resample_filter, conv, impl);
   x = x.reshape({batch, -1, x.size(2), x.size(3)});  // [N, O, H', W']
   if (noise.defined()) x = x.add_(noise);
   return x;

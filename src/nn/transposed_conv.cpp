@@ -53,8 +53,8 @@ at::Tensor polyphase_stride2(const at::Tensor& x, const at::Tensor& w) {
 }  // namespace
 
 at::Tensor transposed_conv2d(const at::Tensor& x, const at::Tensor& w, int64_t stride, std::array<int64_t, 2> padding,
-                             int64_t groups) {
-  const bool polyphase = !reference_ops() && x.device().is_cpu() && stride == 2 && groups == 1 && padding[0] == 0 &&
+                             int64_t groups, Impl impl) {
+  const bool polyphase = impl == Impl::Fast && x.device().is_cpu() && stride == 2 && groups == 1 && padding[0] == 0 &&
                          padding[1] == 0;
   if (polyphase) return polyphase_stride2(x, w);
   return transposed_conv2d_reference(x, w, stride, padding, groups);

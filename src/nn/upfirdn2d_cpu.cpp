@@ -1,22 +1,16 @@
-// CPU kernel for upfirdn2d (see kernels.h): one pass per output row, vectorised by the compiler
+// CPU kernel for upfirdn2d (cpu_kernels.h): one pass per output row, vectorised by the compiler
 // through stride-specialised inner loops, parallel over image planes, compiled once per CPU level
 // (sg2/core/cpu_level.h).
-#include "sg2/nn/kernels.h"
+#include "cpu_kernels.h"
 
 #include "sg2/core/cpu_level.h"
-#include "sg2/core/error.h"
-#if SG2_CUDA_KERNELS
-#include "cuda/kernels_cuda.h"
-#endif
 
 #include <ATen/Parallel.h>
-#include <ATen/record_function.h>
-#include <torch/csrc/autograd/custom_function.h>
 
 #include <numeric>
 #include <vector>
 
-namespace sg2::nn::kernels {
+namespace sg2::nn::kernels::host {
 
 namespace {
 
@@ -165,25 +159,8 @@ void run_planes(const PlaneJob& job, int64_t begin, int64_t end) {
 
 }  // namespace
 
-std::array<int64_t, 2> upfirdn2d_output_size(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p) {
-  SG2_CHECK(x.dim() == 4 && f.dim() == 2, "upfirdn2d expects x [N, C, H, W] and a 2-D filter, got {} and {}",
-            x.sizes(), f.sizes());
-  const int64_t in_h = x.size(2), in_w = x.size(3), fh = f.size(0), fw = f.size(1);
-  const auto [px0, px1, py0, py1] = p.padding;
-  const int64_t out_h = (in_h * p.up + py0 + py1 - fh) / p.down + 1;
-  const int64_t out_w = (in_w * p.up + px0 + px1 - fw) / p.down + 1;
-  SG2_CHECK(in_h * p.up + py0 + py1 >= fh && in_w * p.up + px0 + px1 >= fw && out_h > 0 && out_w > 0,
-            "upfirdn2d: input {}x{} with padding {} is smaller than the {}x{} filter", in_h, in_w, p.padding, fh, fw);
-  return {out_h, out_w};
-}
-
-at::Tensor upfirdn2d_forward(const at::Tensor& x_in, const at::Tensor& f_in, const ops::FirParams& p) {
-  SG2_CHECK(supported(x_in), "upfirdn2d kernel: unsupported tensor {} on {}", c10::toString(x_in.scalar_type()),
-            x_in.device().str());
-  const auto [out_h, out_w] = upfirdn2d_output_size(x_in, f_in, p);
-#if SG2_CUDA_KERNELS
-  if (x_in.is_cuda()) return gpu::upfirdn2d_forward(x_in, f_in, p, out_h, out_w);
-#endif
+at::Tensor upfirdn2d_forward(const at::Tensor& x_in, const at::Tensor& f_in, const ops::FirParams& p, int64_t out_h,
+                             int64_t out_w) {
   // Rows must be contiguous; planes and rows may be strided (e.g. a cropped view).
   const at::Tensor x = x_in.stride(3) == 1 ? x_in : x_in.contiguous();
   const int64_t channels = x.size(1), planes = x.size(0) * x.size(1), in_h = x.size(2), in_w = x.size(3);
@@ -206,55 +183,4 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x_in, const at::Tensor& f_in, con
   return y;
 }
 
-ops::FirParams upfirdn2d_adjoint(const ops::FirParams& p, int64_t fh, int64_t fw, int64_t in_h, int64_t in_w,
-                                 int64_t out_h, int64_t out_w) {
-  // y[j] = sum_k g[k] u[j*down + k - p0]  =>  dx[i] = sum_k flip(g)[k] w[i*up + k - (K-1-p0)]
-  // with w = dy upsampled by `down`; the end padding makes the output exactly in_len long.
-  const auto [px0, px1, py0, py1] = p.padding;
-  ops::FirParams a;
-  a.up = p.down;
-  a.down = p.up;
-  a.flip_filter = !p.flip_filter;
-  a.gain = p.gain;
-  a.padding = {fw - px0 - 1, in_w * p.up - out_w * p.down + px0 - p.up + 1, fh - py0 - 1,
-               in_h * p.up - out_h * p.down + py0 - p.up + 1};
-  return a;
-}
-
-namespace {
-
-using torch::autograd::AutogradContext;
-using torch::autograd::variable_list;
-
-struct Upfirdn2dFunction : public torch::autograd::Function<Upfirdn2dFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& f, int64_t up, int64_t down,
-                            int64_t px0, int64_t px1, int64_t py0, int64_t py1, bool flip_filter, double gain) {
-    ops::FirParams p{up, down, {px0, px1, py0, py1}, flip_filter, gain};
-    at::Tensor y = upfirdn2d_forward(x, f, p);
-    ctx->save_for_backward({f});
-    ctx->saved_data["params"] = std::vector<int64_t>{up, down, px0, px1, py0, py1, flip_filter ? 1 : 0,
-                                                     x.size(2), x.size(3), y.size(2), y.size(3)};
-    ctx->saved_data["gain"] = gain;
-    return y;
-  }
-
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const at::Tensor f = ctx->get_saved_variables()[0];
-    const auto v = ctx->saved_data["params"].toIntVector();
-    ops::FirParams p{v[0], v[1], {v[2], v[3], v[4], v[5]}, v[6] != 0, ctx->saved_data["gain"].toDouble()};
-    const ops::FirParams a = upfirdn2d_adjoint(p, f.size(0), f.size(1), v[7], v[8], v[9], v[10]);
-    at::Tensor dx = kernels::upfirdn2d(grads[0], f, a);  // differentiable again
-    return {dx, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
-  }
-};
-
-}  // namespace
-
-at::Tensor upfirdn2d(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p) {
-  RECORD_FUNCTION("sg2::upfirdn2d", std::vector<c10::IValue>());
-  return Upfirdn2dFunction::apply(x, f, p.up, p.down, p.padding[0], p.padding[1], p.padding[2], p.padding[3],
-                                  p.flip_filter, p.gain);
-}
-
-}  // namespace sg2::nn::kernels
+}  // namespace sg2::nn::kernels::host

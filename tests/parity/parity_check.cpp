@@ -209,13 +209,13 @@ int run(const std::string& pt_path, const std::string& json_path, bool kernels, 
 
   namespace ops = sg2::nn::ops;
   if (kernels) {  // the reference ops' sides of every kink, then the kernels with those sides (kink_pinning.h)
-    ops::set_reference_ops(true);
+    const ops::ImplScope reference(ops::Impl::Reference);
     ops::set_kink_pinning(ops::KinkPinning::Record);
     Report recording(fixture, /*quiet=*/true);
     evaluate(recording, inputs, config, *G, *D);
-    ops::set_reference_ops(false);
     ops::set_kink_pinning(ops::KinkPinning::Replay, kKinkBand);
   }
+  const ops::ImplScope ops_impl(kernels ? ops::Impl::Fast : ops::Impl::Reference);
   Report report(fixture);
   evaluate(report, inputs, config, *G, *D);
   if (kernels) {
@@ -251,7 +251,6 @@ int main(int argc, char** argv) {
       }
       sg2::cpu::force_cpu_level(wanted);
     }
-    sg2::nn::ops::set_reference_ops(!kernels);
     fmt::print("ops: {}\n", kernels ? fmt::format("fast kernels (--kernels), CPU level {}",
                                                    sg2::cpu::to_string(sg2::cpu::cpu_level()))
                                      : "reference implementations");

@@ -1,61 +1,19 @@
 #pragma once
-// The StyleGAN2 ops: FIR resampling (upfirdn2d), fused bias + activation, convolution with
-// resampling, modulated convolution. Each op has a plain reference implementation built from
-// standard LibTorch ops (`*_reference`, the definition the tests check against) and a dispatching
-// entry point that picks a faster kernel where one exists (see kernels.h), unless reference ops are
-// forced with set_reference_ops(true).
+// The StyleGAN2 ops: FIR resampling (upfirdn2d.h), fused bias + activation (bias_act.h),
+// convolution with resampling, modulated convolution, and the mapping/discriminator statistics.
+// Every op with a faster implementation also has a plain reference built from standard LibTorch ops
+// (`*_reference`, the definition the tests check against), and its last argument chooses between
+// them (op_impl.h).
 
-#include "sg2/nn/activation.h"
+#include "sg2/nn/bias_act.h"
+#include "sg2/nn/op_impl.h"
+#include "sg2/nn/upfirdn2d.h"
 
 #include <ATen/ATen.h>
 
 #include <array>
-#include <string>
-#include <vector>
 
 namespace sg2::nn::ops {
-
-// Process-wide switch: true = always use the reference implementations (tests, parity debugging).
-void set_reference_ops(bool enabled);
-bool reference_ops();
-
-// Normalized 2-D FIR filter [k, k] from 1-D taps (outer product, sum 1), e.g. {1,3,3,1}.
-at::Tensor setup_filter(const std::vector<float>& taps);
-
-// Padding {x0, x1, y0, y1}; negative values crop.
-using Padding = std::array<int64_t, 4>;
-
-struct FirParams {
-  int64_t up = 1;
-  int64_t down = 1;
-  Padding padding{0, 0, 0, 0};
-  bool flip_filter = false;
-  double gain = 1.0;
-};
-
-// Upsample (zero insertion), pad, FIR filter, downsample (keep every `down`-th pixel).
-// x: [N, C, H, W], f: [k, k] -> [N, C, (H*up + py0 + py1 - k + 1) / down, ...]
-at::Tensor upfirdn2d(const at::Tensor& x, const at::Tensor& f, const FirParams& p);
-at::Tensor upfirdn2d_reference(const at::Tensor& x, const at::Tensor& f, const FirParams& p);
-
-// 2x upsampling / downsampling that keep the image centered, as the reference helpers.
-at::Tensor upsample2d(const at::Tensor& x, const at::Tensor& f, int64_t up = 2);
-at::Tensor downsample2d(const at::Tensor& x, const at::Tensor& f, int64_t down = 2);
-
-struct BiasActParams {
-  int64_t dim = 1;
-  Activation act = Activation::Linear;
-  double alpha = -1;  // < 0: the activation's default
-  double gain = -1;   // < 0: the activation's default
-  double clamp = -1;  // < 0: no clamping
-};
-
-// x + b with b [x.size(dim)] broadcast along every other dimension; b undefined: x.
-at::Tensor add_bias(const at::Tensor& x, const at::Tensor& b, int64_t dim);
-
-// y = clamp(act(x + b) * gain); b: [x.size(dim)] or undefined.
-at::Tensor bias_act(const at::Tensor& x, const at::Tensor& b, const BiasActParams& p);
-at::Tensor bias_act_reference(const at::Tensor& x, const at::Tensor& b, const BiasActParams& p);
 
 struct ConvResampleParams {
   int64_t up = 1;
@@ -71,13 +29,14 @@ struct ConvResampleParams {
 // without padding or groups runs as four ordinary convolutions, one per output phase (polyphase),
 // which avoid LibTorch's slow transposed-convolution path; the reference is at::conv_transpose2d.
 at::Tensor transposed_conv2d(const at::Tensor& x, const at::Tensor& w, int64_t stride, std::array<int64_t, 2> padding,
-                             int64_t groups);
+                             int64_t groups, Impl impl = default_impl());
 at::Tensor transposed_conv2d_reference(const at::Tensor& x, const at::Tensor& w, int64_t stride,
                                        std::array<int64_t, 2> padding, int64_t groups);
 
 // 2-D convolution with optional up/downsampling through the FIR filter f (undefined = none).
 // x: [N, I*groups, H, W], w: [O, I, kh, kw] -> [N, O, H', W']
-at::Tensor conv2d_resample(const at::Tensor& x, const at::Tensor& w, const at::Tensor& f, ConvResampleParams p);
+at::Tensor conv2d_resample(const at::Tensor& x, const at::Tensor& w, const at::Tensor& f, ConvResampleParams p,
+                           Impl impl = default_impl());
 
 struct ModConvParams {
   int64_t up = 1;
@@ -91,13 +50,14 @@ struct ModConvParams {
 // Demodulation coefficients rsqrt(sum_{i,k} (weight[o,i,k] * styles[n,i])^2 + 1e-8) -> [N, O].
 // The reference forms the per-sample weights [N, O, I, k, k]; the fast form is the same sum as a
 // matmul, (styles^2) @ (sum_k weight^2)^T, without that tensor (or its gradient) in memory.
-at::Tensor demodulation_coefficients(const at::Tensor& weight, const at::Tensor& styles);
+at::Tensor demodulation_coefficients(const at::Tensor& weight, const at::Tensor& styles, Impl impl = default_impl());
 at::Tensor demodulation_coefficients_reference(const at::Tensor& weight, const at::Tensor& styles);
 
 // Modulated convolution: per-sample weights w * styles, demodulated to unit norm per output channel.
 // x: [N, I, H, W], weight: [O, I, k, k], styles: [N, I], noise: broadcastable to the output or undefined.
 at::Tensor modulated_conv2d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& styles,
-                            const at::Tensor& noise, const at::Tensor& resample_filter, const ModConvParams& p);
+                            const at::Tensor& noise, const at::Tensor& resample_filter, const ModConvParams& p,
+                            Impl impl = default_impl());
 
 // x * rsqrt(mean(x^2, dim) + 1e-8)
 at::Tensor normalize_2nd_moment(const at::Tensor& x, int64_t dim = 1);

@@ -6,14 +6,7 @@
 
 #include "fir_bias_act_kernels.h"
 
-#include <cmath>
 #include <cstdint>
-
-#ifdef __CUDACC__
-#define SG2_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define SG2_HOST_DEVICE inline
-#endif
 
 namespace sg2::nn::cuda {
 
@@ -47,25 +40,9 @@ SG2_HOST_DEVICE float upfirdn2d_element(const FirLaunch& job, int64_t i, const L
   return sum;
 }
 
-// The channel of element i of x viewed as [outer, channels, inner].
-SG2_HOST_DEVICE int64_t bias_channel(int64_t i, int64_t channels, int64_t inner) { return (i / inner) % channels; }
-
-// clamp(act(v) * gain); act 0 linear, 1 relu, 2 lrelu; clamp < 0: none.
-SG2_HOST_DEVICE float activate(float v, const ActivationParams& a) {
-  if (a.act == 1) v = v > 0.0f ? v : 0.0f;
-  if (a.act == 2) v = v > 0.0f ? v : v * a.alpha;
-  v *= a.gain;
-  if (a.clamp >= 0.0f) v = fminf(fmaxf(v, -a.clamp), a.clamp);
-  return v;
-}
-
-// d y / d (x + b) through y alone (gain > 0, alpha >= 0), as the CPU kernel's slope().
-SG2_HOST_DEVICE float activation_slope(float y, const ActivationParams& a) {
-  float s = a.gain;
-  if (a.act == 1) s = y > 0.0f ? a.gain : 0.0f;
-  if (a.act == 2) s = y > 0.0f ? a.gain : a.gain * a.alpha;
-  if (a.clamp >= 0.0f && !(y > -a.clamp && y < a.clamp)) s = 0.0f;
-  return s;
-}
+// bias_act's arithmetic is shared with the CPU kernel (../bias_act_elements.h).
+using kernels::activate;
+using kernels::activation_slope;
+using kernels::bias_channel;
 
 }  // namespace sg2::nn::cuda

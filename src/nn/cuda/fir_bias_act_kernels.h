@@ -4,9 +4,13 @@
 // side (shapes, dtypes, streams, autograd) is in kernels_cuda.cpp. Every launch is asynchronous on
 // `stream` and throws std::runtime_error (naming the kernel) when the launch fails.
 
+#include "../bias_act_elements.h"
+
 #include <cstdint>
 
 namespace sg2::nn::cuda {
+
+using kernels::ActivationParams;
 
 enum class ElementType { Float32, Float16, BFloat16 };
 
@@ -26,12 +30,6 @@ struct FirLaunch {
   float gain;
 };
 void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream);
-
-// act: 0 linear, 1 relu, 2 lrelu (ops::Activation's order). clamp < 0: none.
-struct ActivationParams {
-  int act;
-  float alpha, gain, clamp;
-};
 
 // y = clamp(act(x + b[c]) * gain) over x viewed as [outer, channels, inner] (contiguous);
 // b: [channels] of the same type, or null.

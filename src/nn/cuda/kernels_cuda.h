@@ -1,11 +1,12 @@
 #pragma once
-// The CUDA side of the hand-written kernels (kernels.h): tensor checks, output allocation, the
-// current stream, then the launchers of fir_bias_act_kernels.cu. Built when LibTorch has CUDA and
-// the CUDA toolkit is found (SG2_CUDA_KERNELS); the CPU kernels' autograd functions call these for
-// CUDA tensors, so the gradients (to any order) run on the GPU as well.
+// The raw CUDA kernels (kernels.h), the counterparts of ../cpu_kernels.h: tensor checks, output
+// allocation, the current stream, then the launchers of fir_bias_act_kernels.cu. Built when LibTorch
+// has CUDA and the CUDA toolkit is found (SG2_CUDA_KERNELS); the ops' autograd functions
+// (upfirdn2d.cpp, bias_act.cpp) call these for CUDA tensors, so the gradients (to any order) run on
+// the GPU as well.
 
 #include "fir_bias_act_kernels.h"
-#include "sg2/nn/ops.h"
+#include "sg2/nn/upfirdn2d.h"
 
 namespace sg2::nn::kernels::gpu {
 

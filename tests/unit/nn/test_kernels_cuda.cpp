@@ -141,15 +141,14 @@ TEST(CudaKernels, BiasActMatchesTheReferenceInEveryActivationAndPrecision) {
 // Output, first and second derivatives of L = sum(op(x^2) * g) on the GPU, with kernels or the
 // reference ops (both on CUDA, so only the kernels differ).
 std::vector<at::Tensor> derivatives(const std::function<at::Tensor(const at::Tensor&)>& op, const at::Tensor& x0,
-                                    bool reference) {
-  ops::set_reference_ops(reference);
+                                    ops::Impl impl) {
+  const ops::ImplScope scope(impl);
   at::Tensor x = x0.clone().requires_grad_(true);
   at::Tensor y = op(x.square());
   at::manual_seed(3);
   const at::Tensor g = at::randn(y.sizes()).cuda(), v = at::randn(x0.sizes()).cuda();
   const at::Tensor first = torch::autograd::grad({(y * g).sum()}, {x}, {}, true, true)[0];
   const at::Tensor second = torch::autograd::grad({(first * v).sum()}, {x})[0];
-  ops::set_reference_ops(false);
   return {y.detach(), first.detach(), second};
 }
 
@@ -175,7 +174,7 @@ TEST(CudaKernels, DerivativesToSecondOrderMatchTheReferenceAtNetworkShapes) {
   };
   const at::Tensor x0 = at::randn({2, 8, 16, 16}).cuda();
   for (const auto& [name, op] : cases) {
-    const auto kernel = derivatives(op, x0, false), reference = derivatives(op, x0, true);
+    const auto kernel = derivatives(op, x0, ops::Impl::Fast), reference = derivatives(op, x0, ops::Impl::Reference);
     for (size_t i = 0; i < kernel.size(); ++i) {
       EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5) << name << ", derivative output " << i;
     }

@@ -16,13 +16,10 @@ namespace {
 
 using test::max_relative_error;
 
-// Restores the CPU level and the op choice at the end of a test.
+// Restores the CPU level at the end of a test.
 struct LevelGuard {
   cpu::Level saved = cpu::cpu_level();
-  ~LevelGuard() {
-    cpu::force_cpu_level(saved);
-    ops::set_reference_ops(false);
-  }
+  ~LevelGuard() { cpu::force_cpu_level(saved); }
 };
 
 // A resampling op of the networks: y = op(x, w); w may be undefined (pure FIR).
@@ -61,8 +58,8 @@ std::vector<NetworkOp> network_ops() {
 }
 
 // Output, dL/dx, dL/dw and the second-order d((dL/dx . v))/d(x, w) for L = sum(op(x^2, w) * g).
-std::vector<at::Tensor> derivatives(const NetworkOp& op, const at::Tensor& x0, const at::Tensor& w0, bool reference) {
-  ops::set_reference_ops(reference);
+std::vector<at::Tensor> derivatives(const NetworkOp& op, const at::Tensor& x0, const at::Tensor& w0, ops::Impl impl) {
+  const ops::ImplScope scope(impl);
   at::Tensor x = x0.clone().requires_grad_(true);
   at::Tensor w = w0.defined() ? w0.clone().requires_grad_(true) : at::Tensor();
   at::Tensor y = op.apply(x.square(), w);
@@ -91,10 +88,10 @@ TEST(KernelsPerCpuLevel, EveryCloneMatchesTheReferenceToSecondOrderAtNetworkShap
     at::manual_seed(5);
     const at::Tensor x0 = at::randn(op.x_shape);
     const at::Tensor w0 = op.w_shape.empty() ? at::Tensor() : at::randn(op.w_shape);
-    const auto reference = derivatives(op, x0, w0, /*reference=*/true);
+    const auto reference = derivatives(op, x0, w0, ops::Impl::Reference);
     for (cpu::Level level : levels) {
       cpu::force_cpu_level(level);
-      const auto kernel = derivatives(op, x0, w0, /*reference=*/false);
+      const auto kernel = derivatives(op, x0, w0, ops::Impl::Fast);
       ASSERT_EQ(kernel.size(), reference.size()) << op.name;
       for (size_t i = 0; i < kernel.size(); ++i) {
         EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5)

@@ -5,6 +5,9 @@
 #include "test_support.h"
 
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/function.h>
+
+#include <thread>
 
 namespace sg2::nn {
 namespace {
@@ -47,16 +50,14 @@ TEST(Upfirdn2d, KernelSecondOrderGradientMatchesReference) {
   const at::Tensor f = ops::setup_filter({1, 3, 3, 1});
   const ops::FirParams p{1, 2, {1, 1, 1, 1}, false, 1.0};
   const at::Tensor x0 = at::randn({2, 3, 8, 8}), w = at::randn({2, 3, 4, 4}), v = at::randn({2, 3, 8, 8});
-  auto second_order = [&](bool reference) {
-    ops::set_reference_ops(reference);
+  auto second_order = [&](ops::Impl impl) {
     at::Tensor x = x0.clone().requires_grad_(true);
-    at::Tensor loss = (ops::upfirdn2d(x.square(), f, p) * w).sum();
+    at::Tensor loss = (ops::upfirdn2d(x.square(), f, p, impl) * w).sum();
     at::Tensor g = torch::autograd::grad({loss}, {x}, {}, true, true)[0];
     at::Tensor gg = torch::autograd::grad({(g * v).sum()}, {x})[0];
-    ops::set_reference_ops(false);
     return std::make_pair(g.detach(), gg);
   };
-  const auto kernel = second_order(false), reference = second_order(true);
+  const auto kernel = second_order(ops::Impl::Fast), reference = second_order(ops::Impl::Reference);
   EXPECT_LT(max_relative_error(kernel.first, reference.first), 1e-5);
   EXPECT_LT(max_relative_error(kernel.second, reference.second), 1e-5);
 }
@@ -74,16 +75,14 @@ TEST(BiasAct, KernelMatchesReferenceToSecondOrder) {
     p.gain = c.gain;
     p.clamp = c.clamp;
     const at::Tensor x0 = at::randn({4, 5, 3, 3}), b0 = at::randn({5}), w = at::randn({4, 5, 3, 3});
-    auto run = [&](bool reference) {
-      ops::set_reference_ops(reference);
+    auto run = [&](ops::Impl impl) {
       at::Tensor x = x0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
-      at::Tensor y = ops::bias_act(x, b, p);
+      at::Tensor y = ops::bias_act(x, b, p, impl);
       auto grads = torch::autograd::grad({(y.square() * w).sum()}, {x, b}, {}, true, true);
       auto second = torch::autograd::grad({(grads[0] * w).sum() + grads[1].sum()}, {x, b});
-      ops::set_reference_ops(false);
       return std::vector<at::Tensor>{y.detach(), grads[0].detach(), grads[1].detach(), second[0], second[1]};
     };
-    const auto kernel = run(false), reference = run(true);
+    const auto kernel = run(ops::Impl::Fast), reference = run(ops::Impl::Reference);
     for (size_t i = 0; i < kernel.size(); ++i) {
       EXPECT_LT(max_relative_error(kernel[i], reference[i]), 1e-5) << "output " << i << " act " << ops::to_string(c.act);
     }
@@ -155,19 +154,48 @@ TEST(TransposedConv, PolyphaseMatchesReferenceForwardAndBackward) {
   for (int64_t k : {1, 2, 3, 4}) {
     const at::Tensor x0 = at::randn({2, 5, 6, 7}), w0 = at::randn({5, 4, k, k});
     const at::Tensor g = at::randn({2, 4, 2 * 5 + k, 2 * 6 + k});  // upstream gradient
-    auto run = [&](bool reference) {
-      ops::set_reference_ops(reference);
+    auto run = [&](ops::Impl impl) {
       at::Tensor x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
-      at::Tensor y = ops::transposed_conv2d(x, w, 2, {0, 0}, 1);
+      at::Tensor y = ops::transposed_conv2d(x, w, 2, {0, 0}, 1, impl);
       auto grads = torch::autograd::grad({(y * g).sum()}, {x, w});
-      ops::set_reference_ops(false);
       return std::vector<at::Tensor>{y.detach(), grads[0], grads[1]};
     };
-    const auto fast = run(false), reference = run(true);
+    const auto fast = run(ops::Impl::Fast), reference = run(ops::Impl::Reference);
     ASSERT_EQ(fast[0].sizes(), reference[0].sizes()) << "k " << k;
     EXPECT_EQ(fast[0].size(2), 2 * 5 + k) << "k " << k;
     for (size_t i = 0; i < fast.size(); ++i) EXPECT_LT(max_relative_error(fast[i], reference[i]), 1e-5) << "k " << k << " output " << i;
   }
+}
+
+// Which implementation ran, read from the autograd node that made y: the kernel's own function or
+// the reference's LibTorch ops.
+bool made_by_kernel(const at::Tensor& y, const std::string& function) {
+  return y.grad_fn() && y.grad_fn()->name().find(function) != std::string::npos;
+}
+
+TEST(OpImpl, EachCallChoosesAndAScopeSetsTheDefaultOfItsThreadOnly) {
+  const at::Tensor f = ops::setup_filter({1, 3, 3, 1});
+  const at::Tensor x = at::randn({1, 2, 8, 8}).requires_grad_(true);
+  ops::FirParams p;
+  p.down = 2;
+  EXPECT_EQ(ops::default_impl(), ops::Impl::Fast);
+  EXPECT_TRUE(made_by_kernel(ops::upfirdn2d(x, f, p), "Upfirdn2dFunction"));
+  EXPECT_FALSE(made_by_kernel(ops::upfirdn2d(x, f, p, ops::Impl::Reference), "Upfirdn2dFunction"));
+  EXPECT_FALSE(made_by_kernel(ops::bias_act(x, at::Tensor(), {}, ops::Impl::Reference), "BiasActFunction"));
+  {
+    const ops::ImplScope reference(ops::Impl::Reference);
+    EXPECT_FALSE(made_by_kernel(ops::downsample2d(x, f), "Upfirdn2dFunction"));  // passed down by the composite
+    EXPECT_TRUE(made_by_kernel(ops::upfirdn2d(x, f, p, ops::Impl::Fast), "Upfirdn2dFunction"));  // the call decides
+    {
+      const ops::ImplScope fast(ops::Impl::Fast);
+      EXPECT_TRUE(made_by_kernel(ops::bias_act(x, at::Tensor(), {}), "BiasActFunction"));
+    }
+    EXPECT_EQ(ops::default_impl(), ops::Impl::Reference);  // the inner scope gave the outer one back
+    ops::Impl other_thread = ops::Impl::Reference;
+    std::thread([&] { other_thread = ops::default_impl(); }).join();
+    EXPECT_EQ(other_thread, ops::Impl::Fast);
+  }
+  EXPECT_EQ(ops::default_impl(), ops::Impl::Fast);
 }
 
 TEST(Conv2dResample, OutputSizes) {

@@ -1,0 +1,39 @@
+#pragma once
+// bias_act: bias, activation, gain and clamp in one op (reference: torch_utils/ops/bias_act.py).
+// The op, its reference, its autograd functions and the choice between them are in
+// src/nn/bias_act.cpp; the raw kernels in bias_act_cpu.cpp (CPU) and cuda/ (CUDA).
+
+#include "sg2/nn/activation.h"
+#include "sg2/nn/op_impl.h"
+
+#include <ATen/ATen.h>
+
+namespace sg2::nn::ops {
+
+struct BiasActParams {
+  int64_t dim = 1;
+  Activation act = Activation::Linear;
+  double alpha = -1;  // < 0: the activation's default
+  double gain = -1;   // < 0: the activation's default
+  double clamp = -1;  // < 0: no clamping
+};
+
+// x + b with b [x.size(dim)] broadcast along every other dimension; b undefined: x.
+at::Tensor add_bias(const at::Tensor& x, const at::Tensor& b, int64_t dim);
+
+// y = clamp(act(x + b) * gain); b: [x.size(dim)] or undefined.
+at::Tensor bias_act(const at::Tensor& x, const at::Tensor& b, const BiasActParams& p, Impl impl = default_impl());
+at::Tensor bias_act_reference(const at::Tensor& x, const at::Tensor& b, const BiasActParams& p);
+
+}  // namespace sg2::nn::ops
+
+namespace sg2::nn::kernels {
+
+// The kernel (kernels::supported(x) must hold), differentiable to any order: backward needs only the
+// output y, and the gradient's own gradient is the same masked product.
+at::Tensor bias_act(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p);
+
+// The raw forward kernel, no autograd.
+at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p);
+
+}  // namespace sg2::nn::kernels

@@ -1,0 +1,56 @@
+#pragma once
+// upfirdn2d: upsample by zero insertion, pad, FIR filter, downsample (reference:
+// torch_utils/ops/upfirdn2d.py). The op, its reference, its autograd function and the choice between
+// them are in src/nn/upfirdn2d.cpp; the raw kernels in upfirdn2d_cpu.cpp (CPU) and cuda/ (CUDA).
+
+#include "sg2/nn/op_impl.h"
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <vector>
+
+namespace sg2::nn::ops {
+
+// Normalized 2-D FIR filter [k, k] from 1-D taps (outer product, sum 1), e.g. {1,3,3,1}.
+at::Tensor setup_filter(const std::vector<float>& taps);
+
+// Padding {x0, x1, y0, y1}; negative values crop.
+using Padding = std::array<int64_t, 4>;
+
+struct FirParams {
+  int64_t up = 1;
+  int64_t down = 1;
+  Padding padding{0, 0, 0, 0};
+  bool flip_filter = false;
+  double gain = 1.0;
+};
+
+// Upsample (zero insertion), pad, FIR filter, downsample (keep every `down`-th pixel).
+// x: [N, C, H, W], f: [k, k] -> [N, C, (H*up + py0 + py1 - k + 1) / down, ...]
+at::Tensor upfirdn2d(const at::Tensor& x, const at::Tensor& f, const FirParams& p, Impl impl = default_impl());
+at::Tensor upfirdn2d_reference(const at::Tensor& x, const at::Tensor& f, const FirParams& p);
+
+// 2x upsampling / downsampling that keep the image centered, as the reference helpers.
+at::Tensor upsample2d(const at::Tensor& x, const at::Tensor& f, int64_t up = 2, Impl impl = default_impl());
+at::Tensor downsample2d(const at::Tensor& x, const at::Tensor& f, int64_t down = 2, Impl impl = default_impl());
+
+}  // namespace sg2::nn::ops
+
+namespace sg2::nn::kernels {
+
+// The kernel (kernels::supported(x) must hold), differentiable to any order: its gradient is again
+// an upfirdn2d (flipped filter, up and down swapped), so R1 and path length get second derivatives.
+at::Tensor upfirdn2d(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p);
+
+// The raw forward kernel, no autograd.
+at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p);
+
+// The parameters of the adjoint of upfirdn2d with `p` for an input of size in_h x in_w.
+ops::FirParams upfirdn2d_adjoint(const ops::FirParams& p, int64_t filter_h, int64_t filter_w, int64_t in_h,
+                                 int64_t in_w, int64_t out_h, int64_t out_w);
+
+// upfirdn2d's output height and width; fails naming the sizes when the filter does not fit.
+std::array<int64_t, 2> upfirdn2d_output_size(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p);
+
+}  // namespace sg2::nn::kernels

@@ -1,0 +1,193 @@
+// bias_act: the op, its reference, and its kernel's autograd functions (see bias_act.h). The raw
+// kernels it runs are in bias_act_cpu.cpp and cuda/; both compute with bias_act_elements.h.
+#include "sg2/nn/bias_act.h"
+
+#include "cpu_kernels.h"
+#include "sg2/core/error.h"
+#include "sg2/nn/kernels.h"
+#include "sg2/nn/kink_pinning.h"
+#if SG2_CUDA_KERNELS
+#include "cuda/kernels_cuda.h"
+#endif
+
+#include <ATen/record_function.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <cmath>
+
+namespace sg2::nn {
+
+namespace ops {
+
+Activation parse_activation(const std::string& name) {
+  if (name == "linear") return Activation::Linear;
+  if (name == "relu") return Activation::Relu;
+  if (name == "lrelu") return Activation::LRelu;
+  SG2_FAIL("unknown activation '{}' (expected linear, relu or lrelu)", name);
+}
+
+std::string to_string(Activation act) {
+  switch (act) {
+    case Activation::Linear: return "linear";
+    case Activation::Relu: return "relu";
+    case Activation::LRelu: return "lrelu";
+  }
+  return "?";
+}
+
+double default_gain(Activation act) { return act == Activation::Linear ? 1.0 : std::sqrt(2.0); }
+double default_alpha(Activation act) { return act == Activation::LRelu ? 0.2 : 0.0; }
+
+at::Tensor add_bias(const at::Tensor& x, const at::Tensor& b, int64_t dim) {
+  if (!b.defined()) return x;
+  SG2_CHECK(b.dim() == 1 && b.size(0) == x.size(dim), "bias_act: bias of shape {} does not match x {} at dim {}",
+            b.sizes(), x.sizes(), dim);
+  std::vector<int64_t> shape(x.dim(), 1);
+  shape[dim] = -1;
+  return x + b.reshape(shape);
+}
+
+at::Tensor bias_act_reference(const at::Tensor& x_in, const at::Tensor& b, const BiasActParams& p) {
+  at::Tensor x = add_bias(x_in, b, p.dim);
+  const double alpha = p.alpha >= 0 ? p.alpha : default_alpha(p.act);
+  const double gain = p.gain >= 0 ? p.gain : default_gain(p.act);
+  if (p.act == Activation::Relu) x = at::relu(x);
+  if (p.act == Activation::LRelu) x = at::leaky_relu(x, alpha);
+  if (gain != 1.0) x = x * gain;
+  if (p.clamp >= 0) x = x.clamp(-p.clamp, p.clamp);
+  return x;
+}
+
+at::Tensor bias_act(const at::Tensor& x, const at::Tensor& b, const BiasActParams& p, Impl impl) {
+  // With kink pinning on (parity checks), the bias is added first (the same single float32
+  // addition) so that the pre-activations can be recorded or pinned before the activation.
+  if (p.act != Activation::Linear && kink_pinning() != KinkPinning::Off) {
+    const at::Tensor pinned = pin_kinks(add_bias(x, b, p.dim));
+    return kernels::runs_kernel(impl, x) ? kernels::bias_act(pinned, at::Tensor(), p)
+                                         : bias_act_reference(pinned, at::Tensor(), p);
+  }
+  return kernels::runs_kernel(impl, x) ? kernels::bias_act(x, b, p) : bias_act_reference(x, b, p);
+}
+
+}  // namespace ops
+
+namespace kernels {
+
+namespace {
+
+// The parameters with the activation's default alpha and gain filled in.
+ActivationParams resolve(const ops::BiasActParams& p) {
+  return {static_cast<int>(p.act), static_cast<float>(p.alpha >= 0 ? p.alpha : ops::default_alpha(p.act)),
+          static_cast<float>(p.gain >= 0 ? p.gain : ops::default_gain(p.act)), static_cast<float>(p.clamp)};
+}
+
+// The output is needed in backward unless the slope is constant (linear, no clamp).
+bool needs_output(const ActivationParams& a) {
+  return a.act != static_cast<int>(ops::Activation::Linear) || a.clamp >= 0;
+}
+
+// The activation as the autograd functions keep it (saved_data holds IValues).
+std::vector<double> to_saved(const ActivationParams& a) { return {static_cast<double>(a.act), a.alpha, a.gain, a.clamp}; }
+
+ActivationParams from_saved(const c10::IValue& saved) {
+  const auto v = saved.toDoubleVector();
+  return {static_cast<int>(v[0]), static_cast<float>(v[1]), static_cast<float>(v[2]), static_cast<float>(v[3])};
+}
+
+at::Tensor forward_on_device(const at::Tensor& x, const at::Tensor& b, int64_t dim, const ActivationParams& a) {
+#if SG2_CUDA_KERNELS
+  if (x.is_cuda()) return gpu::bias_act_forward(x, b, dim, a);
+#endif
+  return host::bias_act_forward(x, b, dim, a);
+}
+
+// dx = dy * slope(y); y undefined when the slope is constant.
+at::Tensor masked_gradient(const at::Tensor& dy, const at::Tensor& y, const ActivationParams& a) {
+  if (!y.defined()) return dy * a.gain;
+#if SG2_CUDA_KERNELS
+  if (y.is_cuda()) return gpu::bias_act_grad(dy, y, a);
+#endif
+  return host::bias_act_grad(dy, y, a);
+}
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// LibTorch 1.13's custom functions take no undefined tensors: an empty placeholder stands in.
+at::Tensor or_placeholder(const at::Tensor& t, const at::Tensor& like) {
+  return t.defined() ? t : at::empty({0}, like.options());
+}
+
+// The functions take the activation as scalars: apply() counts every element of a vector argument
+// as an input that backward must answer.
+//
+// dx = dy * slope(y): linear in dy, and slope is piecewise constant, so its gradient w.r.t. y is 0.
+// y is only used (has_y) when the slope varies.
+struct BiasActGradFunction : public torch::autograd::Function<BiasActGradFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& dy, const at::Tensor& y, bool has_y, int64_t act,
+                            double alpha, double gain, double clamp) {
+    const ActivationParams a{static_cast<int>(act), static_cast<float>(alpha), static_cast<float>(gain),
+                             static_cast<float>(clamp)};
+    ctx->save_for_backward({has_y ? y : at::Tensor()});
+    ctx->saved_data["activation"] = to_saved(a);
+    return masked_gradient(dy, has_y ? y : at::Tensor(), a);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const at::Tensor y = ctx->get_saved_variables()[0];
+    const at::Tensor dx = apply_grad(grads[0], y, from_saved(ctx->saved_data["activation"]));
+    return {dx, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+  static at::Tensor apply_grad(const at::Tensor& dy, const at::Tensor& y, const ActivationParams& a) {
+    return BiasActGradFunction::apply(dy, or_placeholder(y, dy), y.defined(), a.act, a.alpha, a.gain, a.clamp);
+  }
+};
+
+// y = clamp(act(x + b) * gain); the gradient of b sums dx over every dimension but dim.
+struct BiasActFunction : public torch::autograd::Function<BiasActFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& b, bool has_bias, int64_t dim,
+                            int64_t act, double alpha, double gain, double clamp) {
+    const ActivationParams a{static_cast<int>(act), static_cast<float>(alpha), static_cast<float>(gain),
+                             static_cast<float>(clamp)};
+    at::Tensor y = forward_on_device(x, has_bias ? b : at::Tensor(), dim, a);
+    // Through save_for_backward: an output kept in saved_data would keep its own graph alive.
+    ctx->save_for_backward({needs_output(a) ? y : at::Tensor()});
+    ctx->saved_data["has_bias"] = has_bias;
+    ctx->saved_data["dim"] = dim;
+    ctx->saved_data["activation"] = to_saved(a);
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const at::Tensor y = ctx->get_saved_variables()[0];
+    const int64_t dim = ctx->saved_data["dim"].toInt();
+    at::Tensor dx = BiasActGradFunction::apply_grad(grads[0], y, from_saved(ctx->saved_data["activation"]));
+    at::Tensor db;
+    if (ctx->saved_data["has_bias"].toBool()) {
+      std::vector<int64_t> reduce;
+      for (int64_t d = 0; d < dx.dim(); ++d) {
+        if (d != dim) reduce.push_back(d);
+      }
+      db = reduce.empty() ? dx : dx.sum(reduce);
+    }
+    return {dx, db, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p) {
+  SG2_CHECK(supported(x), "bias_act kernel: unsupported tensor {} on {}", c10::toString(x.scalar_type()),
+            x.device().str());
+  return forward_on_device(x, b, p.dim, resolve(p));
+}
+
+at::Tensor bias_act(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p) {
+  RECORD_FUNCTION("sg2::bias_act", std::vector<c10::IValue>());
+  SG2_CHECK(supported(x), "bias_act kernel: unsupported tensor {} on {}", c10::toString(x.scalar_type()),
+            x.device().str());
+  const ActivationParams a = resolve(p);
+  return BiasActFunction::apply(x, or_placeholder(b, x), b.defined(), p.dim, a.act, a.alpha, a.gain, a.clamp);
+}
+
+}  // namespace kernels
+
+}  // namespace sg2::nn

@@ -1,0 +1,20 @@
+#pragma once
+// The raw CPU kernels (float32), the counterparts of cuda/kernels_cuda.h: upfirdn2d_cpu.cpp and
+// bias_act_cpu.cpp, called by the ops' files (upfirdn2d.cpp, bias_act.cpp) for CPU tensors.
+
+#include "bias_act_elements.h"
+#include "sg2/nn/upfirdn2d.h"
+
+namespace sg2::nn::kernels::host {
+
+// x: [N, C, H, W] float32 (planes and rows may be strided) -> [N, C, out_h, out_w] contiguous.
+at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
+                             int64_t out_w);
+
+// y = clamp(act(x + b) * gain) over x viewed as [outer, C, inner] around `dim`; b: [C] or undefined.
+at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, int64_t dim, const ActivationParams& a);
+
+// dx = dy * slope(y), y as bias_act_forward returned it.
+at::Tensor bias_act_grad(const at::Tensor& dy, const at::Tensor& y, const ActivationParams& a);
+
+}  // namespace sg2::nn::kernels::host
