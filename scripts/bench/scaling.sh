@@ -15,7 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-read -r -a ranks <<< "${RANKS:-1 2 4}"
+# Smallest first: the first row of each sweep is its efficiency baseline.
+read -r -a ranks <<< "$(tr ' ' '\n' <<< "${RANKS:-1 2 4}" | sort -n | tr '\n' ' ')"
 strong_batch=${STRONG_BATCH:-16}
 weak_batch=${WEAK_BATCH:-8}
 config=${CONFIG:-configs/bench-cpu-32.yaml}

@@ -6,6 +6,7 @@
 #include "sg2/cli/op_profile.h"
 
 #include <ATen/Parallel.h>
+#include <fmt/ranges.h>
 #include <torch/cuda.h>
 
 #include <numeric>
@@ -89,6 +90,8 @@ BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
   result.step_seconds = seconds / steps;
   result.step_allreduce = trainer.take_reducer_times();
   std::tie(result.G_bucket_launch, result.D_bucket_launch) = trainer.take_bucket_launch_fractions();
+  result.G_bucket_bytes = trainer.G_reducer().bucket_bytes();
+  result.D_bucket_bytes = trainer.D_reducer().bucket_bytes();
   result.step_allreduce.busy_seconds /= steps;
   result.step_allreduce.exposed_seconds /= steps;
   if (options.op_families) {
@@ -119,10 +122,11 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
                      r.step_seconds * 1e3, img_per_s, r.timed_steps);
   out << fmt::format("throughput {:.2f} img/s, {:.2f} s/kimg; peak RSS {:.2f} GiB, peak device memory {:.2f} GiB\n",
                      img_per_s, 1000.0 / img_per_s, r.peak_rss_gib, r.peak_device_gib);
-  for (const auto& [name, fractions] : {std::pair{"G", &r.G_bucket_launch}, std::pair{"D", &r.D_bucket_launch}}) {
-    out << "# " << name << " buckets launched at";
-    for (double fraction : *fractions) out << fmt::format(" {:.3f}", fraction);
-    out << " of their pass (prepare to finish)\n";
+  for (const auto& [name, fractions, bytes] : {std::tuple{"G", &r.G_bucket_launch, &r.G_bucket_bytes},
+                                                std::tuple{"D", &r.D_bucket_launch, &r.D_bucket_bytes}}) {
+    out << fmt::format("# {} buckets launched at {:.3f} of their pass (prepare to finish)\n", name,
+                       fmt::join(*fractions, " "));
+    out << fmt::format("# {} bucket bytes {} (launch order)\n", name, fmt::join(*bytes, " "));
   }
   out << format_top(r.family_seconds,
                     "time per step by op family (top-level ops; autograd nodes include their kernels):",

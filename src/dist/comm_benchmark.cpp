@@ -67,8 +67,8 @@ CommBenchRow time_allreduce(Communicator& comm, const std::vector<at::Tensor>& t
 }  // namespace
 
 std::vector<CommBenchRow> run_size_sweep(Communicator& comm, const CommBenchOptions& o) {
-  SG2_CHECK(o.min_bytes > 0 && o.max_bytes >= o.min_bytes && o.step_factor >= 2,
-            "comm bench: need 0 < --min-bytes <= --max-bytes and --step-factor >= 2");
+  SG2_CHECK(o.min_bytes > 0 && o.max_bytes >= o.min_bytes && o.step_factor >= 2 && o.iterations >= 1,
+            "comm bench: need 0 < --min-bytes <= --max-bytes, --step-factor >= 2 and --iters >= 1");
   const int64_t element = c10::elementSize(o.dtype);
   std::vector<CommBenchRow> rows;
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) {

@@ -74,6 +74,8 @@ void GradientReducer::rebuild_buckets_in_arrival_order() {
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<size_t>(root_order[int64_t(i)].item<int64_t>());
   build_buckets(order);
   arrival_order_.clear();
+  launch_fraction_sums_.clear();  // the first pass's fractions belong to the old layout
+  passes_ = 0;
   order_learned_ = true;
 }
 
@@ -172,6 +174,12 @@ std::vector<int64_t> GradientReducer::bucket_numels() const {
   return numels;
 }
 
+std::vector<int64_t> GradientReducer::bucket_bytes() const {
+  std::vector<int64_t> bytes;
+  for (const auto& bucket : buckets_) bytes.push_back(static_cast<int64_t>(bucket->flat.nbytes()));
+  return bytes;
+}
+
 std::vector<std::vector<std::string>> GradientReducer::bucket_parameter_names() const {
   std::vector<std::vector<std::string>> names;
   for (const auto& bucket : buckets_) {
@@ -182,7 +190,7 @@ std::vector<std::vector<std::string>> GradientReducer::bucket_parameter_names() 
 }
 
 void GradientReducer::record_launch_fractions(double pass_seconds) {
-  if (launch_fraction_sums_.size() != buckets_.size()) {  // the first pass, or buckets rebuilt after it
+  if (launch_fraction_sums_.size() != buckets_.size()) {  // the first pass of this layout
     launch_fraction_sums_.assign(buckets_.size(), 0.0);
     passes_ = 0;
   }

@@ -67,11 +67,18 @@ class Overlap(unittest.TestCase):
         for got, want in zip(fractions, [0.625, 0.75, 1.0]):
             self.assertAlmostEqual(got, want)
 
-    def test_measured_launch_fractions_are_used_when_they_match_the_layout(self):
-        buckets = {"G": [1, 1], "D": [1, 1, 1]}
-        ready = model.ready_of(buckets, {"G": [0.2, 0.9], "D": [0.5]}, 0.5)
-        self.assertEqual(ready["G"], [0.2, 0.9])
-        self.assertEqual(ready["D"], model.ready_fractions([1, 1, 1], 0.5))
+    def test_measured_launch_fractions_come_with_the_bucket_sizes_of_the_same_bench(self):
+        comm_buckets = {"G": [1, 1], "D": [1, 1, 1]}  # the comm bench's layout: not the launch order
+        bench = {"path": "bench.txt", "launch": {"G": [0.2, 0.9]}, "buckets": {"G": [5, 7]}}
+        buckets, ready = model.layout_and_ready(comm_buckets, bench, 0.5)
+        self.assertEqual((buckets["G"], ready["G"]), ([5, 7], [0.2, 0.9]))
+        self.assertEqual((buckets["D"], ready["D"]), ([1, 1, 1], model.ready_fractions([1, 1, 1], 0.5)))
+
+    def test_launch_fractions_that_do_not_match_their_buckets_are_an_error(self):
+        bench = {"path": "bench.txt", "launch": {"G": [0.2, 0.9]}, "buckets": {"G": [5, 7, 9]}}
+        with self.assertRaises(SystemExit) as raised:
+            model.layout_and_ready({"G": [1], "D": [1]}, bench, 0.5)
+        self.assertIn("bench.txt: 2 G launch fractions for 3 G buckets", str(raised.exception))
 
     def test_step_adds_regularization_phases_at_their_intervals(self):
         phases = {"Gmain": 3.0, "Greg": 3.0, "Dmain": 3.0, "Dreg": 3.0}
@@ -125,6 +132,8 @@ class Parsers(unittest.TestCase):
         for network in ("G", "D"):  # the reducer's measured launch times, one per bucket, within the pass
             self.assertTrue(bench["launch"][network])
             self.assertTrue(all(0 <= f <= 1 for f in bench["launch"][network]))
+            self.assertEqual(len(bench["buckets"][network]), len(bench["launch"][network]))
+        self.assertEqual(bench["intervals"], {"G_reg_interval": 1, "D_reg_interval": 1})
 
     def test_names_the_file_that_is_not_a_bench_output(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:

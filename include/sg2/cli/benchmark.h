@@ -35,6 +35,7 @@ struct BenchResult {
   double peak_device_gib = 0;
   dist::ReducerTimes step_allreduce;  // per timed step (busy, exposed); bytes: gradients per rank
   std::vector<double> G_bucket_launch, D_bucket_launch;  // fractions of the pass (take_launch_fractions)
+  std::vector<int64_t> G_bucket_bytes, D_bucket_bytes;   // the same buckets' sizes, in launch order
   std::map<std::string, double> family_seconds;  // per step
   std::map<std::string, double> op_seconds;      // per step
 };

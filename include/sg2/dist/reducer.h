@@ -47,8 +47,9 @@ class GradientReducer {
   // Completes the reduction; .grad of every parameter = (sum over ranks) / divisor.
   void finish(double divisor);
 
-  // Bucket sizes in elements, in launch order (for benchmarks and tests).
+  // Bucket sizes in elements and in bytes, in launch order (for benchmarks and tests).
   std::vector<int64_t> bucket_numels() const;
+  std::vector<int64_t> bucket_bytes() const;
   // Parameter names per bucket, in launch order (for tests).
   std::vector<std::vector<std::string>> bucket_parameter_names() const;
   // Accumulated since the last call.
