@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project built against the LibTorch of PyPI's torch wheel (2.11.0, CUDA 13.0: the one the lent
 # GPU machines run) with the CUDA toolkit at /usr/local/cuda: every CUDA source (NCCL backend, CUDA
-# streams and memory statistics, the CUDA runtime queries) is compiled and linked, then the CPU test
-# suite runs against that build. No GPU is needed. Called by scripts/test.sh after the Debian build;
+# kernels, src/device's CUDA streams, memory statistics and runtime queries) is compiled and linked,
+# then the CPU test suite runs against that build. No GPU is needed. Called by scripts/test.sh after the Debian build;
 # the build goes to ${TORCH_WHEEL_BUILD_DIR:-build-torch-wheel}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,12 +13,17 @@ echo "test_torch_wheel: building against $wheel_dir/torch into $build_dir"
 BUILD_DIR=$build_dir \
 SG2_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$wheel_dir/torch/share/cmake -DSG2_WITH_CUDA=ON -DSG2_WITH_NCCL=ON" \
   scripts/build.sh
-# Every CUDA source must have been compiled (not its CPU stub).
-for source in core/cuda_runtime_cuda.cpp dist/nccl_backend.cpp dist/cuda_stream_torch.cpp \
-    train/device_memory_cuda.cpp nn/cuda/kernels_cuda.cpp nn/cuda/fir_bias_act_kernels.cu; do
+# Every CUDA source must have been compiled (not its CPU stub)...
+for source in dist/nccl_backend.cpp nn/cuda/kernels_cuda.cpp nn/cuda/fir_bias_act_kernels.cu; do
   module=${source%%/*}
   ls "$build_dir/src/$module/CMakeFiles/sg2_$module.dir/${source#*/}.o" > /dev/null 2>&1 ||
     { echo "test_torch_wheel: src/$source was not compiled" >&2; exit 1; }
+done
+# ... and the device module with both of its CUDA parts: the runtime's and LibTorch's.
+device_object=$build_dir/src/device/CMakeFiles/sg2_device.dir/cuda_device.cpp.o
+for symbol in cudaSetDevice getCurrentCUDAStream; do
+  nm -C "$device_object" | grep -q " U .*$symbol" ||
+    { echo "test_torch_wheel: $device_object does not call $symbol: its CUDA part was not compiled" >&2; exit 1; }
 done
 # The CUDA libraries libtorch_cuda.so loads come from the toolkit; the three it lacks the wheel's
 # RUNPATH finds in the cache.

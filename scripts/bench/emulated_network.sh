@@ -41,18 +41,19 @@ on_cluster() {  # on_cluster RATE NAME ARGS...
 for rate in "${rates[@]}"; do
   echo "== $nodes nodes at $rate"
   on_cluster "$rate" comm comm --config "$config" "${user_args[@]}" --run.threads 1 --max-bytes 67108864 --iters 5 |
-      awk -v rate="$rate" '$1 ~ /^[0-9]+$|^G$|^D$/ && NF >= 6 {print} $1 ~ /^[0-9]+$/ && NF == 6 {
-        printf "%s\tallreduce_us_%s\t%s\n%s\tbusbw_GBps_%s\t%s\n", rate, $2, $3, rate, $2, $5 >> "'"$results"'"}'
+      grep -E '^ *([0-9]+|[GD] (bucket|step)) '
+  while IFS=$'\t' read -r bytes time_us busbw; do
+    printf '%s\tallreduce_us_%s\t%s\n%s\tbusbw_GBps_%s\t%s\n' "$rate" "$bytes" "$time_us" "$rate" "$bytes" "$busbw"
+  done < <(scripts/bench/scaling_model comm-rows "$out/$rate-comm/node0.log") >> "$results"
   for overlap in true false; do
+    step_output="$out/$rate-step-$overlap.txt"
     on_cluster "$rate" "step-overlap-$overlap" --config "$config" "${bench_args[@]}" --train.batch "$batch" --dist.overlap "$overlap" \
-        > "$out/$rate-step-$overlap.txt"
-    grep -E "^throughput|allreduce per step" "$out/$rate-step-$overlap.txt"
-    awk -v rate="$rate" -v overlap="$overlap" '
-      /^throughput/ {gsub(/[,;]/, ""); printf "%s\tstep_img_per_s_overlap_%s\t%s\n", rate, overlap, $2}
-      /allreduce per step/ {for (i = 1; i <= NF; ++i) {
-        if ($i == "busy") printf "%s\tallreduce_busy_s_overlap_%s\t%s\n", rate, overlap, $(i + 1)
-        if ($i == "exposed") printf "%s\tallreduce_exposed_s_overlap_%s\t%s\n", rate, overlap, $(i + 3)}}' \
-        "$out/$rate-step-$overlap.txt" >> "$results"
+        > "$step_output"
+    grep -E "^throughput|allreduce per step" "$step_output"
+    IFS=$'\t' read -r img_per_s busy exposed < <(scripts/bench/scaling_model fields "$step_output" img_per_s \
+        allreduce_busy_s allreduce_exposed_s)
+    printf '%s\t%s_overlap_%s\t%s\n' "$rate" step_img_per_s "$overlap" "$img_per_s" "$rate" allreduce_busy_s "$overlap" \
+        "$busy" "$rate" allreduce_exposed_s "$overlap" "$exposed" >> "$results"
   done
 done
 echo "== compute only: $nodes processes of $((batch / nodes)) images, no communication"

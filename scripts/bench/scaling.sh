@@ -27,15 +27,8 @@ bench=("$build/bin/stylegan2_bench" --config "$config" --run.threads 1 --no-op-f
 results="$out/scaling.tsv"
 printf 'sweep\tranks\tglobal_batch\trank_batch\tstep_s\timg_per_s\ts_per_kimg\tefficiency\tcompute_step_s\tcompute_img_per_s\tallreduce_busy_s\tallreduce_exposed_s\tGmain_s\tGreg_s\tDmain_s\tDreg_s\n' > "$results"
 
-# step_seconds FILE: the mean step of a stylegan2_bench output; phase_seconds FILE NAME: one phase.
-step_seconds() { awk '$1 == "step" {print $2 / 1000}' "$1"; }
-phase_seconds() { awk -v name="$2" '$1 == name {print $2 / 1000}' "$1"; }
-# reducer_seconds FILE busy|exposed: the allreduce's time per timed step.
-reducer_seconds() {
-  awk -v which="$2" '/allreduce per step/ {for (i = 1; i <= NF; ++i) {
-      if ($i == "busy" && which == "busy") print $(i + 1)
-      if ($i == "after" && which == "exposed") print $(i + 2) }}' "$1"
-}
+# fields FILE NAME...: values of a stylegan2_bench output, tab-separated (scaling_model's parser).
+fields() { scripts/bench/scaling_model fields "$@"; }
 
 measure() {  # measure SWEEP N GLOBAL_BATCH
   local sweep=$1 n=$2 global_batch=$3
@@ -45,16 +38,14 @@ measure() {  # measure SWEEP N GLOBAL_BATCH
       { cat "$out/$name.txt" >&2; exit 1; }
   local compute
   compute=$(scripts/bench/compute_only.sh "$n" "$out/$name-compute" -- "${bench[@]}" --train.batch "$rank_batch")
-  local step compute_step
-  step=$(step_seconds "$out/$name.txt")
-  compute_step=$(step_seconds "$compute")
-  printf '%s\t%d\t%d\t%d\t%s\t%s\t%s\t-\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$sweep" "$n" "$global_batch" "$rank_batch" \
+  local step busy exposed compute_step phases
+  IFS=$'\t' read -r step busy exposed < <(fields "$out/$name.txt" step_s allreduce_busy_s allreduce_exposed_s)
+  IFS=$'\t' read -r compute_step phases < <(fields "$compute" step_s Gmain_s Greg_s Dmain_s Dreg_s)
+  printf '%s\t%d\t%d\t%d\t%s\t%s\t%s\t-\t%s\t%s\t%s\t%s\t%s\n' "$sweep" "$n" "$global_batch" "$rank_batch" \
       "$step" "$(awk -v b="$global_batch" -v s="$step" 'BEGIN {printf "%.3f", b / s}')" \
       "$(awk -v b="$global_batch" -v s="$step" 'BEGIN {printf "%.2f", 1000 * s / b}')" \
       "$compute_step" "$(awk -v b="$global_batch" -v s="$compute_step" 'BEGIN {printf "%.3f", b / s}')" \
-      "$(reducer_seconds "$out/$name.txt" busy)" "$(reducer_seconds "$out/$name.txt" exposed)" \
-      "$(phase_seconds "$compute" Gmain)" "$(phase_seconds "$compute" Greg)" \
-      "$(phase_seconds "$compute" Dmain)" "$(phase_seconds "$compute" Dreg)" >> "$results"
+      "$busy" "$exposed" "$phases" >> "$results"
   tail -n 1 "$results"
 }
 

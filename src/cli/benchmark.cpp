@@ -2,7 +2,7 @@
 
 #include "sg2/core/system.h"
 #include "sg2/core/timer.h"
-#include "sg2/train/device_memory.h"
+#include "sg2/device/cuda_device.h"
 #include "sg2/cli/op_profile.h"
 
 #include <ATen/Parallel.h>

@@ -55,10 +55,9 @@ TrainConfig ConfigOptions::resolve(const std::string& snapshot_yaml) const {
 }
 
 std::unique_ptr<dist::Session> start_session(const TrainConfig& config, bool verbose) {
-  dist::CommunicatorOptions options;
-  options.backend = config.dist.backend;
-  options.timeout_seconds = config.dist.timeout;
-  options.device_for = [&](const dist::World& world) { return resolve_device(config.run.device, world.local_rank); };
+  const dist::CommunicatorOptions options{
+      config.dist, at::Device(at::kCPU),  // the device: device_for's, once the world is known
+      [&](const dist::World& world) { return resolve_device(config.run.device, world.local_rank); }};
   auto session = dist::Session::start(options);
   init_logging(session->world().rank, verbose);
   return session;

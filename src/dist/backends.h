@@ -91,9 +91,3 @@ void check_contiguous(const std::vector<at::Tensor>& tensors, const Communicator
 void check_allreduce_args(const std::vector<at::Tensor>& tensors, ReduceOp op, const Communicator& comm);
 
 }  // namespace sg2::dist
-
-namespace sg2::dist {
-// The stream LibTorch runs its kernels on for `device` (a cudaStream_t), from cuda_stream_torch.cpp
-// when LibTorch has CUDA, else cuda_stream_none.cpp throws.
-void* current_cuda_stream(const at::Device& device);
-}  // namespace sg2::dist

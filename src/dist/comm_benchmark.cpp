@@ -74,6 +74,7 @@ std::vector<CommBenchRow> run_size_sweep(Communicator& comm, const CommBenchOpti
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) {
     const int64_t numel = std::max<int64_t>(1, bytes / element);
     rows.push_back(time_allreduce(comm, {rank_filled(comm, numel, o.dtype)}, std::to_string(numel * element), o));
+    rows.back().in_size_sweep = true;
   }
   return rows;
 }
@@ -113,15 +114,19 @@ std::string format_comm_bench(const std::vector<CommBenchRow>& rows, const Commu
   out += fmt::format("{:>12} {:>12} {:>12} {:>12} {:>12} {:>8}\n", "what", "bytes", "time_us", "algbw_GB/s",
                      "busbw_GB/s", "check");
   int wrong = 0;
-  double busbw_sum = 0;
+  int sweep_rows = 0;
+  double sweep_busbw_sum = 0;
   for (const auto& r : rows) {
     out += fmt::format("{:>12} {:>12} {:>12.1f} {:>12.3f} {:>12.3f} {:>8}\n", r.label, r.bytes, r.seconds * 1e6,
                        r.algbw_gbps, r.busbw_gbps, r.verified ? "ok" : "WRONG");
     wrong += r.verified ? 0 : 1;
-    busbw_sum += r.busbw_gbps;
+    if (!r.in_size_sweep) continue;
+    sweep_busbw_sum += r.busbw_gbps;
+    ++sweep_rows;
   }
   out += fmt::format("# wrong results: {} of {}{}\n", wrong, rows.size(), wrong == 0 ? " (every result verified)" : "");
-  out += fmt::format("# avg busbw: {:.3f} GB/s\n", rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size()));
+  out += fmt::format("# avg busbw: {:.3f} GB/s over the {} sizes of the sweep\n",
+                     sweep_rows == 0 ? 0.0 : sweep_busbw_sum / sweep_rows, sweep_rows);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "sg2/core/error.h"
 #include "sg2/core/logging.h"
 #include "sg2/core/system.h"
+#include "sg2/device/cuda_device.h"
 
 #include <spdlog/spdlog.h>
 

@@ -2,7 +2,7 @@
 #include "sg2/train/batch_probe.h"
 
 #include "sg2/core/error.h"
-#include "sg2/train/device_memory.h"
+#include "sg2/device/cuda_device.h"
 #include "sg2/train/out_of_memory.h"
 #include "sg2/train/trainer.h"
 

@@ -85,7 +85,8 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(dist.overlap, "All-reduce gradient buckets during backward (false: after it)");
   SG2_FIELD(dist.rng, "Per-step randomness: rank (seed per rank, as the paper) or global (the same run for any "
                       "world size)").one_of({"rank", "global"});
-  SG2_FIELD(dist.timeout, "Seconds a rendezvous or collective may take before the job fails");
+  s.add("dist.timeout", [](TrainConfig& c) -> auto& { return c.dist.timeout_seconds; },
+        "Seconds a rendezvous or collective may take before the job fails");
 
   SG2_FIELD(metrics, "Metrics evaluated during training: fid<N>[k][_full], kid<N>[k][_full] (e.g. fid50k_full)");
   SG2_FIELD(metric.detector, "Feature detector: a TorchScript file (NVIDIA's inception-2015-12-05.pt or one from "
@@ -176,7 +177,7 @@ void validate(const TrainConfig& c, int world_size) {
   SG2_CHECK(std::isfinite(c.optim.eps) && c.optim.eps > 0, "optim.eps = {}: must be > 0", c.optim.eps);
   SG2_CHECK(c.train.ema_rampup >= 0, "train.ema_rampup = {}: must be >= 0 (0: off)", c.train.ema_rampup);
   SG2_CHECK(c.dist.bucket_mb > 0, "dist.bucket_mb = {}: must be > 0", c.dist.bucket_mb);
-  SG2_CHECK(c.dist.timeout > 0, "dist.timeout = {}: must be > 0 seconds", c.dist.timeout);
+  SG2_CHECK(c.dist.timeout_seconds > 0, "dist.timeout = {}: must be > 0 seconds", c.dist.timeout_seconds);
   SG2_CHECK(c.metrics.empty() || !c.metric.detector.empty(),
             "metrics {} need metric.detector: NVIDIA's inception-2015-12-05.pt or a file from "
             "'stylegan2_metrics train-detector'",

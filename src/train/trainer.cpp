@@ -103,7 +103,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
 
   // Phases as data: main every step, regularization every interval steps (lazy) or together.
   auto add_phases = [&](bool trains_G, double lr, int64_t interval, bool has_reg) {
-    AdamOptions adam{lr, config.optim.beta1, config.optim.beta2, config.optim.eps};
+    const AdamOptions adam{config.optim, lr};
     const std::string net = trains_G ? "G" : "D";
     auto& opt = trains_G ? G_opt_ : D_opt_;
     torch::nn::Module& module = trains_G ? static_cast<torch::nn::Module&>(*G_) : *D_;

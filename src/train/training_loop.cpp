@@ -2,7 +2,7 @@
 
 #include "sg2/core/error.h"
 #include "sg2/core/system.h"
-#include "sg2/train/device_memory.h"
+#include "sg2/device/cuda_device.h"
 #include "sg2/train/run_dir.h"
 #include "sg2/train/snapshot.h"
 

@@ -291,5 +291,40 @@ TEST(Reducer, BucketsFollowTheByteLimitInReverseOrder) {
   EXPECT_EQ(reducer.bucket_numels(), (std::vector<int64_t>{13, 165, 33, 231}));
 }
 
+// Runs `passes` steps of one accumulation round and returns the reducer's launch fractions.
+std::vector<double> launch_fractions_after(GradientReducer& reducer, NamedTensors& params, int passes) {
+  for (int pass = 0; pass < passes; ++pass) {
+    for (auto& [name, p] : params) p.mutable_grad() = at::Tensor();
+    reducer.prepare_for_final_backward();
+    backward_round(params, 0);
+    reducer.finish(comm().size());
+  }
+  return reducer.take_launch_fractions();
+}
+
+TEST(Reducer, LaunchFractionsAreInLaunchOrderAndRestartWithEachLayout) {
+  auto params = make_parameters();
+  GradientReducer overlapped(comm(), params, {200, true});
+  // The first pass learns the arrival order and rebuilds the buckets: its fractions are dropped.
+  EXPECT_TRUE(launch_fractions_after(overlapped, params, 1).empty());
+  const std::vector<double> fractions = launch_fractions_after(overlapped, params, 2);
+  ASSERT_EQ(fractions.size(), overlapped.bucket_bytes().size());
+  EXPECT_LT(fractions.front(), 1.0);  // launched during backward, before finish()
+  for (size_t b = 0; b < fractions.size(); ++b) {
+    EXPECT_GE(fractions[b], 0.0);
+    EXPECT_LE(fractions[b], 1.0);
+    if (b > 0) {
+      EXPECT_GE(fractions[b], fractions[b - 1]) << "bucket " << b << " launched before bucket " << b - 1;
+    }
+  }
+  // The parameter without a gradient fills its bucket only in finish().
+  EXPECT_EQ(fractions.back(), 1.0);
+  EXPECT_EQ(overlapped.take_launch_fractions(), std::vector<double>(fractions.size(), 0.0));  // taken: restarted
+
+  GradientReducer after_backward(comm(), params, {200, false});
+  launch_fractions_after(after_backward, params, 1);
+  EXPECT_EQ(launch_fractions_after(after_backward, params, 2), std::vector<double>(fractions.size(), 1.0));
+}
+
 }  // namespace
 }  // namespace sg2::dist

@@ -111,6 +111,7 @@ class Parsers(unittest.TestCase):
         for rank in (0, 1):
             self.assertRegex(output, rf"#  rank +{rank}  host \S+  pid \d+  device cpu")
         self.assertIn("# wrong results: 0 of", output)
+        self.assertRegex(output, r"# avg busbw: \d+\.\d+ GB/s over the 5 sizes of the sweep")  # not the buckets
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
             f.write(output)
             f.flush()
@@ -126,6 +127,15 @@ class Parsers(unittest.TestCase):
                               "--warmup", "0", "--repeats", "1", "--cycles", "1", "--no-op-families"))
             f.flush()
             bench = model.parse_bench(f.name)
+            # What the bench scripts tabulate comes from this parser (scaling_model fields).
+            fields = subprocess.run([os.path.join(SOURCE_DIR, "scripts/bench/scaling_model"), "fields", f.name,
+                                     "step_s", "img_per_s", "Gmain_s", "allreduce_busy_s", "allreduce_exposed_s"],
+                                    capture_output=True, text=True, check=True).stdout.rstrip("\n").split("\t")
+        self.assertEqual(len(fields), 5)
+        self.assertAlmostEqual(float(fields[0]), bench["step"], places=5)
+        self.assertAlmostEqual(float(fields[1]), 4 / bench["step"], places=3)
+        self.assertAlmostEqual(float(fields[2]), bench["phases"]["Gmain"], places=5)
+        self.assertEqual(fields[3:], [f"{bench['allreduce'][key]:.6g}" for key in ("busy", "exposed")])
         self.assertEqual(sorted(bench["phases"]), ["Dmain", "Dreg", "Gmain", "Greg"])
         self.assertEqual(bench["batch"], 4)
         self.assertGreater(bench["step"], 0)

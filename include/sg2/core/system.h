@@ -1,5 +1,5 @@
 #pragma once
-// Facts about the process and machine: memory, host name, CUDA toolkit, time formatting, and
+// Facts about the process and machine: memory, host name, time formatting, and
 // parsing of index lists such as "0-63,100".
 
 #include <cstdint>
@@ -32,18 +32,5 @@ std::vector<int64_t> parse_index_list(const std::string& text, const std::string
 void install_stop_signal_handlers();
 bool stop_requested();
 int stop_signal();  // the signal number received, 0 if none
-
-// CUDA runtime as seen by this build (compiled against the CUDA toolkit or not).
-struct CudaRuntimeInfo {
-  bool compiled = false;        // built with SG2_WITH_CUDA
-  int runtime_version = 0;      // e.g. 12040
-  int driver_version = 0;       // 0 when no driver is installed
-  std::vector<std::string> devices;
-  std::string error;            // why no device is usable, if none is
-};
-CudaRuntimeInfo query_cuda_runtime();
-
-// Makes `index` the calling thread's current CUDA device (cudaSetDevice); errors name the device.
-void select_cuda_device(int index);
 
 }  // namespace sg2

@@ -27,6 +27,7 @@ struct CommBenchRow {
   double algbw_gbps = 0;
   double busbw_gbps = 0;
   bool verified = false;
+  bool in_size_sweep = false;  // a row of run_size_sweep (the rows "avg busbw" averages, as nccl-tests)
 };
 
 // Times one allreduce per size from min_bytes to max_bytes (x step_factor). Collective.

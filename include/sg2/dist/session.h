@@ -13,12 +13,16 @@
 
 namespace sg2::dist {
 
-struct CommunicatorOptions {
+// The part of the options a training config sets (its dist.backend and dist.timeout).
+struct CommunicatorSettings {
   std::string backend = "auto";  // auto, nccl, mpi, gloo, local
+  double timeout_seconds = 600;  // collectives and rendezvous that take longer fail the job
+};
+
+struct CommunicatorOptions : CommunicatorSettings {
   at::Device device = at::Device(at::kCPU);  // the training device; auto picks nccl for CUDA
   // When set, picks the device once the world is known (by local rank); overrides `device`.
   std::function<at::Device(const World&)> device_for;
-  double timeout_seconds = 600;  // collectives and rendezvous that take longer fail the job
 };
 
 // The process's distributed session: bootstraps the launch found in the environment (MPI init,

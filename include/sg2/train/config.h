@@ -2,12 +2,15 @@
 // The training configuration: every field defined once in train_schema() (key, type, default,
 // help), read from YAML presets (configs/*.yaml) and --key value flags, written back as the
 // resolved config of a run. Defaults are config-f (DESIGN.md section 4). The config holds the
-// option structs of the layers it configures (data, networks, loss) directly; their keys come from
-// the networks' own schemas (nn/options.h), so the G.* and D.* keys are defined once.
+// option structs of the layers it configures (data, networks, loss, Adam's moments, the
+// communicator) directly; the G.* and D.* keys come from the networks' own schemas (nn/options.h),
+// so they are defined once.
 
 #include "sg2/core/config_schema.h"
 #include "sg2/data/options.h"
+#include "sg2/dist/session.h"
 #include "sg2/nn/options.h"
+#include "sg2/train/optim.h"
 #include "sg2/train/loss_options.h"
 
 #include <string>
@@ -41,12 +44,9 @@ struct TrainConfig {
   } G;
   nn::DiscriminatorOptions D;
   LossOptions loss;
-  struct Optim {
+  struct Optim : AdamMoments {          // optim.beta1, beta2, eps: the same for G and D
     double G_lr = 0.002;
     double D_lr = 0.002;
-    double beta1 = 0.0;
-    double beta2 = 0.99;
-    double eps = 1e-8;
     int64_t G_reg_interval = 4;
     int64_t D_reg_interval = 16;
   } optim;
@@ -60,12 +60,10 @@ struct TrainConfig {
     double ema_kimg = 10;
     double ema_rampup = 0;               // 0: none (cifar: 0.05)
   } train;
-  struct Dist {
-    std::string backend = "auto";        // auto, nccl, mpi, gloo, local
+  struct Dist : dist::CommunicatorSettings {  // dist.backend, dist.timeout (its timeout_seconds)
     double bucket_mb = 25;               // gradient fusion bucket size
     bool overlap = true;                 // allreduce buckets during backward
     std::string rng = "rank";            // rank: seed per rank (the paper's); global: world-size invariant
-    double timeout = 600;                // seconds a rendezvous or collective may take
   } dist;
   std::vector<std::string> metrics;      // evaluated during training, e.g. fid50k_full, kid50k_full
   struct Metric {

@@ -9,11 +9,15 @@
 
 namespace sg2::train {
 
-struct AdamOptions {
-  double lr = 0.002;
+// Adam's moment decays and epsilon: what a training config sets once for G's and D's optimizers.
+struct AdamMoments {
   double beta1 = 0.0;
   double beta2 = 0.99;
   double eps = 1e-8;
+};
+
+struct AdamOptions : AdamMoments {
+  double lr = 0.002;
 };
 
 // With regularization every `interval` minibatches the optimizer runs interval + 1 times per

@@ -13,7 +13,7 @@ TEST(Adam, MatchesLibTorchAdamOverSeveralSteps) {
   at::manual_seed(0);
   at::Tensor ours = at::randn({5, 3}).requires_grad_(true);
   at::Tensor theirs = ours.detach().clone().requires_grad_(true);
-  AdamOptions o{0.01, 0.5, 0.99, 1e-8};
+  AdamOptions o{{0.5, 0.99, 1e-8}, 0.01};
   Adam adam({{"p", ours}}, o);
   torch::optim::Adam reference({theirs}, torch::optim::AdamOptions(0.01).betas({0.5, 0.99}).eps(1e-8));
   for (int step = 0; step < 5; ++step) {
@@ -28,7 +28,7 @@ TEST(Adam, MatchesLibTorchAdamOverSeveralSteps) {
 
 TEST(Adam, ClosedFormWithBeta1Zero) {
   at::Tensor p = at::zeros({2}).requires_grad_(true);
-  Adam adam({{"p", p}}, AdamOptions{0.1, 0.0, 0.99, 1e-8});
+  Adam adam({{"p", p}}, AdamOptions{{0.0, 0.99, 1e-8}, 0.1});
   p.mutable_grad() = at::tensor({3.0f, -0.5f});
   adam.step();  // m = g, v = 0.01 g^2, v_hat = g^2: step = -lr g / (|g| + eps)
   EXPECT_NEAR(p[0].item<double>(), -0.1, 1e-6);
@@ -57,11 +57,11 @@ TEST(Adam, SkipsParametersWithoutGradientAndRoundTripsState) {
 }
 
 TEST(LazyRegularization, CorrectsLearningRateAndBetas) {
-  const AdamOptions d = lazy_regularization(AdamOptions{0.002, 0.0, 0.99, 1e-8}, 16);
+  const AdamOptions d = lazy_regularization(AdamOptions{{0.0, 0.99, 1e-8}, 0.002}, 16);
   EXPECT_NEAR(d.lr, 0.0018823529411764706, 1e-15);
   EXPECT_NEAR(d.beta2, 0.9905854573074332, 1e-15);
   EXPECT_EQ(d.beta1, 0.0);
-  const AdamOptions g = lazy_regularization(AdamOptions{0.002, 0.0, 0.99, 1e-8}, 4);
+  const AdamOptions g = lazy_regularization(AdamOptions{{0.0, 0.99, 1e-8}, 0.002}, 4);
   EXPECT_NEAR(g.lr, 0.0016, 1e-15);
   EXPECT_NEAR(g.beta2, 0.9919919678228657, 1e-15);
   EXPECT_EQ(lazy_regularization(AdamOptions{}, 0).lr, AdamOptions{}.lr);

@@ -1,0 +1,40 @@
+#pragma once
+// Everything the project asks of CUDA outside the kernels, in one place: the runtime's devices (CUDA
+// toolkit), LibTorch's current stream and caching allocator (CUDA LibTorch). A build without one of
+// them answers honestly instead: no devices and the reason, zero memory, or an error naming what is
+// missing (src/device/cuda_device.cpp).
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+namespace sg2 {
+
+// CUDA runtime as seen by this build (compiled against the CUDA toolkit or not).
+struct CudaRuntimeInfo {
+  bool compiled = false;        // built with SG2_WITH_CUDA
+  int runtime_version = 0;      // e.g. 12040
+  int driver_version = 0;       // 0 when no driver is installed
+  std::vector<std::string> devices;
+  std::string error;            // why no device is usable, if none is
+};
+CudaRuntimeInfo query_cuda_runtime();
+
+// Makes `index` the calling thread's current CUDA device (cudaSetDevice); errors name the device.
+void select_cuda_device(int index);
+
+// The stream LibTorch runs its kernels on for `device` (a cudaStream_t); throws without a CUDA
+// LibTorch.
+void* current_cuda_stream(const at::Device& device);
+
+// Peak memory LibTorch's allocator held on `device` since the last reset (0 for the CPU, whose peak
+// is the process RSS, and without a CUDA LibTorch).
+double device_peak_memory_gib(const at::Device& device);
+void reset_device_peak_memory(const at::Device& device);
+// The device's whole memory (0 for the CPU).
+double device_total_memory_gib(const at::Device& device);
+// Hands the caching allocator's free blocks back to the device (after a probe that filled it).
+void release_cached_device_memory(const at::Device& device);
+
+}  // namespace sg2

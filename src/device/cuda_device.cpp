@@ -1,0 +1,103 @@
+// cuda_device.h, for every build: the CUDA runtime's part when the CUDA toolkit is found
+// (SG2_CUDA_RUNTIME), LibTorch's part when LibTorch has CUDA (SG2_TORCH_CUDA).
+#include "sg2/device/cuda_device.h"
+
+#include "sg2/core/error.h"
+
+#if SG2_CUDA_RUNTIME
+#include <cuda_runtime_api.h>
+#endif
+#if SG2_TORCH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace sg2 {
+
+#if SG2_CUDA_RUNTIME
+
+CudaRuntimeInfo query_cuda_runtime() {
+  CudaRuntimeInfo info;
+  info.compiled = true;
+  cudaRuntimeGetVersion(&info.runtime_version);
+  cudaDriverGetVersion(&info.driver_version);
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    info.error = cudaGetErrorString(status);
+    cudaGetLastError();  // clear the sticky error so later calls start clean
+    return info;
+  }
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) info.devices.emplace_back(prop.name);
+  }
+  return info;
+}
+
+void select_cuda_device(int index) {
+  const cudaError_t status = cudaSetDevice(index);
+  SG2_CHECK(status == cudaSuccess, "cudaSetDevice({}) failed: {}", index, cudaGetErrorString(status));
+}
+
+#else
+
+CudaRuntimeInfo query_cuda_runtime() {
+  CudaRuntimeInfo info;
+  info.error = "built without the CUDA toolkit (SG2_WITH_CUDA=OFF)";
+  return info;
+}
+
+void select_cuda_device(int index) {
+  SG2_FAIL("cannot select CUDA device {}: built without the CUDA toolkit (SG2_WITH_CUDA=OFF)", index);
+}
+
+#endif
+
+#if SG2_TORCH_CUDA
+
+namespace {
+constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
+// Index of the all-pools statistic: StatType::AGGREGATE, declared in c10::cuda::CUDACachingAllocator
+// by LibTorch 1.x and in c10 by 2.x; 0 in both.
+constexpr size_t kAggregateStat = 0;
+}  // namespace
+
+void* current_cuda_stream(const at::Device& device) {
+  return c10::cuda::getCurrentCUDAStream(device.index()).stream();
+}
+
+double device_peak_memory_gib(const at::Device& device) {
+  if (!device.is_cuda()) return 0.0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  return static_cast<double>(stats.allocated_bytes[kAggregateStat].peak) / kBytesPerGib;
+}
+
+void reset_device_peak_memory(const at::Device& device) {
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+}
+
+double device_total_memory_gib(const at::Device& device) {
+  if (!device.is_cuda()) return 0.0;
+  return static_cast<double>(at::cuda::getDeviceProperties(device.index())->totalGlobalMem) / kBytesPerGib;
+}
+
+void release_cached_device_memory(const at::Device& device) {
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
+#else
+
+void* current_cuda_stream(const at::Device& device) {
+  SG2_FAIL("device {}: this LibTorch was built without CUDA, so there is no CUDA stream to run on", device.str());
+}
+
+double device_peak_memory_gib(const at::Device&) { return 0.0; }
+void reset_device_peak_memory(const at::Device&) {}
+double device_total_memory_gib(const at::Device&) { return 0.0; }
+void release_cached_device_memory(const at::Device&) {}
+
+#endif
+
+}  // namespace sg2
