@@ -28,8 +28,8 @@ std::pair<at::Tensor, at::Tensor> read_batch(const data::Dataset& dataset, const
 }
 
 void add_parameter(torch::jit::Module& module, const std::string& name, std::vector<int64_t> shape, int64_t fan_in,
-                   at::Generator& generator) {
-  const at::Tensor weight = at::randn(shape, generator, at::kFloat) * std::sqrt(2.0 / static_cast<double>(fan_in));
+                   at::Generator& rng) {
+  const at::Tensor weight = at::randn(shape, rng, at::kFloat) * std::sqrt(2.0 / static_cast<double>(fan_in));
   module.register_parameter(name + "_weight", weight.requires_grad_(true), false);
   module.register_parameter(name + "_bias", at::zeros({shape[0]}).requires_grad_(true), false);
 }
@@ -38,15 +38,15 @@ torch::jit::Module build_detector(int64_t in_channels, int64_t num_classes, uint
   torch::jit::Module module("Sg2BuiltinDetector");
   module.register_attribute("in_channels", c10::IntType::get(), in_channels);
   module.register_attribute("resolution", c10::IntType::get(), kResolution);
-  at::Generator generator = at::detail::createCPUGenerator(seed);
+  at::Generator rng = at::detail::createCPUGenerator(seed);
   int64_t channels = in_channels;
   for (size_t i = 0; i < kChannels.size(); ++i) {
-    add_parameter(module, "conv" + std::to_string(i), {kChannels[i], channels, 3, 3}, channels * 9, generator);
+    add_parameter(module, "conv" + std::to_string(i), {kChannels[i], channels, 3, 3}, channels * 9, rng);
     channels = kChannels[i];
   }
   const int64_t flat = channels * (kResolution / 8) * (kResolution / 8);
-  add_parameter(module, "fc", {kFeatureDim, flat}, flat, generator);
-  add_parameter(module, "out", {num_classes, kFeatureDim}, kFeatureDim, generator);
+  add_parameter(module, "fc", {kFeatureDim, flat}, flat, rng);
+  add_parameter(module, "out", {num_classes, kFeatureDim}, kFeatureDim, rng);
   module.define(builtin_detector_source());
   return module;
 }

@@ -7,10 +7,10 @@
 namespace sg2::nn {
 
 at::Generator make_rng(const at::Device& device, uint64_t seed) {
-  at::Generator generator = at::globalContext().defaultGenerator(device).clone();
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  generator.set_current_seed(seed);
-  return generator;
+  at::Generator rng = at::globalContext().defaultGenerator(device).clone();
+  std::lock_guard<std::mutex> lock(rng.mutex());
+  rng.set_current_seed(seed);
+  return rng;
 }
 
 
