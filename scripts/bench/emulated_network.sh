@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The allreduce and the training step over an emulated network (issue 15): NODES nodes of one rank
-# each (scripts/bench/netns_cluster.sh: network namespaces, veth, a bridge, tc bandwidth), Gloo over
-# TCP through stylegan2_launch, at each RATE. For every rate: the comm bench (message sizes and the
+# each (scripts/bench/netns_cluster.sh: network namespaces, veth, a bridge, tc bandwidth; or, for
+# RATE@DELAY, link_emulator's links with that one-way latency too), Gloo over TCP through
+# stylegan2_launch, at each RATE. For every rate: the comm bench (message sizes and the
 # preset's gradient buckets) and the training bench with the allreduce overlapped with backward and
 # after it; then the compute term of the model (scripts/bench/compute_only.sh: NODES processes with
 # the per-rank batch at once, no communication). Writes $OUT/emulated_network.tsv (rate,
 # measurement, value) and every output, for `scripts/bench/scaling_model validate-emulated $OUT`.
 # BATCH (default 32) is the global batch; BENCH_ARGS are added to every training bench (e.g.
 # "--dist.bucket_mb 4").
-#   scripts/bench/emulated_network.sh [BUILD_DIR] [NODES] [RATE...]    (default: build 2 none 25gbit 10gbit 1gbit)
+#   scripts/bench/emulated_network.sh [BUILD_DIR] [NODES] [RATE[@DELAY]...]    (default: build 2 none 25gbit 10gbit 1gbit)
+#   scripts/bench/emulated_network.sh build 2 1gbit@100us 1gbit@1ms 200mbit@1ms
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -20,6 +22,7 @@ config=${CONFIG:-configs/bench-cpu-32.yaml}
 out=${OUT:-$PWD/emulated-network}
 mkdir -p "$out"
 bin=$(cd "$build/bin" && pwd)
+export LINK_EMULATOR=$bin/link_emulator
 results="$out/emulated_network.tsv"
 printf 'rate\tmeasurement\tvalue\n' > "$results"
 export OMP_NUM_THREADS=1
@@ -27,15 +30,17 @@ batch=${BATCH:-32}
 read -r -a user_args <<< "${BENCH_ARGS:-}"
 bench_args=("${user_args[@]}" --run.threads 1 --no-op-families --cycles 1 --warmup 1 --repeats 2)
 
-# Runs stylegan2_bench ARGS on every emulated node under stylegan2_launch (one rank per node).
-on_cluster() {  # on_cluster RATE NAME ARGS...
-  local rate=$1 name=$2
+# Runs stylegan2_bench ARGS on every emulated node under stylegan2_launch (one rank per node);
+# LINK is RATE or RATE@DELAY.
+on_cluster() {  # on_cluster LINK NAME ARGS...
+  local link=$1 name=$2 delay=()
   shift 2
-  LOG_DIR="$out/$rate-$name" scripts/bench/netns_cluster.sh "$nodes" "$rate" -- sh -c \
+  [[ $link == *@* ]] && delay=("${link#*@}")
+  LOG_DIR="$out/$link-$name" scripts/bench/netns_cluster.sh "$nodes" "${link%@*}" "${delay[@]}" -- sh -c \
       'exec "$0" --nproc-per-node 1 --nnodes "$SG2_NNODES" --node-rank "$SG2_NODE_RANK" \
            --master-addr "$SG2_MASTER_ADDR" --master-port 29731 -- "$@"' \
       "$bin/stylegan2_launch" "$bin/stylegan2_bench" "$@" > /dev/null
-  cat "$out/$rate-$name/node0.log"
+  cat "$out/$link-$name/node0.log"
 }
 
 for rate in "${rates[@]}"; do
