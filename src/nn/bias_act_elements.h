@@ -21,8 +21,11 @@ struct ActivationParams {
   float alpha, gain, clamp;
 };
 
-// The channel of element i of x viewed as [outer, channels, inner].
-SG2_HOST_DEVICE int64_t bias_channel(int64_t i, int64_t channels, int64_t inner) { return (i / inner) % channels; }
+// The channel of element i of x viewed as [outer, channels, inner]; Index: int32_t or int64_t.
+template <typename Index>
+SG2_HOST_DEVICE Index bias_channel(Index i, Index channels, Index inner) {
+  return (i / inner) % channels;
+}
 
 // clamp(act(v) * gain). The clamp compares (no fminf): NaN stays NaN, as in the reference.
 SG2_HOST_DEVICE float activate(float v, const ActivationParams& a) {

@@ -1,6 +1,7 @@
 // CUDA kernels for upfirdn2d and bias_act (see fir_bias_act_kernels.h). Both ops are memory-bound:
 // one thread per output element (the arithmetic is in fir_bias_act_elements.h), float32 whatever
-// the storage type (float32, float16, bfloat16), grid-stride loops over 64-bit indices. The
+// the storage type (float32, float16, bfloat16), grid-stride loops over 32-bit indices where the
+// launch fits them and 64-bit ones otherwise; upfirdn2d visits only the taps that read a sample. The
 // references are in ops_reference.cpp; the CPU kernels compute the same sums in the same tap order.
 #include "fir_bias_act_elements.h"
 
@@ -38,28 +39,28 @@ void check_launch(const char* kernel) {
   }
 }
 
-template <typename T>
-__global__ void upfirdn2d_kernel(FirLaunch job) {
+// The grid-stride loops run over Index: int32_t where the launch fits (fits_32bit_indices).
+template <typename T, typename Index>
+__global__ void upfirdn2d_kernel(FirLaunch job, Index total) {
   const T* x = static_cast<const T*>(job.x);
   T* y = static_cast<T*>(job.y);
-  const int64_t total = job.batch * job.channels * job.out_h * job.out_w;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    store(y, i, upfirdn2d_element(job, i, [x](int64_t offset) { return load(x, offset); }));
+  for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < total; i += Index(gridDim.x) * blockDim.x) {
+    store(y, i, upfirdn2d_element<Index>(job, i, [x](Index offset) { return load(x, offset); }));
   }
 }
 
-template <typename T>
-__global__ void bias_act_kernel(const T* x, const T* b, T* y, int64_t numel, int64_t channels, int64_t inner,
+template <typename T, typename Index>
+__global__ void bias_act_kernel(const T* x, const T* b, T* y, Index numel, Index channels, Index inner,
                                 ActivationParams a) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < numel; i += int64_t(gridDim.x) * blockDim.x) {
-    const float bias = b != nullptr ? load(b, bias_channel(i, channels, inner)) : 0.0f;
+  for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < numel; i += Index(gridDim.x) * blockDim.x) {
+    const float bias = b != nullptr ? load(b, bias_channel<Index>(i, channels, inner)) : 0.0f;
     store(y, i, activate(load(x, i) + bias, a));
   }
 }
 
-template <typename T>
-__global__ void bias_act_grad_kernel(const T* dy, const T* y, T* dx, int64_t numel, ActivationParams a) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < numel; i += int64_t(gridDim.x) * blockDim.x) {
+template <typename T, typename Index>
+__global__ void bias_act_grad_kernel(const T* dy, const T* y, T* dx, Index numel, ActivationParams a) {
+  for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < numel; i += Index(gridDim.x) * blockDim.x) {
     store(dx, i, load(dy, i) * activation_slope(load(y, i), a));
   }
 }
@@ -74,14 +75,24 @@ void with_type(ElementType type, Fn&& fn) {
   }
 }
 
+// Calls fn(T{}, Index{}) with the storage type's tag and the narrowest index type that fits.
+template <typename Fn>
+void with_types(ElementType type, bool use_32bit_indices, Fn&& fn) {
+  with_type(type, [&](auto tag) {
+    if (use_32bit_indices) return fn(tag, int32_t{});
+    fn(tag, int64_t{});
+  });
+}
+
 }  // namespace
 
 void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream) {
   const int64_t total = job.batch * job.channels * job.out_h * job.out_w;
   if (total == 0) return;
-  with_type(type, [&](auto tag) {
+  with_types(type, fits_32bit_indices(job), [&](auto tag, auto index) {
     using T = decltype(tag);
-    upfirdn2d_kernel<T><<<blocks_for(total), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(job);
+    using Index = decltype(index);
+    upfirdn2d_kernel<T, Index><<<blocks_for(total), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(job, Index(total));
   });
   check_launch("upfirdn2d");
 }
@@ -89,10 +100,12 @@ void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream) {
 void launch_bias_act(const void* x, const void* b, void* y, int64_t numel, int64_t channels, int64_t inner,
                      const ActivationParams& a, ElementType type, void* stream) {
   if (numel == 0) return;
-  with_type(type, [&](auto tag) {
+  with_types(type, fits_32bit_indices(numel), [&](auto tag, auto index) {
     using T = decltype(tag);
-    bias_act_kernel<T><<<blocks_for(numel), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(x), static_cast<const T*>(b), static_cast<T*>(y), numel, channels, inner, a);
+    using Index = decltype(index);
+    bias_act_kernel<T, Index><<<blocks_for(numel), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x), static_cast<const T*>(b), static_cast<T*>(y), Index(numel), Index(channels),
+        Index(inner), a);
   });
   check_launch("bias_act");
 }
@@ -100,10 +113,11 @@ void launch_bias_act(const void* x, const void* b, void* y, int64_t numel, int64
 void launch_bias_act_grad(const void* dy, const void* y, void* dx, int64_t numel, const ActivationParams& a,
                           ElementType type, void* stream) {
   if (numel == 0) return;
-  with_type(type, [&](auto tag) {
+  with_types(type, fits_32bit_indices(numel), [&](auto tag, auto index) {
     using T = decltype(tag);
-    bias_act_grad_kernel<T><<<blocks_for(numel), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(dy), static_cast<const T*>(y), static_cast<T*>(dx), numel, a);
+    using Index = decltype(index);
+    bias_act_grad_kernel<T, Index><<<blocks_for(numel), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(dy), static_cast<const T*>(y), static_cast<T*>(dx), Index(numel), a);
   });
   check_launch("bias_act_grad");
 }

@@ -14,6 +14,8 @@
 #include <torch/cuda.h>
 
 #include <functional>
+#include <utility>
+#include <vector>
 
 namespace sg2::nn {
 namespace {
@@ -29,7 +31,8 @@ using test::upfirdn2d_direct;
   at::globalContext().setAllowTF32CuDNN(false);                                             \
   at::globalContext().setAllowTF32CuBLAS(false)
 
-// Every output element of the kernel's arithmetic, computed on the host.
+// Every output element of the kernel's arithmetic, computed on the host with Index offsets.
+template <typename Index>
 at::Tensor upfirdn2d_by_elements(const at::Tensor& x, const at::Tensor& f_in, const ops::FirParams& p) {
   const at::Tensor f = f_in.contiguous();
   const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
@@ -37,23 +40,86 @@ at::Tensor upfirdn2d_by_elements(const at::Tensor& x, const at::Tensor& f_in, co
   at::Tensor y = at::empty({job.batch, job.channels, job.out_h, job.out_w});
   const float* px = x.data_ptr<float>();
   float* py = y.data_ptr<float>();
-  for (int64_t i = 0; i < y.numel(); ++i) {
-    py[i] = cuda::upfirdn2d_element(job, i, [px](int64_t offset) { return px[offset]; });
+  for (Index i = 0; i < static_cast<Index>(y.numel()); ++i) {
+    py[i] = cuda::upfirdn2d_element<Index>(job, i, [px](Index offset) { return px[offset]; });
   }
   return y;
+}
+
+// Beyond fir_cases: upsampling by 4, cropping while upsampling, and down by 3 with a flipped filter.
+std::vector<ops::FirParams> more_fir_cases() {
+  std::vector<ops::FirParams> cases = fir_cases();
+  cases.push_back({4, 1, {3, 2, -1, 4}, false, 16.0});
+  cases.push_back({2, 1, {-3, 1, 2, -2}, false, 4.0});
+  cases.push_back({1, 3, {2, 0, 1, 3}, true, 1.0});
+  cases.push_back({3, 2, {0, 5, 4, -2}, false, 9.0});
+  return cases;
 }
 
 TEST(CudaKernelArithmetic, Upfirdn2dElementsMatchTheDefinitionOnTheHost) {
   at::manual_seed(5);
   const at::Tensor x = at::randn({2, 3, 7, 6}), big = at::randn({2, 4, 12, 11});
-  for (const at::Tensor& f : {ops::setup_filter({1, 3, 3, 1}), asymmetric_filter()}) {
-    for (const auto& p : fir_cases()) {
+  for (const at::Tensor& f : {ops::setup_filter({1, 3, 3, 1}), asymmetric_filter(), asymmetric_filter().slice(0, 1)}) {
+    for (const auto& p : more_fir_cases()) {
       for (const at::Tensor& view : {x, big.slice(1, 1, 3).slice(2, 2, 9), big.transpose(2, 3)}) {
-        EXPECT_LT(max_relative_error(upfirdn2d_by_elements(view, f, p), upfirdn2d_direct(view, f, p)), 1e-6)
-            << "up " << p.up << " down " << p.down << " view " << view.sizes();
+        const at::Tensor expected = upfirdn2d_direct(view, f, p);
+        EXPECT_LT(max_relative_error(upfirdn2d_by_elements<int64_t>(view, f, p), expected), 1e-6)
+            << "up " << p.up << " down " << p.down << " view " << view.sizes() << " filter " << f.sizes();
+        EXPECT_TRUE(upfirdn2d_by_elements<int32_t>(view, f, p).equal(upfirdn2d_by_elements<int64_t>(view, f, p)))
+            << "32-bit indices, up " << p.up << " down " << p.down << " view " << view.sizes();
       }
     }
   }
+}
+
+// The tap span against every tap tried one by one, for every small up, down, padding and length.
+TEST(CudaKernelArithmetic, TapSpansHoldExactlyTheTapsThatReadASample) {
+  for (int up = 1; up <= 4; ++up) {
+    for (int down = 1; down <= 3; ++down) {
+      for (int pad = -5; pad <= 5; ++pad) {
+        for (int taps = 1; taps <= 6; ++taps) {
+          for (int64_t in_len = 1; in_len <= 5; ++in_len) {
+            for (int64_t o = 0; o < 12; ++o) {
+              std::vector<std::pair<int, int64_t>> expected, spanned;
+              for (int k = 0; k < taps; ++k) {
+                const int64_t v = o * down + k - pad;
+                if (v >= 0 && v < in_len * up && v % up == 0) expected.emplace_back(k, v / up);
+              }
+              const auto span = cuda::fir_tap_span<int64_t>(o, taps, down, pad, up, in_len);
+              for (int j = 0; j < span.count; ++j) spanned.emplace_back(span.first_tap + j * up, span.first_src + j);
+              ASSERT_EQ(spanned, expected) << "up " << up << " down " << down << " pad " << pad << " taps " << taps
+                                           << " in_len " << in_len << " o " << o;
+              const auto narrow = cuda::fir_tap_span<int32_t>(static_cast<int32_t>(o), taps, down, pad, up,
+                                                               static_cast<int32_t>(in_len));
+              ASSERT_EQ(narrow.count, span.count);
+              if (span.count > 0) {
+                ASSERT_EQ(narrow.first_src, span.first_src);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaKernelArithmetic, LaunchesPastTwoToTheThirtyUse64BitIndices) {
+  const at::Tensor f = ops::setup_filter({1, 3, 3, 1});
+  const ops::FirParams up{2, 1, {2, 1, 2, 1}, false, 4.0};
+  const cuda::FirLaunch small = kernels::gpu::fir_launch(at::empty({4, 512, 8, 8}), f, up, 16, 16);
+  EXPECT_TRUE(cuda::fits_32bit_indices(small));
+  cuda::FirLaunch many_outputs = small;  // 32 x 512 x 256 x 256 = 2^30 outputs
+  many_outputs.batch = 32;
+  many_outputs.out_h = many_outputs.out_w = 256;
+  EXPECT_FALSE(cuda::fits_32bit_indices(many_outputs));
+  cuda::FirLaunch far_input = small;  // few outputs, but a view whose last sample lies past 2^30
+  far_input.stride_n = int64_t{1} << 29;
+  EXPECT_FALSE(cuda::fits_32bit_indices(far_input));
+  cuda::FirLaunch wide_padding = small;
+  wide_padding.pad_x0 = -(1 << 29);
+  EXPECT_FALSE(cuda::fits_32bit_indices(wide_padding));
+  EXPECT_TRUE(cuda::fits_32bit_indices(int64_t{1} << 29));
+  EXPECT_FALSE(cuda::fits_32bit_indices(int64_t{1} << 30));
 }
 
 TEST(CudaKernelArithmetic, BiasActElementsMatchTheReferenceOnTheHost) {
@@ -69,7 +135,7 @@ TEST(CudaKernelArithmetic, BiasActElementsMatchTheReferenceOnTheHost) {
       const at::Tensor expected = ops::bias_act_reference(x, b, p);
       at::Tensor y = at::empty_like(x), slope = at::empty_like(x);
       for (int64_t i = 0; i < x.numel(); ++i) {
-        const float v = x.data_ptr<float>()[i] + b.data_ptr<float>()[cuda::bias_channel(i, 5, 16)];
+        const float v = x.data_ptr<float>()[i] + b.data_ptr<float>()[cuda::bias_channel<int64_t>(i, 5, 16)];
         y.data_ptr<float>()[i] = cuda::activate(v, a);
         slope.data_ptr<float>()[i] = cuda::activation_slope(y.data_ptr<float>()[i], a);
       }
