@@ -11,6 +11,10 @@ build=${1:-${GPU_BUILD_DIR:-build-gpu}}
 out=${OUT:-$PWD/gpu-compute-term}
 device=${DEVICE:-cuda}
 mkdir -p "$out"
+if [ "$device" = cuda ]; then  # on a fresh machine as well: the kit's binaries, or a build
+  source scripts/gpu/kit_steps.sh
+  ensure_build "$build" > "$out/build.log" 2>&1 || { echo "gpu_compute_term: no build in $build (see $out/build.log)" >&2; exit 1; }
+fi
 config=(--config configs/config-f.yaml --data synthetic --data.resolution 256 --data.channels 3
         --run.device "$device" --G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256)
 for batch in ${BATCHES:-4 8 16 32}; do

@@ -6,8 +6,9 @@
 #     (num_fp16_res 4, conv_clamp 256, batch_gpu = batch / 8, cuDNN benchmark on, TF32 off);
 #   - stylegan2_bench with the same precision and rounds, and with train.batch_gpu auto.
 # Prints every table and a summary of img/s, s/kimg, peak memory and ratios, also written to
-# $OUT/gpu_vs_reference.md (default gpu-results/). Needs a GPU build (scripts/gpu/run.sh makes
-# build-gpu) and a stylegan2-ada-pytorch checkout (scripts/gpu/prepare.sh puts one in .gpu-kit).
+# $OUT/gpu_vs_reference.md (default gpu-results/). Needs .gpu-kit (scripts/gpu/prepare.sh): its
+# stylegan2-ada-pytorch checkout, and its prebuilt binaries or packages for a build into BUILD_DIR
+# where that has none (a fresh machine).
 #   scripts/bench/gpu_vs_reference.sh [BUILD_DIR] [REFERENCE_DIR]
 #   scripts/bench/gpu_vs_reference.sh --cpu-dry-run     # the same runs on the CPU, tiny and short
 set -euo pipefail
@@ -19,11 +20,15 @@ ref=${2:-.gpu-kit/stylegan2-ada-pytorch}
 out=${OUT:-$PWD/gpu-results}
 python=${PYTHON:-python3}
 bench="$build/bin/stylegan2_bench"
-[ -x "$bench" ] || { echo "gpu_vs_reference: no $bench (build first: scripts/gpu/run.sh)" >&2; exit 1; }
 [ -d "$ref/training" ] || { echo "gpu_vs_reference: no stylegan2-ada-pytorch checkout at $ref" >&2; exit 1; }
 mkdir -p "$out"
 log="$out/gpu_vs_reference.log"
 : > "$log"
+if [ "$device" = cuda ]; then  # on a fresh machine as well: the kit's binaries, or a build
+  source scripts/gpu/kit_steps.sh
+  ensure_build "$build" >> "$log" 2>&1 || { echo "gpu_vs_reference: no build in $build (see $log)" >&2; exit 1; }
+fi
+[ -x "$bench" ] || { echo "gpu_vs_reference: no $bench (build first: scripts/gpu/run.sh)" >&2; exit 1; }
 
 # preset | extra flags of ours (the reference's settings) | the reference's batch_gpu
 cases=(

@@ -93,8 +93,75 @@ build_against_pytorch() {  # build_against_pytorch BUILD_DIR PREFIX
   cmake --build "$build" -j "$(nproc)"
 }
 
-run_cpu_suite() {  # run_cpu_suite BUILD_DIR: every ctest test but the Slurm one
-  (cd "$1" && ctest -j "$(( $(nproc) / 2 > 1 ? $(nproc) / 2 : 1 ))" -E '^slurm' --timeout 600 --output-on-failure)
+# The library folders of the machine's PyTorch: torch/lib, then the nvidia-* wheels' lib folders
+# (cudart, cuDNN, NCCL, ...), then the CUDA toolkit's; prebuilt binaries on this path load the very
+# copies PyTorch loads.
+pytorch_library_path() {
+  python3 - << 'EOF_PY'
+import glob, os, torch
+folders = [os.path.join(os.path.dirname(torch.__file__), "lib")]
+try:
+    import nvidia
+    for root in nvidia.__path__:
+        folders += sorted(d for d in glob.glob(os.path.join(root, "**", "lib"), recursive=True) if os.path.isdir(d))
+except ImportError:
+    pass
+folders += [d for d in ("/usr/local/cuda/lib64",) if os.path.isdir(d)]
+print(":".join(folders))
+EOF_PY
+}
+
+# Whether KIT/prebuilt (scripts/gpu/prepare.sh --prebuilt) was built against this machine's PyTorch.
+prebuilt_matches() {  # prebuilt_matches KIT
+  [ -f "$1/prebuilt/torch-version" ] &&
+    [ "$(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null)" = "$(cat "$1/prebuilt/torch-version")" ]
+}
+
+# The prebuilt binaries where a build puts them, with PyTorch's libraries and the kit's paths set.
+install_prebuilt() {  # install_prebuilt KIT BUILD_DIR
+  local kit=$1 build=$2 torch_libraries missing
+  mkdir -p "$build"
+  tar -xzf "$kit/prebuilt/binaries.tar.gz" -C "$build" || return 1
+  torch_libraries=$(pytorch_library_path) || return 1
+  export LD_LIBRARY_PATH="$torch_libraries${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export SG2_TEST_SOURCE_DIR=$PWD SG2_TEST_SHARED_DIR=$PWD/$kit
+  missing=$(ldd "$build/bin/stylegan2_train" "$build/tests/test_dist" | { grep "not found" || true; } | sort -u)
+  [ -z "$missing" ] || { echo "prebuilt binaries: libraries not found: $missing"; return 1; }
+  echo "prebuilt binaries of $(cat "$kit/prebuilt/commit") against torch $(cat "$kit/prebuilt/torch-version")"
+}
+
+# The kit's prebuilt binaries where they match this PyTorch (unless SG2_KIT_BUILD=1), else a build.
+provide_build() {  # provide_build BUILD_DIR PREFIX
+  if [ "${SG2_KIT_BUILD:-0}" != 1 ] && prebuilt_matches .gpu-kit; then
+    install_prebuilt .gpu-kit "$1"
+  else
+    build_against_pytorch "$1" "$2"
+  fi
+}
+
+# For the bench scripts, on a machine fresh or warm: the kit unpacked, then provide_build (a copy of
+# the prebuilt binaries, or a build that is a no-op when one is there).
+ensure_build() {  # ensure_build BUILD_DIR
+  local deps=${SG2_KIT_PREFIX:-/tmp/sg2-deps}
+  if [ ! -d "$deps/usr" ]; then unpack_kit .gpu-kit "$deps" || return 1; fi
+  use_prefix "$deps"
+  provide_build "$1" "$deps"
+}
+
+# Every ctest test but the Slurm one in a build tree. With prebuilt binaries (no build tree): the
+# test binaries with CUDA tests, the multi-rank one as a world of one (the kit's other test
+# binaries are the very ones CI runs on a CPU).
+run_cpu_suite() {  # run_cpu_suite BUILD_DIR
+  local build=$1 binary status=0
+  if [ -f "$build/CTestTestfile.cmake" ]; then
+    (cd "$build" && ctest -j "$(( $(nproc) / 2 > 1 ? $(nproc) / 2 : 1 ))" -E '^slurm' --timeout 600 --output-on-failure)
+    return
+  fi
+  for binary in "$build/bin/test_nn" "$build/bin/test_device" "$build/tests/test_dist"; do
+    echo "--- $binary"
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} "$binary" --gtest_brief=1 || status=1
+  done
+  return $status
 }
 
 # Runs COMMAND with the loader's trace: each of libnccl and libcudart must be loaded from one path.

@@ -8,10 +8,44 @@
 #   .gpu-kit/stylegan2-ada-pytorch/  the reference implementation, for scripts/bench/gpu_vs_reference.sh,
 #                        from a git directory (SG2_REFERENCE_GIT; default: the session tool's fetch
 #                        mirror) or a checkout (SG2_REFERENCE_DIR); never committed
+#   .gpu-kit/prebuilt/   with --prebuilt: the programs and the test binaries with CUDA tests, built here
+#                        against PyPI's torch wheel (scripts/torch_wheel.sh: the lent machines' PyTorch) and the CUDA
+#                        toolkit, without MPI or tcmalloc (the GPU machines have neither), stripped;
+#                        run.sh uses them where that machine's torch.__version__ is the wheel's, so
+#                        that no device call spends minutes compiling (SG2_KIT_BUILD=1 builds anyway)
 # Then carry it: device run with carry [".gpu-kit"] and the command scripts/gpu/run.sh.
+#   scripts/gpu/prepare.sh [--prebuilt]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 kit=.gpu-kit
+prebuilt=0
+case "${1:-}" in
+  --prebuilt) prebuilt=1 ;;
+  "") ;;
+  *) echo "usage: scripts/gpu/prepare.sh [--prebuilt]" >&2; exit 2 ;;
+esac
+# The GPU machines' binaries, built here: against the torch wheel, with CUDA and NCCL, no MPI.
+build_prebuilt() {  # build_prebuilt KIT_PREBUILT_DIR BUILD_DIR
+  local dest=$1 build=$2 wheel_dir
+  wheel_dir=$(scripts/torch_wheel.sh)
+  BUILD_DIR=$build SG2_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$wheel_dir/torch/share/cmake -DSG2_WITH_CUDA=ON \
+-DSG2_WITH_NCCL=ON -DSG2_WITH_MPI=OFF -DSG2_WITH_TCMALLOC=OFF" scripts/build.sh
+  # What run.sh and the bench scripts run on a GPU: the programs, and the test binaries with CUDA
+  # tests (the other test binaries are those the CPU suite runs in CI), stripped and packed.
+  local staging
+  staging=$(mktemp -d)
+  mkdir -p "$dest" "$staging/bin" "$staging/tests"
+  cp "$build"/bin/{stylegan2_train,stylegan2_bench,test_nn,test_device} "$staging/bin/"
+  cp "$build"/tests/{test_dist,parity_check} "$staging/tests/"
+  strip "$staging"/bin/* "$staging"/tests/*
+  tar -czf "$dest/binaries.tar.gz" -C "$staging" bin tests
+  rm -rf "$staging"
+  sed -n "s/^__version__ = '\(.*\)'$/\1/p" "$wheel_dir/torch/version.py" > "$dest/torch-version"
+  echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include apps tests || echo ' with local changes')" \
+    > "$dest/commit"
+  echo "prepare: prebuilt binaries of $(cat "$dest/commit") against torch $(cat "$dest/torch-version")"
+}
+
 packages=(
   libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libyaml-cpp-dev libyaml-cpp0.7
   libprotobuf-dev libprotobuf32 protobuf-compiler libprotoc32 libcli11-dev nlohmann-json3-dev
@@ -36,6 +70,9 @@ elif [ -d "$reference_git" ]; then
   git --git-dir "$reference_git" archive HEAD | tar -x -C "$kit/stylegan2-ada-pytorch"
 else
   echo "prepare: no stylegan2-ada-pytorch (set SG2_REFERENCE_GIT or SG2_REFERENCE_DIR); gpu_vs_reference.sh will not run" >&2
+fi
+if [ "$prebuilt" = 1 ]; then
+  build_prebuilt "$kit/prebuilt" "${SG2_KIT_BUILD_DIR:-build-gpu-kit}"
 fi
 grep -qx '/.gpu-kit/' .gitignore 2>/dev/null || grep -qx '/.gpu-kit/' .git/info/exclude 2>/dev/null ||
   echo '/.gpu-kit/' >> .git/info/exclude

@@ -30,7 +30,7 @@ kit_init "$out"
 step environment report_environment
 step unpack unpack_kit .gpu-kit "$deps"
 use_prefix "$deps"
-step build build_against_pytorch "$build" "$deps"
+step build provide_build "$build" "$deps"
 step cpu_suite run_cpu_suite "$build"
 if [ "$mode" = gpu ]; then
   step nccl_collectives env SG2_TEST_BACKEND=nccl SG2_TEST_DEVICE=cuda "$build/tests/test_dist"

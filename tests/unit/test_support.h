@@ -5,6 +5,7 @@
 
 #include "sg2/core/error.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -12,8 +13,14 @@
 
 namespace sg2::test {
 
-inline std::string source_dir() { return SG2_SOURCE_DIR; }
-inline std::string shared_dir() { return SG2_SHARED_DIR; }
+// The source tree and shared/ as configured, unless SG2_TEST_SOURCE_DIR / SG2_TEST_SHARED_DIR name
+// others: binaries built on one machine and run on another (the GPU kit's prebuilt binaries).
+inline std::string directory_from_env(const char* variable, const char* configured) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && *value != '\0' ? value : configured;
+}
+inline std::string source_dir() { return directory_from_env("SG2_TEST_SOURCE_DIR", SG2_SOURCE_DIR); }
+inline std::string shared_dir() { return directory_from_env("SG2_TEST_SHARED_DIR", SG2_SHARED_DIR); }
 
 // The message of the sg2::Error that `body` throws, or "" if it throws none.
 inline std::string error_message(const std::function<void()>& body) {

@@ -21,8 +21,9 @@ inline bool fits_32bit_indices(const FirLaunch& job) {
   const int64_t outputs = job.batch * job.channels * job.out_h * job.out_w;
   const int64_t last_input = (job.batch - 1) * job.stride_n + (job.channels - 1) * job.stride_c +
                              (job.in_h - 1) * job.stride_y + (job.in_w - 1) * job.stride_x;
-  const int64_t span_y = (job.out_h + job.filter_h) * job.down + job.in_h * job.up + 2 * (job.pad_y0 < 0 ? -job.pad_y0 : job.pad_y0);
-  const int64_t span_x = (job.out_w + job.filter_w) * job.down + job.in_w * job.up + 2 * (job.pad_x0 < 0 ? -job.pad_x0 : job.pad_x0);
+  const auto magnitude = [](int64_t v) { return v < 0 ? -v : v; };
+  const int64_t span_y = (job.out_h + job.filter_h) * job.down + job.in_h * job.up + 2 * magnitude(job.pad_y0);
+  const int64_t span_x = (job.out_w + job.filter_w) * job.down + job.in_w * job.up + 2 * magnitude(job.pad_x0);
   return outputs < kMax32BitIndex && last_input < kMax32BitIndex && span_y < kMax32BitIndex &&
          span_x < kMax32BitIndex;
 }

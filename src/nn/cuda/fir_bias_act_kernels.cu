@@ -92,7 +92,8 @@ void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream) {
   with_types(type, fits_32bit_indices(job), [&](auto tag, auto index) {
     using T = decltype(tag);
     using Index = decltype(index);
-    upfirdn2d_kernel<T, Index><<<blocks_for(total), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(job, Index(total));
+    upfirdn2d_kernel<T, Index><<<blocks_for(total), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(job,
+                                                                                                   Index(total));
   });
   check_launch("upfirdn2d");
 }
