@@ -48,6 +48,20 @@ fi
 # Field N of the "throughput X img/s, Y s/kimg; ... peak device memory Z GiB" line.
 field() { awk -v n="$2" '/^throughput/ {gsub(/[,;]/, ""); print $n}' "$1"; }
 
+# Runs one timed case into FILE (and the log); a failed case is counted and the others still run.
+failures=0
+timed() {  # timed FILE COMMAND...
+  local file=$1
+  shift
+  local status=0
+  "$@" > "$file" 2>&1 || status=$?
+  tee -a "$log" < "$file"
+  if [ "$status" -ne 0 ]; then
+    failures=$((failures + 1))
+    echo "gpu_vs_reference: FAILED (exit $status): $*" | tee -a "$log" >&2
+  fi
+}
+
 summary="$out/gpu_vs_reference.md"
 {
   echo "| preset | implementation | batch_gpu | img/s | s/kimg | peak GiB | vs reference |"
@@ -60,15 +74,15 @@ for case in "${cases[@]}"; do
   ref_extra=()
   [ "$device" = cpu ] && ref_extra=(--batch-gpu 8) || ref_extra=(--batch-gpu "$ref_batch_gpu")
   echo "== $preset: reference" | tee -a "$log"
-  "$python" scripts/bench/reference_bench.py --ref "$ref" --config "$config" "${ref_common[@]}" --conv-clamp 256 \
-      "${ref_extra[@]}" 2>&1 | tee "$out/$preset-reference.txt" | tee -a "$log"
+  timed "$out/$preset-reference.txt" "$python" scripts/bench/reference_bench.py --ref "$ref" --config "$config" \
+      "${ref_common[@]}" --conv-clamp 256 "${ref_extra[@]}"
   ref_rate=$(field "$out/$preset-reference.txt" 2)
   echo "| $preset | stylegan2-ada-pytorch | ${ref_extra[1]} | $ref_rate | $(field "$out/$preset-reference.txt" 4) |" \
        "$(field "$out/$preset-reference.txt" 9) | 1.00 |" >> "$summary"
   for batch_gpu in "${ref_extra[1]}" auto; do
     echo "== $preset: stylegan2-cpp, train.batch_gpu $batch_gpu" | tee -a "$log"
-    "$bench" --config "$config" "${common[@]}" "${ours[@]}" --train.batch_gpu "$batch_gpu" 2>&1 |
-        tee "$out/$preset-ours-$batch_gpu.txt" | tee -a "$log"
+    timed "$out/$preset-ours-$batch_gpu.txt" "$bench" --config "$config" "${common[@]}" "${ours[@]}" \
+        --train.batch_gpu "$batch_gpu"
     rate=$(field "$out/$preset-ours-$batch_gpu.txt" 2)
     chosen=$(sed -n 's/.*train.batch_gpu auto: \([0-9]*\) images.*/\1/p' "$out/$preset-ours-$batch_gpu.txt")
     echo "| $preset | stylegan2-cpp | ${chosen:-$batch_gpu} | $rate | $(field "$out/$preset-ours-$batch_gpu.txt" 4) |" \
@@ -78,3 +92,4 @@ for case in "${cases[@]}"; do
 done
 echo "== summary ($device)"
 cat "$summary"
+[ "$failures" -eq 0 ] || { echo "gpu_vs_reference: $failures run(s) failed (see $log)" >&2; exit 1; }

@@ -9,7 +9,7 @@
 #   scripts/gpu/run.sh --cpu-dry-run   # the same steps on a CPU machine (device cpu, NCCL steps skipped)
 # Steps: environment, build, the test suite on that build (the CUDA kernels' tests run on the GPU),
 # the collectives on NCCL with the communicator's device, parity_check on the GPU with TF32 off, a
-# short fashion32 training on the GPU, resume on the GPU, on the CPU from the GPU snapshot and back,
+# short fashion32 training on the GPU, the same through the NCCL backend, resume on the GPU, on the CPU from the GPU snapshot and back,
 # mixed precision with train.batch_gpu auto, one copy each of libnccl and libcudart in a process,
 # the training bench and the comm bench. Then, in a second call on the same warm machine:
 #   scripts/bench/gpu_vs_reference.sh   # this project against stylegan2-ada-pytorch (issue 13)
@@ -51,6 +51,15 @@ step train "$trainer" --config configs/fashion32.yaml --outdir "$work/runs" --da
     --run.image_snapshot_ticks 0 --train.kimg_per_tick "$tick" --run.network_snapshot_ticks 1 \
     --run.device "$device" --kimg "${kimg[0]}"
 run_dir=$(ls -d "$work"/runs/00000-* 2>/dev/null)
+# The training step through the NCCL backend (one process: the gradient reducer's hooks, its bucket
+# allreduces on NCCL's stream, the events and the watchdog, which the local backend skips).
+if [ "$mode" = gpu ]; then
+  step train_nccl_reducer "$trainer" --config configs/fashion32.yaml --outdir "$work/runs-nccl" \
+      --data.max_images 4096 --run.image_snapshot_ticks 0 --train.kimg_per_tick "$tick" --run.device cuda \
+      --dist.backend nccl --kimg "${kimg[0]}"
+else
+  skip train_nccl_reducer "no GPU (--cpu-dry-run)"
+fi
 step resume_same_device "$trainer" --resume "$run_dir" --kimg "${kimg[1]}" --run.device "$device"
 step resume_on_cpu "$trainer" --resume "$run_dir" --kimg "${kimg[2]}" --run.device cpu
 step resume_back_on_device "$trainer" --resume "$run_dir" --kimg "${kimg[3]}" --run.device "$device"

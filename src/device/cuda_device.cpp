@@ -62,25 +62,36 @@ constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
 // Index of the all-pools statistic: StatType::AGGREGATE, declared in c10::cuda::CUDACachingAllocator
 // by LibTorch 1.x and in c10 by 2.x; 0 in both.
 constexpr size_t kAggregateStat = 0;
+
+// The index of a CUDA device ("cuda" alone: the current one), with LibTorch's CUDA state set up: the
+// caching allocator's statistics throw ("did you call init?") until the process's first CUDA
+// tensor, and a process may ask for them before it has one (train.batch_gpu auto, the bench).
+c10::DeviceIndex initialized_cuda_index(const at::Device& device) {
+  const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
+  at::empty({0}, at::TensorOptions().device(at::kCUDA, index));  // LibTorch's lazy CUDA initialisation
+  return index;
+}
+
 }  // namespace
 
 void* current_cuda_stream(const at::Device& device) {
-  return c10::cuda::getCurrentCUDAStream(device.index()).stream();
+  return c10::cuda::getCurrentCUDAStream(initialized_cuda_index(device)).stream();
 }
 
 double device_peak_memory_gib(const at::Device& device) {
   if (!device.is_cuda()) return 0.0;
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(initialized_cuda_index(device));
   return static_cast<double>(stats.allocated_bytes[kAggregateStat].peak) / kBytesPerGib;
 }
 
 void reset_device_peak_memory(const at::Device& device) {
-  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(initialized_cuda_index(device));
 }
 
 double device_total_memory_gib(const at::Device& device) {
   if (!device.is_cuda()) return 0.0;
-  return static_cast<double>(at::cuda::getDeviceProperties(device.index())->totalGlobalMem) / kBytesPerGib;
+  return static_cast<double>(at::cuda::getDeviceProperties(initialized_cuda_index(device))->totalGlobalMem) /
+         kBytesPerGib;
 }
 
 void release_cached_device_memory(const at::Device& device) {

@@ -11,7 +11,8 @@ void check_contiguous(const std::vector<at::Tensor>& tensors, const Communicator
   for (size_t i = 0; i < tensors.size(); ++i) {
     SG2_CHECK(tensors[i].defined() && tensors[i].is_contiguous(), "{} on rank {} ({}): tensor {} is {}", op,
               comm.rank(), comm.backend(), i, tensors[i].defined() ? "not contiguous" : "undefined");
-    SG2_CHECK(tensors[i].device().type() == comm.device().type(),
+    const at::Device here = tensors[i].device(), expected = comm.device();  // "cuda" alone: any GPU
+    SG2_CHECK(here.type() == expected.type() && (!expected.has_index() || here.index() == expected.index()),
               "{} on rank {}: tensor {} is on {}, the {} backend takes {} tensors", op, comm.rank(), i,
               tensors[i].device().str(), comm.backend(), comm.device().str());
   }

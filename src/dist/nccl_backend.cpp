@@ -31,6 +31,14 @@ int g_rank = -1;
 #define SG2_CUDA_CHECK(call) SG2_CHECK_STATUS("CUDA", g_rank, call, cudaSuccess, cudaGetErrorString)
 #define SG2_NCCL_CHECK(call) SG2_CHECK_STATUS("NCCL", g_rank, call, ncclSuccess, ncclGetErrorString)
 
+// Whether a query's answer is "not yet". The runtime also keeps that answer as the thread's last
+// error, which the next kernel launch check (LibTorch's or ours) would report: it is cleared here.
+bool not_ready(cudaError_t status) {
+  if (status != cudaErrorNotReady) return false;
+  (void)cudaGetLastError();
+  return true;
+}
+
 ncclDataType_t nccl_datatype(at::ScalarType dtype) {
   switch (dtype) {
     case at::kFloat: return ncclFloat32;
@@ -56,7 +64,7 @@ class CudaEvent {
   CudaEvent& operator=(const CudaEvent&) = delete;
   cudaEvent_t get() const { return event_; }
   // Reached by the device (an error also ends the wait: the watchdog's async check reports it).
-  bool completed() const { return cudaEventQuery(event_) != cudaErrorNotReady; }
+  bool completed() const { return !not_ready(cudaEventQuery(event_)); }
 
  private:
   cudaEvent_t event_ = nullptr;
@@ -75,17 +83,53 @@ class NcclWork final : public Work {
   std::vector<at::Tensor> tensors_;
 };
 
+// The rank's GPU: the device's index, or the local rank's (modulo the GPUs this process sees, as
+// resolve_device: one each where a launcher binds one GPU per task) where it names none ("cuda").
+at::Device rank_gpu(const World& world, const at::Device& device) {
+  SG2_CHECK(device.is_cuda(), "rank {}: dist.backend = nccl needs run.device = cuda (got {})", world.rank,
+            device.str());
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) (void)cudaGetLastError();
+  SG2_CHECK(status == cudaSuccess && count > 0, "rank {} on host {}: dist.backend = nccl, but no CUDA GPU is visible",
+            world.rank, hostname());
+  const int index = device.has_index() ? device.index() : world.local_rank % count;
+  SG2_CHECK(index < count, "rank {} on host {}: run.device {} does not exist: this process sees {} GPU(s)",
+            world.rank, hostname(), device.str(), count);
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+// ncclCommInitRank's failure; "invalid usage" is most often two ranks on one GPU, which NCCL refuses.
+std::string describe_init_failure(ncclResult_t status) {
+  if (status != ncclInvalidUsage) return ncclGetErrorString(status);
+  return fmt::format("{} (NCCL refuses two ranks on one GPU: start at most one process per GPU on each host)",
+                     ncclGetErrorString(status));
+}
+
+// Ends an NCCL group however the calls inside it end: an open group makes every later call hang.
+class NcclGroup {
+ public:
+  NcclGroup() { SG2_NCCL_CHECK(ncclGroupStart()); }
+  ~NcclGroup() {
+    if (open_) ncclGroupEnd();
+  }
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+  void end() {
+    open_ = false;
+    SG2_NCCL_CHECK(ncclGroupEnd());
+  }
+
+ private:
+  bool open_ = true;
+};
+
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(const World& world, const at::Device& device, const ShareBytes& share_id, double timeout_seconds)
-      : Communicator(world), device_(device), timeout_seconds_(timeout_seconds) {
+      : Communicator(world), device_(rank_gpu(world, device)), timeout_seconds_(timeout_seconds) {
     g_rank = world.rank;
-    SG2_CHECK(device.is_cuda(), "rank {}: dist.backend = nccl needs run.device = cuda (got {})", world.rank,
-              device.str());
-    int count = 0;
-    SG2_CHECK(cudaGetDeviceCount(&count) == cudaSuccess && count > 0,
-              "rank {} on host {}: dist.backend = nccl, but no CUDA GPU is visible", world.rank, hostname());
-    SG2_CUDA_CHECK(cudaSetDevice(device.index()));
+    SG2_CUDA_CHECK(cudaSetDevice(device_.index()));
     ncclUniqueId id;
     std::string id_bytes;
     if (world.rank == 0) {
@@ -97,11 +141,12 @@ class NcclCommunicator final : public Communicator {
               id_bytes.size(), sizeof(id));
     std::memcpy(&id, id_bytes.data(), sizeof(id));
     ncclComm_t comm = nullptr;
-    SG2_NCCL_CHECK(ncclCommInitRank(&comm, world.size, id, world.rank));
+    SG2_CHECK_STATUS("NCCL", world.rank, ncclCommInitRank(&comm, world.size, id, world.rank), ncclSuccess,
+                     describe_init_failure);
     comm_ = comm;
     SG2_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     watchdog_ = std::make_unique<CollectiveWatchdog>(WatchdogOptions{
-        timeout_seconds, 0.1, [index = device.index()] { cudaSetDevice(index); }, [this] { return async_error(); },
+        timeout_seconds, 0.1, [index = device_.index()] { cudaSetDevice(index); }, [this] { return async_error(); },
         [this](const std::string& reason) { abort_and_end_job(reason); }});
   }
   ~NcclCommunicator() override {
@@ -111,6 +156,7 @@ class NcclCommunicator final : public Communicator {
   }
   std::string backend() const override { return "nccl"; }
   at::Device device() const override { return device_; }
+  bool host_waits_for_collectives() const override { return false; }
 
   std::shared_ptr<Work> allreduce_async(std::vector<at::Tensor> tensors, ReduceOp op) override {
     check_allreduce_args(tensors, op, *this);
@@ -164,9 +210,9 @@ class NcclCommunicator final : public Communicator {
     const CudaEvent ready;
     SG2_CUDA_CHECK(cudaEventRecord(ready.get(), compute));
     SG2_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready.get(), 0));
-    SG2_NCCL_CHECK(ncclGroupStart());
+    NcclGroup group;
     launch(tensors);
-    SG2_NCCL_CHECK(ncclGroupEnd());
+    group.end();
     auto done = std::make_shared<CudaEvent>();
     SG2_CUDA_CHECK(cudaEventRecord(done->get(), stream_));
     watchdog_->watch(fmt::format("NCCL {} #{} ({} tensor(s))", op, ++collectives_, tensors.size()),
@@ -194,7 +240,7 @@ class NcclCommunicator final : public Communicator {
     for (;;) {
       const cudaError_t state = cudaStreamQuery(stream_);
       if (state == cudaSuccess) return;
-      SG2_CHECK(state == cudaErrorNotReady, "CUDA error in NCCL {} on rank {}: {}", op, rank(), cudaGetErrorString(state));
+      SG2_CHECK(not_ready(state), "CUDA error in NCCL {} on rank {}: {}", op, rank(), cudaGetErrorString(state));
       ncclResult_t async_error = ncclSuccess;
       ncclCommGetAsyncError(comm_, &async_error);
       if (async_error != ncclSuccess || std::chrono::steady_clock::now() > deadline) {

@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <array>
 #include <new>
 
 namespace sg2::train {
@@ -13,9 +14,14 @@ std::string message_of(const std::exception& e) {
 
 bool is_out_of_memory(const std::exception& e) {
   if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
+  // The CPU allocator, LibTorch's CUDA allocator, and cuBLAS / cuDNN failing their own workspaces.
+  static constexpr std::array<const char*, 4> kMarks{"can't allocate memory", "out of memory",
+                                                     "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED"};
   const std::string message = message_of(e);
-  return message.find("can't allocate memory") != std::string::npos ||
-         message.find("out of memory") != std::string::npos;
+  for (const char* mark : kMarks) {
+    if (message.find(mark) != std::string::npos) return true;
+  }
+  return false;
 }
 
 }  // namespace sg2::train

@@ -125,8 +125,10 @@ void TrainingLoop::report_tick(double tick_end) {
   stats.report_scalar("Resources/peak_gpu_mem_gb", device_peak_memory_gib(trainer_.device()));
   reset_device_peak_memory(trainer_.device());
   const dist::ReducerTimes comm_times = trainer_.take_reducer_times();
-  stats.report_scalar("Timing/allreduce_busy_sec", comm_times.busy_seconds);
-  stats.report_scalar("Timing/allreduce_exposed_sec", comm_times.exposed_seconds);
+  if (trainer_.comm().host_waits_for_collectives()) {  // else not measured: no zeros that read as no cost
+    stats.report_scalar("Timing/allreduce_busy_sec", comm_times.busy_seconds);
+    stats.report_scalar("Timing/allreduce_exposed_sec", comm_times.exposed_seconds);
+  }
   at::Tensor moments = stats.packed_moments().to(trainer_.comm().device()).contiguous();
   trainer_.comm().allreduce({moments}, dist::ReduceOp::Sum);
   const auto values = stats.finish(moments.cpu());

@@ -164,7 +164,7 @@ void check_path_length(Report& report, const TensorMap& fx, sg2::nn::Generator& 
   at::Tensor ws = G.mapping->forward(z, c, {});
   at::Tensor img = G.synthesis->forward(ws, const_noise());
   at::Tensor lengths = sg2::train::path_lengths(img, ws, input(fx, "in.pl_noise"));
-  at::Tensor penalty = sg2::train::path_length_penalty(lengths, at::zeros({}), decay).first;
+  at::Tensor penalty = sg2::train::path_length_penalty(lengths, at::zeros({}, lengths.options()), decay).first;
   at::Tensor loss = (penalty * weight).mean();
   loss.backward();
   report.compare("loss.pl_lengths", lengths, kForwardTolerance);

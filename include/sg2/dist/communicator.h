@@ -41,6 +41,9 @@ class Communicator {
   int size() const { return world_.size; }
   virtual std::string backend() const = 0;
   virtual at::Device device() const = 0;  // where this backend's tensors live
+  // Whether wait() blocks the host until a collective is done, so that host clocks time it (the
+  // reducer's busy and exposed seconds); not on NCCL, whose collectives run on a GPU stream.
+  virtual bool host_waits_for_collectives() const { return true; }
 
   // In-place reduction of every tensor (each contiguous). Avg on floating tensors only.
   virtual std::shared_ptr<Work> allreduce_async(std::vector<at::Tensor> tensors, ReduceOp op) = 0;

@@ -25,17 +25,23 @@ TEST(DeviceMemory, TheCpuHasNoAllocatorToAsk) {
   release_cached_device_memory(cpu);
 }
 
+// Runs in a process of its own (one gtest per ctest process), so the statistics are asked for
+// before the process has any CUDA tensor, as train.batch_gpu auto does; "cuda" alone means the
+// current device. The default stream's handle is null, so the stream is only asked for.
 TEST(DeviceMemory, TheCudaAllocatorCountsWhatATensorHolds) {
   if (query_cuda_runtime().devices.empty() || !at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
-  const at::Device gpu(at::kCUDA, 0);
-  release_cached_device_memory(gpu);
+  const at::Device gpu(at::kCUDA);
   reset_device_peak_memory(gpu);
+  EXPECT_EQ(device_peak_memory_gib(gpu), 0.0);
   {
     const at::Tensor block = at::empty({64 << 20}, at::TensorOptions(gpu).dtype(at::kFloat));  // 256 MiB
     EXPECT_GE(device_peak_memory_gib(gpu), 0.25);
   }
+  release_cached_device_memory(gpu);
+  reset_device_peak_memory(gpu);
+  EXPECT_EQ(device_peak_memory_gib(at::Device(at::kCUDA, 0)), 0.0);
   EXPECT_GT(device_total_memory_gib(gpu), 1.0);
-  EXPECT_NE(current_cuda_stream(gpu), nullptr);
+  EXPECT_NO_THROW(current_cuda_stream(gpu));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "sg2/cli/command_line.h"
 #include "sg2/train/batch_probe.h"
 #include "sg2/train/config.h"
+#include "sg2/train/out_of_memory.h"
 #include "sg2/train/trainer.h"
 #include "test_support.h"
 
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 #include <thread>
 #include <tuple>
 
@@ -189,6 +191,15 @@ TEST(TrainConfig, AnAllocationFailureNamesTheBatch) {
     naming_the_batch_on_out_of_memory(c, 2, []() -> int { SG2_FAIL("data.path 'x' does not exist"); });
   });
   EXPECT_EQ(other.find("data.path 'x' does not exist"), 0u) << other;
+}
+
+// cuBLAS and cuDNN report their own workspace failures without "out of memory" (LibTorch's words):
+// the batch probe must still take them for a batch that does not fit.
+TEST(TrainConfig, LibraryAllocationFailuresCountAsOutOfMemory) {
+  EXPECT_TRUE(is_out_of_memory(std::runtime_error("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate")));
+  EXPECT_TRUE(is_out_of_memory(std::runtime_error("cuDNN error: CUDNN_STATUS_ALLOC_FAILED")));
+  EXPECT_TRUE(is_out_of_memory(std::runtime_error("CUDA out of memory. Tried to allocate 2.00 GiB")));
+  EXPECT_FALSE(is_out_of_memory(std::runtime_error("cuDNN error: CUDNN_STATUS_BAD_PARAM")));
 }
 
 TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
