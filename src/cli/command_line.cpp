@@ -198,8 +198,13 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
   if (!batch_report.empty()) spdlog::info(batch_report);
   spdlog::info("G: {} parameters, D: {} parameters", nn::count_parameters(trainer.G()),
                nn::count_parameters(trainer.D()));
-  spdlog::info("Precision: G {}, D {}", trainer.G().options.precision.describe(trainer.G().options.img_resolution),
-               trainer.D().options.precision.describe(trainer.D().options.img_resolution));
+  const nn::GeneratorOptions& g = trainer.G().options;
+  const nn::DiscriminatorOptions& d = trainer.D().options;
+  spdlog::info("Precision: G {}, D {}", g.precision.describe(g.img_resolution), d.precision.describe(d.img_resolution));
+  for (const std::string& warning : {g.precision.overflow_warning("G", g.img_resolution, g.conv_clamp),
+                                     d.precision.overflow_warning("D", d.img_resolution, d.conv_clamp)}) {
+    if (!warning.empty()) spdlog::warn(warning);
+  }
 
   TrainingLoop loop(trainer, run_dir, !continued.empty());
   const bool completed = loop.run();

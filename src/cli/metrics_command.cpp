@@ -56,8 +56,9 @@ int MetricsCommand::run() {
     check_config_same_on_every_rank(config, *session);
     spdlog::info("Compute: {}", apply_compute_settings(config, session->world()));
     const at::Device device = session->comm().device();
-    auto G = load_generator(snapshot, "G_ema");
+    auto G = load_generator(snapshot, device);
     G->to(device);
+    spdlog::info("Precision: G {}", G->options.precision.describe(G->options.img_resolution));
     const std::shared_ptr<data::Dataset> reals = open_configured_dataset(config);
     check_reals_fit_generator(*reals, config.data.path, G->options, network_);
     TrainingMetrics metrics(config, reals, session->comm(), device);

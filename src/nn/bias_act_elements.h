@@ -27,12 +27,15 @@ SG2_HOST_DEVICE Index bias_channel(Index i, Index channels, Index inner) {
   return (i / inner) % channels;
 }
 
-// clamp(act(v) * gain). The clamp compares (no fminf): NaN stays NaN, as in the reference.
+// clamp(act(v) * gain). The clamp is the reference's CUDA kernel's (bias_act.cu), which float16
+// training runs: a value not strictly inside (-clamp, clamp) takes the bound of its sign, so NaN
+// becomes -clamp (and its slope 0) instead of reaching the logits and pl_mean. The reference op
+// (bias_act_reference, the reference's _bias_act_ref) keeps NaN.
 SG2_HOST_DEVICE float activate(float v, const ActivationParams& a) {
   if (a.act == 1) v = v > 0.0f ? v : 0.0f;
   if (a.act == 2) v = v > 0.0f ? v : v * a.alpha;
   v *= a.gain;
-  if (a.clamp >= 0.0f) v = v < -a.clamp ? -a.clamp : (v > a.clamp ? a.clamp : v);
+  if (a.clamp >= 0.0f && !(v > -a.clamp && v < a.clamp)) v = v >= 0.0f ? a.clamp : -a.clamp;
   return v;
 }
 

@@ -125,8 +125,10 @@ at::Tensor modulated_conv2d(const at::Tensor& x_in, const at::Tensor& weight_in,
   at::Tensor weight = weight_in;
   at::Tensor styles = styles_in;
 
-  // Pre-normalize for reduced precision so the per-sample weights cannot overflow.
-  if (x_in.scalar_type() != at::kFloat && p.demodulate) {
+  // Pre-normalize for reduced precision so the per-sample weights cannot overflow (the reference
+  // does it for float16; bfloat16 is treated alike, float64 is not).
+  const at::ScalarType type = x_in.scalar_type();
+  if ((type == at::kHalf || type == at::kBFloat16) && p.demodulate) {
     weight = weight * (1.0 / std::sqrt(static_cast<double>(in_channels * kh * kw)) /
                        weight.norm(INFINITY, {1, 2, 3}, /*keepdim=*/true));
     styles = styles / styles.norm(INFINITY, {1}, /*keepdim=*/true);

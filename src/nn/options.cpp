@@ -100,6 +100,14 @@ std::string MixedPrecision::describe(int64_t img_resolution) const {
   return fmt::format("{} from {}x{} up, float32 below", type, lowest, lowest);
 }
 
+std::string MixedPrecision::overflow_warning(const char* net, int64_t img_resolution, double conv_clamp) const {
+  const int64_t lowest = lowest_reduced_resolution(img_resolution);
+  if (reduced_type != at::kHalf || lowest == 0 || lowest > img_resolution || conv_clamp >= 0) return "";
+  return fmt::format("{0}.num_fp16_res = {1} runs float16 from {2}x{2} up without {0}.conv_clamp: activations may "
+                     "overflow to inf and the losses to NaN; the reference always pairs it with {0}.conv_clamp 256",
+                     net, num_fp16_res, lowest);
+}
+
 namespace {
 
 void check_precision(const char* net, const MixedPrecision& p) {

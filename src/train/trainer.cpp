@@ -16,9 +16,6 @@ at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& d
   return at::kHalf;
 }
 
-namespace {
-
-// The precision a run asks for: the config's num_fp16_res, in run.mixed_precision's type on this device.
 nn::MixedPrecision mixed_precision(const TrainConfig& c, const nn::MixedPrecision& asked, const at::Device& device) {
   const at::ScalarType type = mixed_precision_type(c.run.mixed_precision, device);
   nn::MixedPrecision p;
@@ -26,6 +23,8 @@ nn::MixedPrecision mixed_precision(const TrainConfig& c, const nn::MixedPrecisio
   if (type != at::kFloat) p.reduced_type = type;
   return p;
 }
+
+namespace {
 
 // A network's options as the config asks, with what the dataset gives (labels, resolution,
 // channels) and the precision this device runs.

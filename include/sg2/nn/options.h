@@ -36,6 +36,10 @@ struct MixedPrecision {
   at::ScalarType block_type(int64_t resolution, int64_t img_resolution) const;
   // "float32", or e.g. "float16 from 32x32 up, float32 below".
   std::string describe(int64_t img_resolution) const;
+  // Why network `net`'s float16 blocks may overflow: they run with no activation clamp (conv_clamp
+  // < 0), which the reference never does (its num_fp16_res comes with conv_clamp 256). "" when
+  // nothing runs in float16 or a clamp is set; bfloat16 has float32's range.
+  std::string overflow_warning(const char* net, int64_t img_resolution, double conv_clamp) const;
 };
 NoiseMode parse_noise_mode(const std::string& name);
 std::string to_string(NoiseMode mode);

@@ -27,8 +27,10 @@ std::pair<at::Tensor, at::Tensor> r1_penalty(nn::Discriminator& D, const at::Ten
 // ws must be part of img's graph. Returns [N], differentiable (create_graph).
 at::Tensor path_lengths(const at::Tensor& img, const at::Tensor& ws, const at::Tensor& pl_noise);
 
-// Path-length penalty (len - pl_mean')^2 with pl_mean' = lerp(pl_mean, mean(len), decay), the
-// gradient flowing through pl_mean' as in the reference. Returns (penalty [N], pl_mean' detached).
+// Path-length penalty (len - pl_mean')^2 with pl_mean' = lerp(pl_mean, mean(len), decay) taken as a
+// constant, as shared/fixtures' loss.Gpl gradients are (the reference's loss.py also lets the
+// gradient flow through mean(len) in pl_mean', about decay = 1% of it; the fixture is the contract
+// here). Returns (penalty [N], pl_mean').
 std::pair<at::Tensor, at::Tensor> path_length_penalty(const at::Tensor& lengths, const at::Tensor& pl_mean,
                                                       double decay);
 

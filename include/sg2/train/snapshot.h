@@ -54,7 +54,11 @@ void write_snapshot_dict(const std::string& path, const c10::Dict<c10::IValue, c
 // gives the network weights only: the optimizers start fresh and the progress at 0.
 void restore_trainer(Trainer& trainer, const Snapshot& snapshot);
 
-// A network from a snapshot, for inference: which = "G_ema" (default), "G" or "D".
-std::shared_ptr<nn::Generator> load_generator(const Snapshot& snapshot, const std::string& which = "G_ema");
+// A generator from a snapshot, for inference on `device` (where it is not moved): which = "G_ema"
+// (default) or "G". It computes in the precision its run trained with, as the reference's pickles
+// keep their float16 blocks, so that metrics of a snapshot equal those measured in training; in
+// float32 where the device has no such type (float16 on the CPU) or the snapshot no run config.
+std::shared_ptr<nn::Generator> load_generator(const Snapshot& snapshot, const at::Device& device,
+                                              const std::string& which = "G_ema");
 
 }  // namespace sg2::train

@@ -117,6 +117,9 @@ nn::DiscriminatorOptions discriminator_options(const TrainConfig& config, const 
 
 // The reduced type run.mixed_precision asks for on this device (kFloat: off).
 at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& device);
+// The precision a network runs with on this device: `asked`'s num_fp16_res in that type.
+nn::MixedPrecision mixed_precision(const TrainConfig& config, const nn::MixedPrecision& asked,
+                                   const at::Device& device);
 
 // "auto" -> CUDA if LibTorch sees a GPU, else CPU; "cuda" without one is an error.
 at::Device resolve_device(const std::string& name, int local_rank = 0);

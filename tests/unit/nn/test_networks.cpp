@@ -56,6 +56,16 @@ TEST(MixedPrecision, TheHighestResolutionsComputeInTheReducedTypeAsTheReference)
   EXPECT_EQ(p.block_type(256, 256), at::kFloat);
 }
 
+TEST(MixedPrecision, Float16WithoutAClampIsWarnedAbout) {
+  MixedPrecision p{4, at::kHalf};
+  const std::string warning = p.overflow_warning("G", 256, -1);
+  EXPECT_NE(warning.find("G.num_fp16_res = 4 runs float16 from 32x32 up without G.conv_clamp"), std::string::npos)
+      << warning;
+  EXPECT_EQ(p.overflow_warning("G", 256, 256), "");                              // clamped
+  EXPECT_EQ((MixedPrecision{4, at::kBFloat16}.overflow_warning("D", 256, -1)), "");  // float32's range
+  EXPECT_EQ((MixedPrecision{0, at::kHalf}.overflow_warning("D", 256, -1)), "");      // all float32
+}
+
 // bfloat16 (the reduced type LibTorch's CPU convolutions have) in the two highest resolutions of
 // both networks: float32 images and logits close to the float32 networks', float32 gradients, and
 // force_fp32 giving the float32 networks' outputs exactly.

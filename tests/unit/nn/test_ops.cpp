@@ -7,6 +7,8 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 
+#include <cmath>
+#include <limits>
 #include <thread>
 
 namespace sg2::nn {
@@ -87,6 +89,25 @@ TEST(BiasAct, KernelMatchesReferenceToSecondOrder) {
       EXPECT_LT(max_relative_error(kernel[i], reference[i]), 1e-5) << "output " << i << " act " << ops::to_string(c.act);
     }
   }
+}
+
+// The kernels clamp as the reference's CUDA kernel: NaN becomes -clamp with a zero gradient, and
+// infinities take their bound; the reference op (the reference's _bias_act_ref) keeps NaN.
+TEST(BiasAct, KernelClampsNaNToTheLowerBoundAsTheReferenceCudaKernel) {
+  ops::BiasActParams p;
+  p.act = ops::Activation::LRelu;
+  p.clamp = 2;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  at::Tensor x = at::tensor({nan, inf, -inf, 0.5f}).reshape({1, 4}).requires_grad_(true);
+  const at::Tensor y = ops::bias_act(x, at::Tensor(), p, ops::Impl::Fast);
+  y.sum().backward();
+  const double g = std::sqrt(2.0);
+  const std::vector<double> expected_y{-2, 2, -2, 0.5 * g}, expected_grad{0, 0, 0, g};
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(y[0][i].item<double>(), expected_y[i], 1e-6) << "element " << i;
+    EXPECT_NEAR(x.grad()[0][i].item<double>(), expected_grad[i], 1e-6) << "element " << i;
+  }
+  EXPECT_TRUE(std::isnan(ops::bias_act(x.detach(), at::Tensor(), p, ops::Impl::Reference)[0][0].item<float>()));
 }
 
 TEST(BiasAct, FullyConnectedLayoutAndNoBias) {

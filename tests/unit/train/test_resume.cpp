@@ -69,12 +69,36 @@ TEST(Resume, SnapshotHoldsEverythingAndRejectsOtherFiles) {
   EXPECT_TRUE(s.tensors.count("G_ema.mapping.w_avg"));
   EXPECT_TRUE(s.tensors.count("rng.step"));
   EXPECT_EQ(train_schema().from_yaml_string(s.config_yaml, "snapshot").G.channel_base, 256);
-  EXPECT_EQ(load_generator(s)->options.z_dim, 32);
+  EXPECT_EQ(load_generator(s, at::Device(at::kCPU))->options.z_dim, 32);
   if (std::filesystem::exists(test::shared_dir() + "/fixtures/parity_tiny.pt")) {  // a torch.save file, not ours
     EXPECT_THROW(load_snapshot(test::shared_dir() + "/fixtures/parity_tiny.pt"), Error);
   }
   std::ofstream(dir.file("junk.pt")) << "junk";
   EXPECT_THROW(load_snapshot(dir.file("junk.pt")), Error);
+}
+
+// A snapshot's generator computes as its run trained (the reference's pickles keep their float16
+// blocks), in float32 where the device has no such type.
+TEST(Resume, GeneratorOfASnapshotRunsInItsRunsPrecision) {
+  test::TempDir dir;
+  TrainConfig c = test::tiny_config();
+  c.run.mixed_precision = "bfloat16";
+  c.G.precision.num_fp16_res = 1;
+  const at::Device cpu(at::kCPU);
+  Snapshot s = snapshot_after_one_step(c, dir);
+  auto G = load_generator(s, cpu);
+  EXPECT_EQ(G->options.precision.num_fp16_res, 1);
+  EXPECT_EQ(G->synthesis->blocks.back()->compute_type, at::kBFloat16);
+  EXPECT_EQ(G->synthesis->blocks.front()->compute_type, at::kFloat);
+  nn::SynthesisRun run;
+  run.noise_mode = nn::NoiseMode::Const;
+  EXPECT_EQ(G->forward(at::randn({2, G->options.z_dim}), at::Tensor(), {}, run).scalar_type(), at::kFloat);
+
+  c.run.mixed_precision = "float16";  // a GPU run's snapshot, rendered on the CPU
+  s.config_yaml = train_schema().to_yaml_string(c);
+  EXPECT_EQ(load_generator(s, cpu)->synthesis->blocks.back()->compute_type, at::kFloat);
+  s.config_yaml.clear();  // imported networks: no run config
+  EXPECT_EQ(load_generator(s, cpu)->options.precision.num_fp16_res, 0);
 }
 
 bool any_name_starts_with(const std::vector<std::string>& names, const std::string& prefix) {
