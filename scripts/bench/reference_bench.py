@@ -10,11 +10,13 @@ Needs PyTorch (Debian: python3-torch, the same LibTorch the C++ build uses; on a
 CUDA PyTorch), numpy and PyYAML, and a checkout of stylegan2-ada-pytorch (not shipped here). Runs
 the reference's own Generator, Discriminator and StyleGAN2Loss; the step is the reference training
 loop's (Gmain + Dmain every step, Greg every G_reg_interval, Dreg every D_reg_interval, each over
-batch / batch_gpu accumulation rounds), on random uint8 images of the configured shape. On CUDA it
+batch / batch_gpu accumulation rounds, then the G_ema update), on random uint8 images of the
+configured shape. On CUDA it
 sets what the reference's training loop sets: cuDNN benchmark on, TF32 off, conv2d_gradfix on, and
 it says whether the reference's CUDA plugins (upfirdn2d, bias_act) compiled or fell back.
 """
 import argparse
+import copy
 import math
 import sys
 import time
@@ -37,7 +39,7 @@ def load_config(path):
         g_reg=get('optim', 'G_reg_interval', 4), d_reg=get('optim', 'D_reg_interval', 16),
         resolution=get('data', 'resolution', 0) or 32, channels=get('data', 'channels', 0) or 1,
         fp16_res=get('G', 'num_fp16_res', 0), conv_clamp=get('G', 'conv_clamp', -1),
-        batch_gpu=get('train', 'batch_gpu', 0))
+        batch_gpu=get('train', 'batch_gpu', 0), ema_kimg=get('train', 'ema_kimg', 10.0))
 
 
 def main():
@@ -111,10 +113,21 @@ def main():
                 torch.nan_to_num(p.grad, nan=0, posinf=1e5, neginf=-1e5, out=p.grad)
         opt.step()
 
+    G_ema = copy.deepcopy(G).eval()
+    ema_beta = 0.5 ** (batch / max(c['ema_kimg'] * 1000, 1e-8))
+
+    def update_ema():  # as the reference's training loop, after every step
+        with torch.no_grad():
+            for p_ema, p in zip(G_ema.parameters(), G.parameters()):
+                p_ema.copy_(p.lerp(p_ema, ema_beta))
+            for b_ema, b in zip(G_ema.buffers(), G.buffers()):
+                b_ema.copy_(b)
+
     def step(batch_idx):
         for phase in phases:
             if batch_idx % phase[3] == 0:
                 run_phase(*phase)
+        update_ema()
 
     def timed(body):
         if device.type == 'cuda':
