@@ -35,7 +35,10 @@ cases=(
   "config-f|--G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256|4"
   "paper256||8"
 )
-common=(--data synthetic --data.resolution 256 --data.channels 3 --run.device "$device" --no-op-families)
+# --device-kernels: one more cycle under the Kineto profiler, after the timed ones: GPU time by kernel
+# and how busy the GPU is (the numbers to tune by next).
+common=(--data synthetic --data.resolution 256 --data.channels 3 --run.device "$device" --no-op-families
+        --device-kernels)
 ref_common=(--device "$device" --resolution 256 --channels 3 --warmup 2 --repeats 2 --fp16-res 4 --threads 8)
 if [ "$device" = cpu ]; then  # a dry run: tiny float32 networks (float16 convolutions crawl on a CPU)
   common=(--data synthetic --data.resolution 16 --data.channels 3 --run.device cpu --no-op-families

@@ -75,7 +75,7 @@ step one_copy_of_each_library check_single_library_copies "$build/bin/stylegan2_
     --max-bytes 1048576 --iters 2 --warmup 1
 if [ "$mode" = gpu ]; then
   step bench_paper256 "$build/bin/stylegan2_bench" --config configs/paper256.yaml --data synthetic --data.channels 3 \
-      --run.device cuda --no-op-families
+      --run.device cuda --no-op-families --device-kernels
   step bench_comm "$build/bin/stylegan2_bench" comm --run.device cuda --dist.backend nccl
 else
   step bench_cpu32 "$build/bin/stylegan2_bench" --config configs/bench-cpu-32.yaml --no-op-families --cycles 1

@@ -3,6 +3,7 @@
 #include "sg2/core/system.h"
 #include "sg2/core/timer.h"
 #include "sg2/device/cuda_device.h"
+#include "sg2/cli/kernel_profile.h"
 #include "sg2/cli/op_profile.h"
 
 #include <ATen/Parallel.h>
@@ -31,10 +32,22 @@ double time_call(const at::Device& device, const std::function<void()>& call) {
   return watch.seconds();
 }
 
+// Seconds for `steps` whole training steps, the device synchronized before and after.
+double time_steps(Trainer& trainer, int64_t steps) {
+  return time_call(trainer.device(), [&] {
+    for (int64_t s = 0; s < steps; ++s) trainer.step();
+  });
+}
+
 int64_t steps_per_cycle(const Trainer& trainer) {
   int64_t cycle = 1;
   for (const auto& phase : trainer.phases()) cycle = std::lcm(cycle, phase.interval);
   return cycle;
+}
+
+// A name cut to `width` characters (GPU kernels' template names run to hundreds).
+std::string shortened(const std::string& name, size_t width = 96) {
+  return name.size() <= width ? name : name.substr(0, width - 3) + "...";
 }
 
 // "  name   12.3 ms  45.6 %" rows, largest first.
@@ -49,10 +62,25 @@ std::string format_top(const std::map<std::string, double>& seconds, const std::
   std::sort(rows.rbegin(), rows.rend());
   std::string out = title + "\n";
   for (size_t i = 0; i < rows.size() && i < limit; ++i) {
-    out += fmt::format("  {:<48} {:>9.1f} ms {:>6.1f} %\n", rows[i].second, rows[i].first * 1e3,
+    out += fmt::format("  {:<48} {:>9.1f} ms {:>6.1f} %\n", shortened(rows[i].second), rows[i].first * 1e3,
                        100.0 * rows[i].first / std::max(total, 1e-12));
   }
   return out;
+}
+
+// One more cycle of steps under the Kineto profiler. A profiler that fails (no CUPTI, say) costs
+// its table only, not the timings already taken.
+void profile_device_kernels(Trainer& trainer, int64_t cycle, BenchResult& result) {
+  try {
+    KernelProfile profile(trainer.device());
+    const double wall = time_steps(trainer, cycle);
+    const DeviceTimes times = profile.stop();
+    for (const auto& [kernel, s] : times.seconds) result.kernel_seconds[kernel] = s / cycle;
+    result.kernel_busy_seconds = times.busy_seconds / cycle;
+    result.kernel_wall_seconds = wall / cycle;
+  } catch (const std::exception& e) {
+    result.kernel_profile_error = e.what();
+  }
 }
 
 }  // namespace
@@ -74,8 +102,8 @@ BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
     result.phases.push_back(timing);
   }
 
-  // Whole steps, regularization at its real frequency; then, separately (the profiler's callbacks
-  // cost time), one more cycle split by op family.
+  // Whole steps, regularization at its real frequency; then, separately (the profilers' callbacks
+  // cost time), one more cycle split by op family, and one under the device profiler.
   trainer.stats().finish();
   reset_device_peak_memory(device);
   const int64_t cycle = steps_per_cycle(trainer);
@@ -83,9 +111,7 @@ BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
   trainer.progress().batch_idx -= trainer.progress().batch_idx % cycle;
   trainer.take_reducer_times();  // drop the warm-up's and the phases' allreduces
   trainer.take_bucket_launch_fractions();
-  const double seconds = time_call(device, [&] {
-    for (int64_t s = 0; s < result.timed_steps; ++s) trainer.step();
-  });
+  const double seconds = time_steps(trainer, result.timed_steps);
   const auto steps = static_cast<double>(result.timed_steps);
   result.step_seconds = seconds / steps;
   result.step_allreduce = trainer.take_reducer_times();
@@ -96,12 +122,11 @@ BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
   result.step_allreduce.exposed_seconds /= steps;
   if (options.op_families) {
     OpProfile profile;
-    time_call(device, [&] {
-      for (int64_t s = 0; s < cycle; ++s) trainer.step();
-    });
+    time_steps(trainer, cycle);
     for (const auto& [family, s] : profile.seconds_by_family()) result.family_seconds[family] = s / cycle;
     for (const auto& [op, s] : profile.seconds_by_op()) result.op_seconds[op] = s / cycle;
   }
+  if (options.device_kernels) profile_device_kernels(trainer, cycle, result);
   result.peak_rss_gib = peak_rss_gib();
   result.peak_device_gib = device_peak_memory_gib(device);
   return result;
@@ -132,6 +157,17 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
                     "time per step by op family (top-level ops; autograd nodes include their kernels):",
                     r.family_seconds.size());
   out << format_top(r.op_seconds, "most expensive ops per step:", 12);
+  if (!r.kernel_profile_error.empty()) out << "device kernel profile failed: " << r.kernel_profile_error << "\n";
+  if (r.kernel_busy_seconds > 0) {
+    out << fmt::format("device busy {:.1f} ms of a {:.1f} ms step under the profiler ({:.1f}%; the rest waits "
+                       "for the host)\n",
+                       r.kernel_busy_seconds * 1e3, r.kernel_wall_seconds * 1e3,
+                       100 * r.kernel_busy_seconds / std::max(r.kernel_wall_seconds, 1e-12));
+  }
+  out << format_top(r.kernel_seconds,
+                    trainer.device().is_cuda() ? "most expensive GPU kernels per step (GPU time):"
+                                               : "most expensive ops per step under the profiler (nested ones included):",
+                    20);
   return out.str();
 }
 

@@ -18,6 +18,7 @@ struct BenchOptions {
   int phase_repeats = 3;   // timed calls per phase
   int step_cycles = 1;     // timed cycles of lcm(reg intervals) steps
   bool op_families = true;
+  bool device_kernels = false;  // one more cycle under the Kineto profiler: what the device ran
 };
 
 struct PhaseTiming {
@@ -38,6 +39,10 @@ struct BenchResult {
   std::vector<int64_t> G_bucket_bytes, D_bucket_bytes;   // the same buckets' sizes, in launch order
   std::map<std::string, double> family_seconds;  // per step
   std::map<std::string, double> op_seconds;      // per step
+  std::map<std::string, double> kernel_seconds;  // per step, device time (device_kernels)
+  double kernel_busy_seconds = 0;                // per step, CUDA kernels' sum (device_kernels)
+  double kernel_wall_seconds = 0;                // per step, the profiled cycle's wall time
+  std::string kernel_profile_error;              // why the profile failed (the timings stand)
 };
 
 BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options);

@@ -1,0 +1,55 @@
+// stylegan2_bench's device profile: LibTorch's Kineto profiler through KernelProfile. On a GPU it
+// lists kernels in GPU time (the kit runs that); here the same code path records the CPU's ops.
+#include "sg2/cli/benchmark.h"
+#include "sg2/cli/kernel_profile.h"
+#include "sg2/core/error.h"
+#include "tiny_config.h"
+
+#include <gtest/gtest.h>
+
+namespace sg2::cli {
+namespace {
+
+TEST(KernelProfile, EventsAreSummedByNameAndTheBusyTimeOnlyWhenAsked) {
+  const DeviceTimes times = sum_device_events({{"gemm", 2000}, {"fir", 500}, {"gemm", 1000}}, true);
+  EXPECT_DOUBLE_EQ(times.seconds.at("gemm"), 3e-6);
+  EXPECT_EQ(times.launches.at("gemm"), 2);
+  EXPECT_EQ(times.launches.at("fir"), 1);
+  EXPECT_DOUBLE_EQ(times.busy_seconds, 3.5e-6);
+  EXPECT_EQ(sum_device_events({{"aten::mm", 10}}, false).busy_seconds, 0.0);
+}
+
+TEST(KernelProfile, RecordsWhatTheDeviceRanAndOnlyOneAtATime) {
+  const at::Tensor a = at::randn({256, 256});
+  DeviceTimes times;
+  {
+    KernelProfile profile(at::Device(at::kCPU));
+    EXPECT_THROW({ KernelProfile second{at::Device(at::kCPU)}; }, Error);
+    for (int i = 0; i < 3; ++i) at::mm(a, a);
+    times = profile.stop();
+    EXPECT_THROW(profile.stop(), Error);
+  }
+  ASSERT_TRUE(times.seconds.count("aten::mm")) << "no aten::mm among " << times.seconds.size() << " op names";
+  EXPECT_EQ(times.launches.at("aten::mm"), 3);
+  EXPECT_GT(times.seconds.at("aten::mm"), 0.0);
+  EXPECT_EQ(times.busy_seconds, 0.0);  // nested CPU ops overlap: no total
+  KernelProfile again{at::Device(at::kCPU)};  // the first one let go of the profiler
+}
+
+TEST(Benchmark, DeviceKernelsProfileOneMoreCycleOfTheRealStep) {
+  const train::TrainConfig c = test::tiny_config();
+  train::Trainer trainer(c, train::open_configured_dataset(c), at::Device(at::kCPU));
+  BenchOptions options;
+  options.warmup_steps = 1;
+  options.phase_repeats = 1;
+  options.op_families = false;
+  options.device_kernels = true;
+  const BenchResult result = run_benchmark(trainer, options);
+  EXPECT_TRUE(result.kernel_seconds.count("aten::convolution")) << result.kernel_seconds.size() << " op names";
+  EXPECT_GT(result.kernel_wall_seconds, 0.0);
+  const std::string text = format_benchmark(result, trainer);
+  EXPECT_NE(text.find("most expensive ops per step under the profiler"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace sg2::cli
