@@ -21,8 +21,10 @@ for source in dist/nccl_backend.cpp nn/cuda/kernels_cuda.cpp nn/cuda/fir_bias_ac
 done
 # ... and the device module with both of its CUDA parts: the runtime's and LibTorch's.
 device_object=$build_dir/src/device/CMakeFiles/sg2_device.dir/cuda_device.cpp.o
+# (nm's whole output first: grep -q leaving early would end nm by SIGPIPE, a failure under pipefail)
+device_symbols=$(nm -C "$device_object")
 for symbol in cudaSetDevice getCurrentCUDAStream; do
-  nm -C "$device_object" | grep -q " U .*$symbol" ||
+  grep -q " U .*$symbol" <<< "$device_symbols" ||
     { echo "test_torch_wheel: $device_object does not call $symbol: its CUDA part was not compiled" >&2; exit 1; }
 done
 # The CUDA libraries libtorch_cuda.so loads come from the toolkit; the three it lacks the wheel's
