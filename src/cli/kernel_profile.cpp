@@ -3,6 +3,12 @@
 #include "sg2/core/error.h"
 
 #include <torch/csrc/autograd/profiler_kineto.h>
+#if __has_include(<kineto/ActivityType.h>)  // LibTorch 2.x ships libkineto's header: check the values below
+#include <kineto/ActivityType.h>
+static_assert(static_cast<int>(libkineto::ActivityType::GPU_MEMCPY) == 3 &&
+              static_cast<int>(libkineto::ActivityType::GPU_MEMSET) == 4 &&
+              static_cast<int>(libkineto::ActivityType::CONCURRENT_KERNEL) == 5);
+#endif
 
 #include <set>
 
@@ -24,6 +30,11 @@ template <class Event>
 uint64_t duration_ns(const Event& e, long) {
   return static_cast<uint64_t>(e.durationUs()) * 1000;
 }
+
+// libkineto's ActivityType values of what a GPU itself runs (GPU_MEMCPY, GPU_MEMSET,
+// CONCURRENT_KERNEL; the same in LibTorch 1.13 and 2.x). Other device-side events, GPU user
+// annotations for one, span kernels and would count their time twice.
+bool is_device_work(uint8_t kineto_activity) { return kineto_activity >= 3 && kineto_activity <= 5; }
 
 std::set<ActivityType> activities_for(bool cuda) {
   if (cuda) return {ActivityType::CPU, ActivityType::CUDA};  // CPU: the launches the kernels link to
@@ -61,7 +72,8 @@ DeviceTimes KernelProfile::stop() {
   const c10::DeviceType wanted = cuda_ ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
   std::vector<std::pair<std::string, uint64_t>> events;
   for (const auto& event : result->events()) {
-    if (event.deviceType() == wanted) events.emplace_back(event.name(), duration_ns(event, 0));
+    if (event.deviceType() != wanted || (cuda_ && !is_device_work(event.activityType()))) continue;
+    events.emplace_back(event.name(), duration_ns(event, 0));
   }
   return sum_device_events(events, cuda_);
 }
