@@ -63,11 +63,16 @@ constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
 // by LibTorch 1.x and in c10 by 2.x; 0 in both.
 constexpr size_t kAggregateStat = 0;
 
-// The index of a CUDA device ("cuda" alone: the current one), with LibTorch's CUDA state set up: the
-// caching allocator's statistics throw ("did you call init?") until the process's first CUDA
-// tensor, and a process may ask for them before it has one (train.batch_gpu auto, the bench).
+// The index of a CUDA device ("cuda" alone: the current one).
+c10::DeviceIndex cuda_index(const at::Device& device) {
+  return device.has_index() ? device.index() : c10::cuda::current_device();
+}
+
+// The same, with LibTorch's CUDA state set up: the caching allocator's statistics throw ("did you
+// call init?") until the process's first CUDA tensor, and a process may ask for them before it has
+// one (train.batch_gpu auto, the bench).
 c10::DeviceIndex initialized_cuda_index(const at::Device& device) {
-  const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
+  const c10::DeviceIndex index = cuda_index(device);
   at::empty({0}, at::TensorOptions().device(at::kCUDA, index));  // LibTorch's lazy CUDA initialisation
   return index;
 }
@@ -75,7 +80,7 @@ c10::DeviceIndex initialized_cuda_index(const at::Device& device) {
 }  // namespace
 
 void* current_cuda_stream(const at::Device& device) {
-  return c10::cuda::getCurrentCUDAStream(initialized_cuda_index(device)).stream();
+  return c10::cuda::getCurrentCUDAStream(cuda_index(device)).stream();  // per collective: no allocation
 }
 
 double device_peak_memory_gib(const at::Device& device) {
