@@ -32,19 +32,15 @@ int bench_training(const train::TrainConfig& requested, const cli::BenchOptions&
   if (session->world().is_root()) {
     const dist::ReducerTimes& comm = result.step_allreduce;
     std::cout << cli::format_benchmark(result, trainer);
-    if (!session->comm().host_waits_for_collectives()) {
-      std::cout << fmt::format("# {} ranks, backend {}: the allreduce runs on a GPU stream the host does not wait "
-                               "for, so its busy and exposed times are not measured; {:.1f} MB of gradients per "
-                               "rank\n",
-                               session->world().size, session->comm().backend(), comm.bytes / 1e6);
-      return 0;
-    }
-    std::cout << fmt::format("# {} ranks, backend {}: allreduce per step busy {:.4f} s, exposed after backward "
-                             "{:.4f} s (overlap {:.0f}%), {:.1f} MB of gradients per rank\n",
-                             session->world().size, session->comm().backend(), comm.busy_seconds,
-                             comm.exposed_seconds,
-                             comm.busy_seconds > 0 ? 100 * std::max(0.0, 1 - comm.exposed_seconds / comm.busy_seconds) : 0,
-                             comm.bytes / 1e6);
+    const std::string times =
+        session->comm().host_waits_for_collectives()
+            ? fmt::format("allreduce per step busy {:.4f} s, exposed after backward {:.4f} s (overlap {:.0f}%)",
+                          comm.busy_seconds, comm.exposed_seconds,
+                          comm.busy_seconds > 0 ? 100 * std::max(0.0, 1 - comm.exposed_seconds / comm.busy_seconds)
+                                                : 0)
+            : "the allreduce runs on a GPU stream the host does not wait for: its times are not measured";
+    std::cout << fmt::format("# {} ranks, backend {}: {}, {:.1f} MB of gradients per rank\n", session->world().size,
+                             session->comm().backend(), times, comm.bytes / 1e6);
   }
   return 0;
 }

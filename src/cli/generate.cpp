@@ -51,7 +51,8 @@ at::Tensor latents_from_file(const std::string& path, int64_t z_dim) {
 class Renderer {
  public:
   explicit Renderer(const GenerateOptions& o) : options_(o), device_(resolve_device(o.device)) {
-    G_ = load_generator(load_snapshot(o.network), device_, o.which);
+    const Snapshot snapshot = load_snapshot(o.network);
+    G_ = load_generator(snapshot, snapshot_precision(snapshot, device_), o.which);
     G_->to(device_);
     G_->eval();
     mapping_.truncation_psi = o.truncation_psi;

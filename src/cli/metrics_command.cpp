@@ -56,7 +56,7 @@ int MetricsCommand::run() {
     check_config_same_on_every_rank(config, *session);
     spdlog::info("Compute: {}", apply_compute_settings(config, session->world()));
     const at::Device device = session->comm().device();
-    auto G = load_generator(snapshot, device);
+    auto G = load_generator(snapshot, inference_precision(config, device));  // the resolved config: flags too
     G->to(device);
     spdlog::info("Precision: G {}", G->options.precision.describe(G->options.img_resolution));
     const std::shared_ptr<data::Dataset> reals = open_configured_dataset(config);

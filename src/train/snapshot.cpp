@@ -117,26 +117,20 @@ void restore_trainer(Trainer& trainer, const Snapshot& s) {
   }
 }
 
-namespace {
-
-nn::MixedPrecision trained_precision(const Snapshot& s, const at::Device& device) {
+nn::MixedPrecision snapshot_precision(const Snapshot& s, const at::Device& device) {
   if (s.config_yaml.empty()) return {};
-  TrainConfig c;
   try {
-    c = train_schema().from_yaml_string(s.config_yaml, s.path);
+    return inference_precision(train_schema().from_yaml_string(s.config_yaml, s.path), device);
   } catch (const std::exception& e) {
     spdlog::warn("{}: its run config does not read ({}); the generator runs in float32", s.path, e.what());
     return {};
   }
-  if (c.run.mixed_precision == "float16" && !device.is_cuda()) return {};
-  return mixed_precision(c, c.G.precision, device);
 }
 
-}  // namespace
-
-std::shared_ptr<nn::Generator> load_generator(const Snapshot& s, const at::Device& device, const std::string& which) {
+std::shared_ptr<nn::Generator> load_generator(const Snapshot& s, const nn::MixedPrecision& precision,
+                                              const std::string& which) {
   nn::GeneratorOptions options = nn::generator_options_from_json(s.networks.at("G"));
-  options.precision = trained_precision(s, device);
+  options.precision = precision;
   auto G = std::make_shared<nn::Generator>(options);
   nn::load_state_dict(*G, s.tensors, which + ".", s.path);
   return G;

@@ -16,6 +16,9 @@ at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& d
   return at::kHalf;
 }
 
+namespace {
+
+// The precision a run asks for: the config's num_fp16_res, in run.mixed_precision's type on this device.
 nn::MixedPrecision mixed_precision(const TrainConfig& c, const nn::MixedPrecision& asked, const at::Device& device) {
   const at::ScalarType type = mixed_precision_type(c.run.mixed_precision, device);
   nn::MixedPrecision p;
@@ -23,8 +26,6 @@ nn::MixedPrecision mixed_precision(const TrainConfig& c, const nn::MixedPrecisio
   if (type != at::kFloat) p.reduced_type = type;
   return p;
 }
-
-namespace {
 
 // A network's options as the config asks, with what the dataset gives (labels, resolution,
 // channels) and the precision this device runs.
@@ -39,6 +40,11 @@ Options options_for(const Options& asked, const TrainConfig& c, const data::Data
 }
 
 }  // namespace
+
+nn::MixedPrecision inference_precision(const TrainConfig& c, const at::Device& device) {
+  if (c.run.mixed_precision == "float16" && !device.is_cuda()) return {};
+  return mixed_precision(c, c.G.precision, device);
+}
 
 std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& c) { return data::open_dataset(c.data); }
 

@@ -54,11 +54,13 @@ void write_snapshot_dict(const std::string& path, const c10::Dict<c10::IValue, c
 // gives the network weights only: the optimizers start fresh and the progress at 0.
 void restore_trainer(Trainer& trainer, const Snapshot& snapshot);
 
-// A generator from a snapshot, for inference on `device` (where it is not moved): which = "G_ema"
-// (default) or "G". It computes in the precision its run trained with, as the reference's pickles
-// keep their float16 blocks, so that metrics of a snapshot equal those measured in training; in
-// float32 where the device has no such type (float16 on the CPU) or the snapshot no run config.
-std::shared_ptr<nn::Generator> load_generator(const Snapshot& snapshot, const at::Device& device,
+// A generator from a snapshot, for inference in `precision` (float32 by default): which = "G_ema"
+// (default) or "G".
+std::shared_ptr<nn::Generator> load_generator(const Snapshot& snapshot, const nn::MixedPrecision& precision = {},
                                               const std::string& which = "G_ema");
+// The precision the snapshot's run trained G with, for inference on `device` (inference_precision
+// of its config), so that metrics of a snapshot equal those measured in training; float32 where the
+// snapshot has no readable run config (imported networks).
+nn::MixedPrecision snapshot_precision(const Snapshot& snapshot, const at::Device& device);
 
 }  // namespace sg2::train

@@ -117,9 +117,10 @@ nn::DiscriminatorOptions discriminator_options(const TrainConfig& config, const 
 
 // The reduced type run.mixed_precision asks for on this device (kFloat: off).
 at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& device);
-// The precision a network runs with on this device: `asked`'s num_fp16_res in that type.
-nn::MixedPrecision mixed_precision(const TrainConfig& config, const nn::MixedPrecision& asked,
-                                   const at::Device& device);
+// The precision G runs inference with on this device, as it trained (the reference's pickles keep
+// their float16 blocks): G.num_fp16_res in run.mixed_precision's type, float32 where the device has
+// no such type (float16 on the CPU).
+nn::MixedPrecision inference_precision(const TrainConfig& config, const at::Device& device);
 
 // "auto" -> CUDA if LibTorch sees a GPU, else CPU; "cuda" without one is an error.
 at::Device resolve_device(const std::string& name, int local_rank = 0);

@@ -69,7 +69,7 @@ TEST(Resume, SnapshotHoldsEverythingAndRejectsOtherFiles) {
   EXPECT_TRUE(s.tensors.count("G_ema.mapping.w_avg"));
   EXPECT_TRUE(s.tensors.count("rng.step"));
   EXPECT_EQ(train_schema().from_yaml_string(s.config_yaml, "snapshot").G.channel_base, 256);
-  EXPECT_EQ(load_generator(s, at::Device(at::kCPU))->options.z_dim, 32);
+  EXPECT_EQ(load_generator(s)->options.z_dim, 32);
   if (std::filesystem::exists(test::shared_dir() + "/fixtures/parity_tiny.pt")) {  // a torch.save file, not ours
     EXPECT_THROW(load_snapshot(test::shared_dir() + "/fixtures/parity_tiny.pt"), Error);
   }
@@ -86,7 +86,7 @@ TEST(Resume, GeneratorOfASnapshotRunsInItsRunsPrecision) {
   c.G.precision.num_fp16_res = 1;
   const at::Device cpu(at::kCPU);
   Snapshot s = snapshot_after_one_step(c, dir);
-  auto G = load_generator(s, cpu);
+  auto G = load_generator(s, snapshot_precision(s, cpu));
   EXPECT_EQ(G->options.precision.num_fp16_res, 1);
   EXPECT_EQ(G->synthesis->blocks.back()->compute_type, at::kBFloat16);
   EXPECT_EQ(G->synthesis->blocks.front()->compute_type, at::kFloat);
@@ -96,9 +96,11 @@ TEST(Resume, GeneratorOfASnapshotRunsInItsRunsPrecision) {
 
   c.run.mixed_precision = "float16";  // a GPU run's snapshot, rendered on the CPU
   s.config_yaml = train_schema().to_yaml_string(c);
-  EXPECT_EQ(load_generator(s, cpu)->synthesis->blocks.back()->compute_type, at::kFloat);
+  EXPECT_EQ(snapshot_precision(s, cpu).num_fp16_res, 0);
+  EXPECT_EQ(inference_precision(c, at::Device(at::kCPU)).num_fp16_res, 0);
   s.config_yaml.clear();  // imported networks: no run config
-  EXPECT_EQ(load_generator(s, cpu)->options.precision.num_fp16_res, 0);
+  EXPECT_EQ(snapshot_precision(s, cpu).num_fp16_res, 0);
+  EXPECT_EQ(load_generator(s)->synthesis->blocks.back()->compute_type, at::kFloat);
 }
 
 bool any_name_starts_with(const std::vector<std::string>& names, const std::string& prefix) {
