@@ -4,9 +4,10 @@
 # rounds of 4) and paper256 (batch 64 in rounds of 8), each timed by
 #   - scripts/bench/reference_bench.py: the reference's own networks and loss, at its defaults
 #     (num_fp16_res 4, conv_clamp 256, batch_gpu = batch / 8, cuDNN benchmark on, TF32 off);
-#   - stylegan2_bench with the same precision and rounds, and with train.batch_gpu auto.
-# Prints every table and a summary of img/s, s/kimg, peak memory and ratios, also written to
-# $OUT/gpu_vs_reference.md (default gpu-results/). Needs .gpu-kit (scripts/gpu/prepare.sh): its
+#   - stylegan2_bench with the same precision and rounds, with train.batch_gpu auto, and with the
+#     float16 blocks channels_last (run.channels_last reduced).
+# Prints every table and a summary of img/s, s/kimg, peak memory and ratios into
+# $OUT/gpu_vs_reference.log and .md (default gpu-results/). Needs .gpu-kit (scripts/gpu/prepare.sh): its
 # stylegan2-ada-pytorch checkout, and its prebuilt binaries or packages for a build into BUILD_DIR
 # where that has none (a fresh machine).
 #   scripts/bench/gpu_vs_reference.sh [BUILD_DIR] [REFERENCE_DIR]
@@ -22,6 +23,8 @@ python=${PYTHON:-python3}
 bench="$build/bin/stylegan2_bench"
 [ -d "$ref/training" ] || { echo "gpu_vs_reference: no stylegan2-ada-pytorch checkout at $ref" >&2; exit 1; }
 mkdir -p "$out"
+cases_dir=$(mktemp -d)  # each run's output; all of it also goes to the log (a device call returns 8 files)
+trap 'rm -rf "$cases_dir"' EXIT
 log="$out/gpu_vs_reference.log"
 : > "$log"
 if [ "$device" = cuda ]; then  # on a fresh machine as well: the kit's binaries, or a build
@@ -77,19 +80,25 @@ for case in "${cases[@]}"; do
   ref_extra=()
   [ "$device" = cpu ] && ref_extra=(--batch-gpu 8) || ref_extra=(--batch-gpu "$ref_batch_gpu")
   echo "== $preset: reference" | tee -a "$log"
-  timed "$out/$preset-reference.txt" "$python" scripts/bench/reference_bench.py --ref "$ref" --config "$config" \
+  timed "$cases_dir/$preset-reference.txt" "$python" scripts/bench/reference_bench.py --ref "$ref" --config "$config" \
       "${ref_common[@]}" --conv-clamp 256 "${ref_extra[@]}"
-  ref_rate=$(field "$out/$preset-reference.txt" 2)
-  echo "| $preset | stylegan2-ada-pytorch | ${ref_extra[1]} | $ref_rate | $(field "$out/$preset-reference.txt" 4) |" \
-       "$(field "$out/$preset-reference.txt" 9) | 1.00 |" >> "$summary"
-  for batch_gpu in "${ref_extra[1]}" auto; do
-    echo "== $preset: stylegan2-cpp, train.batch_gpu $batch_gpu" | tee -a "$log"
-    timed "$out/$preset-ours-$batch_gpu.txt" "$bench" --config "$config" "${common[@]}" "${ours[@]}" \
-        --train.batch_gpu "$batch_gpu"
-    rate=$(field "$out/$preset-ours-$batch_gpu.txt" 2)
-    chosen=$(sed -n 's/.*train.batch_gpu auto: \([0-9]*\) images.*/\1/p' "$out/$preset-ours-$batch_gpu.txt")
-    echo "| $preset | stylegan2-cpp | ${chosen:-$batch_gpu} | $rate | $(field "$out/$preset-ours-$batch_gpu.txt" 4) |" \
-         "$(field "$out/$preset-ours-$batch_gpu.txt" 13) | $(awk -v a="$rate" -v b="$ref_rate" \
+  ref_rate=$(field "$cases_dir/$preset-reference.txt" 2)
+  echo "| $preset | stylegan2-ada-pytorch | ${ref_extra[1]} | $ref_rate | $(field "$cases_dir/$preset-reference.txt" 4) |" \
+       "$(field "$cases_dir/$preset-reference.txt" 9) | 1.00 |" >> "$summary"
+  # Ours: the reference's per-round batch, the probed one, and the reference's with the blocks in
+  # float16 kept channels_last (run.channels_last reduced; the reference's fp16_channels_last).
+  for variant in "${ref_extra[1]}|off" "auto|off" "${ref_extra[1]}|reduced"; do
+    IFS='|' read -r batch_gpu layout <<< "$variant"
+    name="$preset-ours-$batch_gpu"
+    label="stylegan2-cpp"
+    [ "$layout" = off ] || { name="$name-channels-last-$layout"; label="$label, channels_last $layout"; }
+    echo "== $preset: $label, train.batch_gpu $batch_gpu" | tee -a "$log"
+    timed "$cases_dir/$name.txt" "$bench" --config "$config" "${common[@]}" "${ours[@]}" \
+        --train.batch_gpu "$batch_gpu" --run.channels_last "$layout"
+    rate=$(field "$cases_dir/$name.txt" 2)
+    chosen=$(sed -n 's/.*train.batch_gpu auto: \([0-9]*\) images.*/\1/p' "$cases_dir/$name.txt")
+    echo "| $preset | $label | ${chosen:-$batch_gpu} | $rate | $(field "$cases_dir/$name.txt" 4) |" \
+         "$(field "$cases_dir/$name.txt" 13) | $(awk -v a="$rate" -v b="$ref_rate" \
          'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}') |" >> "$summary"
   done
 done

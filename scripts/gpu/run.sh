@@ -10,7 +10,7 @@
 # Steps: environment, build, the test suite on that build (the CUDA kernels' tests run on the GPU),
 # the collectives on NCCL with the communicator's device, parity_check on the GPU with TF32 off, a
 # short fashion32 training on the GPU, the same through the NCCL backend, resume on the GPU, on the CPU from the GPU snapshot and back,
-# mixed precision with train.batch_gpu auto, one copy each of libnccl and libcudart in a process,
+# mixed precision with train.batch_gpu auto, the same channels_last, one copy each of libnccl and libcudart in a process,
 # the training bench and the comm bench. Then, in a second call on the same warm machine:
 #   scripts/bench/gpu_vs_reference.sh   # this project against stylegan2-ada-pytorch (issue 13)
 set -uo pipefail
@@ -67,10 +67,12 @@ step resume_back_on_device "$trainer" --resume "$run_dir" --kimg "${kimg[3]}" --
 # per-round batch probed.
 precision=float16
 [ "$mode" = cpu ] && precision=bfloat16
-step train_mixed_precision_batch_auto "$trainer" --config configs/fashion32.yaml --outdir "$work/runs-mixed" \
-    --data.max_images 4096 --run.image_snapshot_ticks 0 --train.kimg_per_tick "$tick" --run.device "$device" \
-    --run.mixed_precision "$precision" --G.num_fp16_res 2 --D.num_fp16_res 2 --G.conv_clamp 256 --D.conv_clamp 256 \
-    --train.batch_gpu auto --kimg "${kimg[0]}"
+mixed=(--config configs/fashion32.yaml --data.max_images 4096 --run.image_snapshot_ticks 0 --train.kimg_per_tick "$tick"
+       --run.device "$device" --run.mixed_precision "$precision" --G.num_fp16_res 2 --D.num_fp16_res 2
+       --G.conv_clamp 256 --D.conv_clamp 256 --kimg "${kimg[0]}")
+step train_mixed_precision_batch_auto "$trainer" "${mixed[@]}" --outdir "$work/runs-mixed" --train.batch_gpu auto
+# The same with the reduced-precision blocks channels_last (run.channels_last reduced).
+step train_channels_last "$trainer" "${mixed[@]}" --outdir "$work/runs-nhwc" --run.channels_last reduced
 step one_copy_of_each_library check_single_library_copies "$build/bin/stylegan2_bench" comm --run.device "$device" \
     --max-bytes 1048576 --iters 2 --warmup 1
 if [ "$mode" = gpu ]; then

@@ -7,14 +7,16 @@
 
 namespace sg2::nn::kernels::host {
 
-// x: [N, C, H, W] float32 (planes and rows may be strided) -> [N, C, out_h, out_w] contiguous.
+// x: [N, C, H, W] float32 (planes and rows may be strided) -> [N, C, out_h, out_w], channels_last
+// when x is, else contiguous.
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
                              int64_t out_w);
 
-// y = clamp(act(x + b) * gain) over x viewed as [outer, C, inner] around `dim`; b: [C] or undefined.
+// y = clamp(act(x + b) * gain) over x's memory as [outer, C, inner] around `dim`, in x's layout
+// (channel_layout.h); b: [C] or undefined.
 at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, int64_t dim, const ActivationParams& a);
 
-// dx = dy * slope(y), y as bias_act_forward returned it.
+// dx = dy * slope(y) in y's layout, y as bias_act_forward returned it.
 at::Tensor bias_act_grad(const at::Tensor& dy, const at::Tensor& y, const ActivationParams& a);
 
 }  // namespace sg2::nn::kernels::host

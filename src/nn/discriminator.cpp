@@ -26,7 +26,8 @@ DiscriminatorBlock::DiscriminatorBlock(int64_t in_channels_, int64_t tmp_channel
     : in_channels(in_channels_),
       resolution(resolution_),
       architecture(d.architecture),
-      compute_type(d.precision.block_type(resolution_, d.img_resolution)) {
+      compute_type(d.precision.block_type(resolution_, d.img_resolution)),
+      precision(d.precision) {
   const auto lrelu = ops::Activation::LRelu;
   if (in_channels == 0 || architecture == Architecture::Skip) {
     fromrgb = register_module("fromrgb", std::make_shared<Conv2dLayer>(d.img_channels, tmp_channels, 1,
@@ -46,9 +47,10 @@ DiscriminatorBlock::DiscriminatorBlock(int64_t in_channels_, int64_t tmp_channel
 
 std::pair<at::Tensor, at::Tensor> DiscriminatorBlock::forward(at::Tensor x, at::Tensor img, bool force_fp32) {
   const at::ScalarType type = force_fp32 ? at::kFloat : compute_type;
-  if (x.defined()) x = x.to(type);
+  const at::MemoryFormat format = precision.block_memory_format(type);
+  if (x.defined()) x = x.to(type, /*non_blocking=*/false, /*copy=*/false, format);
   if (fromrgb) {
-    img = img.to(type);
+    img = img.to(type, /*non_blocking=*/false, /*copy=*/false, format);
     at::Tensor y = fromrgb->forward(img);
     x = x.defined() ? x + y : y;
     img = (architecture == Architecture::Skip) ? ops::downsample2d(img, resample_filter) : at::Tensor();
@@ -84,7 +86,7 @@ DiscriminatorEpilogue::DiscriminatorEpilogue(int64_t in_channels, int64_t cmap_d
 }
 
 at::Tensor DiscriminatorEpilogue::forward(const at::Tensor& x_in, const at::Tensor& img, const at::Tensor& cmap) {
-  at::Tensor x = x_in.to(at::kFloat);
+  at::Tensor x = x_in.to(at::kFloat, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous);
   if (fromrgb) x = x + fromrgb->forward(img.to(at::kFloat));
   if (mbstd_num_channels > 0) x = ops::minibatch_stddev(x, mbstd_group_size, mbstd_num_channels);
   x = conv->forward(x);             // [N, C, 4, 4]

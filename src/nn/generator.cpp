@@ -25,7 +25,8 @@ SynthesisBlock::SynthesisBlock(int64_t in_channels_, int64_t out_channels, int64
     : in_channels(in_channels_),
       resolution(resolution_),
       architecture(g.architecture),
-      compute_type(g.precision.block_type(resolution_, g.img_resolution)) {
+      compute_type(g.precision.block_type(resolution_, g.img_resolution)),
+      precision(g.precision) {
   if (in_channels == 0) const_input = register_parameter("const", at::randn({out_channels, resolution, resolution}));
   if (in_channels != 0) {
     conv0 = register_module("conv0", std::make_shared<SynthesisLayer>(in_channels, out_channels, g.w_dim, resolution,
@@ -56,27 +57,30 @@ std::pair<at::Tensor, at::Tensor> SynthesisBlock::forward(at::Tensor x, at::Tens
   int64_t w_index = 0;
   auto next_w = [&] { return ws.select(1, w_index++); };  // [N, w_dim]
   const at::ScalarType type = run.force_fp32 ? at::kFloat : compute_type;
+  const at::MemoryFormat format = precision.block_memory_format(type);
   SynthesisRun block_run = run;  // the reference fuses only in float32 or for a single sample
   block_run.fused_modconv = run.fused_modconv && (type == at::kFloat || ws.size(0) == 1);
 
   if (in_channels == 0) {
-    x = const_input.to(type).unsqueeze(0).repeat({ws.size(0), 1, 1, 1});  // [N, C, 4, 4]
+    x = const_input.to(type).unsqueeze(0).repeat({ws.size(0), 1, 1, 1}).contiguous(format);  // [N, C, 4, 4]
     x = conv1->forward(x, next_w(), block_run);
   } else if (architecture == Architecture::Resnet) {
-    x = x.to(type);
+    x = x.to(type, /*non_blocking=*/false, /*copy=*/false, format);
     at::Tensor y = skip->forward(x, std::sqrt(0.5));
     x = conv0->forward(x, next_w(), block_run);
     x = conv1->forward(x, next_w(), block_run, std::sqrt(0.5));
     x = y.add_(x);
   } else {
-    x = x.to(type);
+    x = x.to(type, /*non_blocking=*/false, /*copy=*/false, format);
     x = conv0->forward(x, next_w(), block_run);
     x = conv1->forward(x, next_w(), block_run);
   }
 
   if (img.defined()) img = ops::upsample2d(img, resample_filter);
   if (torgb) {
-    at::Tensor y = torgb->forward(x, next_w(), block_run.fused_modconv).to(at::kFloat);  // images stay float32
+    // Images stay float32 and contiguous.
+    at::Tensor y = torgb->forward(x, next_w(), block_run.fused_modconv)
+                       .to(at::kFloat, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous);
     img = img.defined() ? img.add_(y) : y;
   }
   return {x, img};

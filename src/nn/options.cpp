@@ -81,6 +81,22 @@ int64_t DiscriminatorOptions::channels_at(int64_t resolution) const {
   return channels(channel_base, channel_max, resolution);
 }
 
+ChannelsLast parse_channels_last(const std::string& name) {
+  if (name == "off") return ChannelsLast::Off;
+  if (name == "reduced") return ChannelsLast::Reduced;
+  if (name == "all") return ChannelsLast::All;
+  SG2_FAIL("unknown channels_last mode '{}' (expected off, reduced or all)", name);
+}
+
+std::string to_string(ChannelsLast mode) {
+  switch (mode) {
+    case ChannelsLast::Off: return "off";
+    case ChannelsLast::Reduced: return "reduced";
+    case ChannelsLast::All: return "all";
+  }
+  return "?";
+}
+
 int64_t MixedPrecision::lowest_reduced_resolution(int64_t img_resolution) const {
   if (num_fp16_res <= 0) return 0;
   int64_t lowest = img_resolution * 2;
@@ -93,11 +109,19 @@ at::ScalarType MixedPrecision::block_type(int64_t resolution, int64_t img_resolu
   return lowest > 0 && resolution >= lowest ? reduced_type : at::kFloat;
 }
 
+at::MemoryFormat MixedPrecision::block_memory_format(at::ScalarType type) const {
+  const bool nhwc = channels_last == ChannelsLast::All || (channels_last == ChannelsLast::Reduced && type != at::kFloat);
+  return nhwc ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+}
+
 std::string MixedPrecision::describe(int64_t img_resolution) const {
   const int64_t lowest = lowest_reduced_resolution(img_resolution);
-  if (lowest == 0 || lowest > img_resolution) return "float32";
+  const bool reduced = lowest > 0 && lowest <= img_resolution;
   const std::string type = reduced_type == at::kHalf ? "float16" : "bfloat16";
-  return fmt::format("{} from {}x{} up, float32 below", type, lowest, lowest);
+  const std::string types = reduced ? fmt::format("{} from {}x{} up, float32 below", type, lowest, lowest) : "float32";
+  if (channels_last == ChannelsLast::All) return types + ", channels_last";
+  if (channels_last == ChannelsLast::Reduced && reduced) return fmt::format("{}, channels_last in {}", types, type);
+  return types;
 }
 
 std::string MixedPrecision::overflow_warning(const char* net, int64_t img_resolution, double conv_clamp) const {

@@ -47,7 +47,8 @@ at::Tensor polyphase_stride2(const at::Tensor& x, const at::Tensor& w) {
     }
   }
   const at::Tensor stacked = at::stack(phases, 2).reshape({n, 4 * out_channels, grid_h, grid_w});
-  return at::pixel_shuffle(stacked, 2).narrow(2, 0, out_h).narrow(3, 0, out_w);  // [N, O, out_h, out_w]
+  const at::Tensor y = at::pixel_shuffle(stacked, 2).narrow(2, 0, out_h).narrow(3, 0, out_w);  // [N, O, out_h, out_w]
+  return keeps_channels_last(y, x);
 }
 
 }  // namespace

@@ -23,6 +23,11 @@ at::Tensor setup_filter(const std::vector<float>& taps) {
   return f / f.sum();
 }
 
+at::Tensor keeps_channels_last(const at::Tensor& y, const at::Tensor& x) {
+  const auto channels_last = at::MemoryFormat::ChannelsLast;
+  return x.suggest_memory_format() == channels_last ? y.contiguous(channels_last) : y;
+}
+
 at::Tensor upfirdn2d_reference(const at::Tensor& x_in, const at::Tensor& f_in, const FirParams& p) {
   SG2_CHECK(x_in.dim() == 4, "upfirdn2d expects x of shape [N, C, H, W], got {} dims", x_in.dim());
   SG2_CHECK(f_in.dim() == 2, "upfirdn2d expects a 2-D filter, got {} dims", f_in.dim());
@@ -47,8 +52,9 @@ at::Tensor upfirdn2d_reference(const at::Tensor& x_in, const at::Tensor& f_in, c
   const std::array<int64_t, 2> ones{1, 1}, zeros{0, 0};
   x = at::conv2d(x, weight, at::Tensor(), ones, zeros, ones, c);
 
-  // Downsample by keeping every down-th pixel.
-  return x.slice(2, 0, x.size(2), p.down).slice(3, 0, x.size(3), p.down);
+  // Downsample by keeping every down-th pixel; in x's layout, as the kernels.
+  x = x.slice(2, 0, x.size(2), p.down).slice(3, 0, x.size(3), p.down);
+  return keeps_channels_last(x, x_in);
 }
 
 at::Tensor upfirdn2d(const at::Tensor& x, const at::Tensor& f, const FirParams& p, Impl impl) {

@@ -180,7 +180,7 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x_in, const at::Tensor& f_in, con
   const PlaneJob job{x.data_ptr<float>(), channels, in_h, in_w, stride_n, stride_c, stride_y, y.data_ptr<float>(),
                      out_h, out_w, g, fh, fw, p, std::move(runs_x)};
   at::parallel_for(0, planes, 1, [&](int64_t begin, int64_t end) { run_planes(job, begin, end); });
-  return y;
+  return ops::keeps_channels_last(y, x_in);
 }
 
 }  // namespace sg2::nn::kernels::host

@@ -27,6 +27,10 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(run.mixed_precision, "Type of the G.num_fp16_res / D.num_fp16_res highest resolutions (auto: float16 on "
                                  "CUDA as the reference, off on the CPU; off: all float32)")
       .one_of({"auto", "float16", "bfloat16", "off"});
+  SG2_FIELD(run.channels_last, "Blocks whose activations are channels_last (NHWC) in memory, the tensor cores' layout: "
+                               "off (as the reference), reduced (those in run.mixed_precision's type, as the "
+                               "reference's fp16_channels_last), all")
+      .one_of({"off", "reduced", "all"});
   SG2_FIELD(run.image_snapshot_ticks, "Write a sample grid every N ticks (0: never)");
   SG2_FIELD(run.network_snapshot_ticks, "Write a snapshot every N ticks (0: only at the end)");
   SG2_FIELD(run.grid_w, "Sample grid columns (0: as the reference, 7680 / resolution clipped to 7-32)");

@@ -18,12 +18,13 @@ at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& d
 
 namespace {
 
-// The precision a run asks for: the config's num_fp16_res, in run.mixed_precision's type on this device.
-nn::MixedPrecision mixed_precision(const TrainConfig& c, const nn::MixedPrecision& asked, const at::Device& device) {
-  const at::ScalarType type = mixed_precision_type(c.run.mixed_precision, device);
+// The precision of a run in `type` (kFloat: all float32): the config's num_fp16_res, with
+// run.channels_last's layout.
+nn::MixedPrecision precision_in(const TrainConfig& c, const nn::MixedPrecision& asked, at::ScalarType type) {
   nn::MixedPrecision p;
   p.num_fp16_res = type == at::kFloat ? 0 : asked.num_fp16_res;
   if (type != at::kFloat) p.reduced_type = type;
+  p.channels_last = nn::parse_channels_last(c.run.channels_last);
   return p;
 }
 
@@ -35,15 +36,15 @@ Options options_for(const Options& asked, const TrainConfig& c, const data::Data
   options.c_dim = dataset.label_dim();
   options.img_resolution = dataset.resolution();
   options.img_channels = dataset.shape().channels;
-  options.precision = mixed_precision(c, asked.precision, device);
+  options.precision = precision_in(c, asked.precision, mixed_precision_type(c.run.mixed_precision, device));
   return options;
 }
 
 }  // namespace
 
 nn::MixedPrecision inference_precision(const TrainConfig& c, const at::Device& device) {
-  if (c.run.mixed_precision == "float16" && !device.is_cuda()) return {};
-  return mixed_precision(c, c.G.precision, device);
+  const bool unavailable = c.run.mixed_precision == "float16" && !device.is_cuda();
+  return precision_in(c, c.G.precision, unavailable ? at::kFloat : mixed_precision_type(c.run.mixed_precision, device));
 }
 
 std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& c) { return data::open_dataset(c.data); }

@@ -43,6 +43,7 @@ class SynthesisBlock : public torch::nn::Module {
   int64_t in_channels, resolution, num_conv = 0, num_torgb = 0;
   Architecture architecture;
   at::ScalarType compute_type;  // float32, or the reduced type of mixed precision
+  MixedPrecision precision;     // the network's (the layout of the block's activations)
   at::Tensor const_input;  // "const" [out, 4, 4] in the first block
   std::shared_ptr<SynthesisLayer> conv0, conv1;
   std::shared_ptr<ToRGBLayer> torgb;
@@ -82,6 +83,7 @@ class DiscriminatorBlock : public torch::nn::Module {
   int64_t in_channels, resolution;
   Architecture architecture;
   at::ScalarType compute_type;  // float32, or the reduced type of mixed precision
+  MixedPrecision precision;     // the network's (the layout of the block's activations)
   std::shared_ptr<Conv2dLayer> fromrgb, conv0, conv1, skip;
   at::Tensor resample_filter;  // buffer
 };

@@ -7,6 +7,7 @@
 #include "sg2/core/config_schema.h"
 #include "sg2/nn/activation.h"
 
+#include <c10/core/MemoryFormat.h>
 #include <c10/core/ScalarType.h>
 #include <nlohmann/json_fwd.hpp>
 
@@ -22,19 +23,30 @@ std::string to_string(Architecture arch);
 
 enum class NoiseMode { Random, Const, None };
 
+// Which blocks keep their activations channels_last (NHWC in memory), the layout of the tensor
+// cores' convolutions: none (the reference's default), those in the reduced type (the reference's
+// fp16_channels_last), or all of them. The weights stay as they are (cuDNN converts them); the
+// images, the mapping and D's epilogue stay contiguous.
+enum class ChannelsLast { Off, Reduced, All };
+ChannelsLast parse_channels_last(const std::string& name);  // off, reduced, all
+std::string to_string(ChannelsLast mode);
+
 // Mixed precision as the reference: the blocks at the num_fp16_res highest resolutions (never below
 // 8x8) compute in a reduced type (float16, or bfloat16), the others and the mapping in float32;
 // parameters and gradients stay float32. 0 keeps everything float32 (the parity path).
 struct MixedPrecision {
   int64_t num_fp16_res = 0;
   at::ScalarType reduced_type = at::kHalf;  // kHalf or kBFloat16
+  ChannelsLast channels_last = ChannelsLast::Off;
 
   // The lowest resolution that computes in the reduced type (0: none), as the reference's
   // fp16_resolution = max(2 ** (log2(img_resolution) + 1 - num_fp16_res), 8).
   int64_t lowest_reduced_resolution(int64_t img_resolution) const;
   // The type a block at `resolution` of a network of `img_resolution` computes in.
   at::ScalarType block_type(int64_t resolution, int64_t img_resolution) const;
-  // "float32", or e.g. "float16 from 32x32 up, float32 below".
+  // The layout of a block's activations when it computes in `type` (force_fp32 included).
+  at::MemoryFormat block_memory_format(at::ScalarType type) const;
+  // "float32", or e.g. "float16 from 32x32 up, float32 below", and ", channels_last ..." when set.
   std::string describe(int64_t img_resolution) const;
   // Why network `net`'s float16 blocks may overflow: they run with no activation clamp (conv_clamp
   // < 0), which the reference never does (its num_fp16_res comes with conv_clamp 256). "" when

@@ -15,6 +15,10 @@ namespace sg2::nn::ops {
 // Normalized 2-D FIR filter [k, k] from 1-D taps (outer product, sum 1), e.g. {1,3,3,1}.
 at::Tensor setup_filter(const std::vector<float>& taps);
 
+// y in channels_last when x is, else y itself: the ops' outputs keep a channels_last network so
+// (MixedPrecision::channels_last), whatever path computed them.
+at::Tensor keeps_channels_last(const at::Tensor& y, const at::Tensor& x);
+
 // Padding {x0, x1, y0, y1}; negative values crop.
 using Padding = std::array<int64_t, 4>;
 
@@ -27,7 +31,8 @@ struct FirParams {
 };
 
 // Upsample (zero insertion), pad, FIR filter, downsample (keep every `down`-th pixel).
-// x: [N, C, H, W], f: [k, k] -> [N, C, (H*up + py0 + py1 - k + 1) / down, ...]
+// x: [N, C, H, W], f: [k, k] -> [N, C, (H*up + py0 + py1 - k + 1) / down, ...], channels_last when
+// x is.
 at::Tensor upfirdn2d(const at::Tensor& x, const at::Tensor& f, const FirParams& p, Impl impl = default_impl());
 at::Tensor upfirdn2d_reference(const at::Tensor& x, const at::Tensor& f, const FirParams& p);
 

@@ -28,6 +28,7 @@ struct TrainConfig {
     bool allow_tf32 = false;             // TF32 in CUDA matmuls and cuDNN convs (the reference: off)
     bool cudnn_benchmark = true;         // cuDNN picks the fastest algorithm per shape (the reference: on)
     std::string mixed_precision = "auto";  // auto (float16 on CUDA, off on the CPU), float16, bfloat16, off
+    std::string channels_last = "off";   // activations NHWC in memory: off, reduced (blocks in float16/bfloat16), all
     int image_snapshot_ticks = 50;
     int network_snapshot_ticks = 50;
     int grid_w = 0;                      // sample grid columns; 0: as the reference (7680 / W, 7-32)

@@ -58,16 +58,39 @@ SG2_HOST_DEVICE TapSpan<Index> fir_tap_span(Index o, int taps, int down, int pad
   return span;
 }
 
-// Output element i of y [N, C, out_h, out_w] (row-major); load(offset) reads x at an element offset.
-// The taps are summed in row-major tap order, as the definition does.
-template <typename Index, typename Load>
-SG2_HOST_DEVICE float upfirdn2d_element(const FirLaunch& job, Index i, const Load& load) {
+// The coordinates of output element i in y's memory order.
+template <typename Index>
+struct OutputPosition {
+  Index n, c, oy, ox;
+};
+
+template <typename Index>
+SG2_HOST_DEVICE OutputPosition<Index> output_position(const FirLaunch& job, Index i) {
   const Index out_w = static_cast<Index>(job.out_w), out_h = static_cast<Index>(job.out_h);
   const Index channels = static_cast<Index>(job.channels);
-  const Index ox = i % out_w, rest = i / out_w;
-  const Index oy = rest % out_h, plane = rest / out_h;
-  const Index base = (plane / channels) * static_cast<Index>(job.stride_n) +
-                     (plane % channels) * static_cast<Index>(job.stride_c);
+  OutputPosition<Index> pos;
+  if (job.channels_last) {  // [N, out_h, out_w, C]
+    pos.c = i % channels;
+    const Index pixel = i / channels;
+    pos.ox = pixel % out_w;
+    pos.oy = (pixel / out_w) % out_h;
+    pos.n = pixel / out_w / out_h;
+  } else {  // [N, C, out_h, out_w]
+    pos.ox = i % out_w;
+    const Index rest = i / out_w;
+    pos.oy = rest % out_h;
+    pos.c = (rest / out_h) % channels;
+    pos.n = rest / out_h / channels;
+  }
+  return pos;
+}
+
+// Output element i of y in its memory order (output_position); load(offset) reads x at an element
+// offset. The taps are summed in row-major tap order, as the definition does.
+template <typename Index, typename Load>
+SG2_HOST_DEVICE float upfirdn2d_element(const FirLaunch& job, Index i, const Load& load) {
+  const auto [n, c, oy, ox] = output_position<Index>(job, i);
+  const Index base = n * static_cast<Index>(job.stride_n) + c * static_cast<Index>(job.stride_c);
   const TapSpan<Index> rows =
       fir_tap_span<Index>(oy, job.filter_h, job.down, job.pad_y0, job.up, static_cast<Index>(job.in_h));
   const TapSpan<Index> cols =

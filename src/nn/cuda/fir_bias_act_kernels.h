@@ -14,7 +14,8 @@ using kernels::ActivationParams;
 
 enum class ElementType { Float32, Float16, BFloat16 };
 
-// y [N, C, out_h, out_w] (contiguous) from x [N, C, in_h, in_w] (any strides, in elements):
+// y [N, C, out_h, out_w] (contiguous, or channels_last: NHWC in memory) from x [N, C, in_h, in_w]
+// (any strides, in elements):
 // y[oy, ox] = sum_{ky,kx} tap(ky, kx) * u[oy*down + ky - pad_y0, ox*down + kx - pad_x0], u = x
 // upsampled by zero insertion. tap = gain * f flipped (convolution) unless flip_filter.
 struct FirLaunch {
@@ -27,16 +28,18 @@ struct FirLaunch {
   int filter_h, filter_w;
   int up, down, pad_x0, pad_y0;
   bool flip_filter;
+  bool channels_last;  // y's layout: threads then run over the channels of a pixel, as x's reads do
   float gain;
 };
 void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream);
 
-// y = clamp(act(x + b[c]) * gain) over x viewed as [outer, channels, inner] (contiguous);
+// y = clamp(act(x + b[c]) * gain) over the memory of x and y seen as [outer, channels, inner]
+// (../channel_layout.h);
 // b: [channels] of the same type, or null.
 void launch_bias_act(const void* x, const void* b, void* y, int64_t numel, int64_t channels, int64_t inner,
                      const ActivationParams& a, ElementType type, void* stream);
 
-// dx = dy * slope(y): the gradient of bias_act through its output (all contiguous, numel each).
+// dx = dy * slope(y): the gradient of bias_act through its output (numel each, all in one layout).
 void launch_bias_act_grad(const void* dy, const void* y, void* dx, int64_t numel, const ActivationParams& a,
                           ElementType type, void* stream);
 

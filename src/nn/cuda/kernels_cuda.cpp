@@ -1,6 +1,7 @@
 // Tensor side of the CUDA kernels (see kernels_cuda.h).
 #include "kernels_cuda.h"
 
+#include "../channel_layout.h"
 #include "sg2/core/error.h"
 
 #include <ATen/cuda/CUDAContext.h>
@@ -34,7 +35,7 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
             c10::toString(x.scalar_type()), x.sizes());
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor filter = f.to(x.device(), at::kFloat).contiguous();
-  at::Tensor y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(at::MemoryFormat::Contiguous));
+  at::Tensor y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(fir_output_format(x)));
   cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);
   job.y = y.data_ptr();
   cuda::launch_upfirdn2d(job, element_type(x), current_stream());
@@ -45,27 +46,21 @@ at::Tensor bias_act_forward(const at::Tensor& x_in, const at::Tensor& b_in, int6
                             const cuda::ActivationParams& a) {
   SG2_CHECK(supported(x_in), "bias_act CUDA kernel: expected a CUDA tensor, got {}", c10::toString(x_in.scalar_type()));
   const c10::cuda::CUDAGuard guard(x_in.device());
-  const at::Tensor x = x_in.contiguous();
-  int64_t inner = 1;
-  for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
-  const int64_t channels = x.dim() > dim ? x.size(dim) : 1;
-  at::Tensor b;
-  if (b_in.defined()) {
-    SG2_CHECK(b_in.dim() == 1 && b_in.size(0) == channels, "bias_act: bias of shape {} does not match x {} at dim {}",
-              b_in.sizes(), x.sizes(), dim);
-    b = b_in.to(x.device(), x.scalar_type()).contiguous();
-  }
-  at::Tensor y = at::empty_like(x);
-  cuda::launch_bias_act(x.data_ptr(), b.defined() ? b.data_ptr() : nullptr, y.data_ptr(), x.numel(), channels, inner,
-                        a, element_type(x), current_stream());
+  const at::Tensor x = dense(x_in);
+  const ChannelLayout l = channel_layout(x, dim);
+  check_bias(b_in, x, dim, l);
+  const at::Tensor b = b_in.defined() ? b_in.to(x.device(), x.scalar_type()).contiguous() : at::Tensor();
+  at::Tensor y = at::empty_like(x);  // x's layout
+  cuda::launch_bias_act(x.data_ptr(), b.defined() ? b.data_ptr() : nullptr, y.data_ptr(), x.numel(), l.channels,
+                        l.inner, a, element_type(x), current_stream());
   return y;
 }
 
 at::Tensor bias_act_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const cuda::ActivationParams& a) {
   const c10::cuda::CUDAGuard guard(dy_in.device());
-  const at::Tensor y = y_in.contiguous(), dy = dy_in.to(y.scalar_type()).contiguous();
-  SG2_CHECK(supported(y) && dy.sizes() == y.sizes(), "bias_act_grad CUDA kernel: dy {} and y {} differ",
-            dy.sizes(), y.sizes());
+  SG2_CHECK(supported(y_in) && dy_in.sizes() == y_in.sizes(), "bias_act_grad CUDA kernel: dy {} and y {} differ",
+            dy_in.sizes(), y_in.sizes());
+  const at::Tensor y = dense(y_in), dy = laid_out_like(dy_in, y);
   at::Tensor dx = at::empty_like(y);
   cuda::launch_bias_act_grad(dy.data_ptr(), y.data_ptr(), dx.data_ptr(), y.numel(), a, element_type(y),
                              current_stream());

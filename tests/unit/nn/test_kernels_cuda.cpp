@@ -5,6 +5,7 @@
 // CUDA kernels (a CPU LibTorch), and run by the GPU kit (scripts/gpu/run.sh).
 #include "sg2/nn/kernels.h"
 #include "sg2/nn/ops.h"
+#include "channel_layout.h"
 #include "cuda/fir_bias_act_elements.h"
 #include "cuda/kernels_cuda.h"
 #include "nn_test_support.h"
@@ -31,13 +32,15 @@ using test::upfirdn2d_direct;
   at::globalContext().setAllowTF32CuDNN(false);                                             \
   at::globalContext().setAllowTF32CuBLAS(false)
 
-// Every output element of the kernel's arithmetic, computed on the host with Index offsets.
+// Every output element of the kernel's arithmetic, computed on the host with Index offsets, in the
+// output's memory order.
 template <typename Index>
 at::Tensor upfirdn2d_by_elements(const at::Tensor& x, const at::Tensor& f_in, const ops::FirParams& p) {
   const at::Tensor f = f_in.contiguous();
   const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
   const cuda::FirLaunch job = kernels::gpu::fir_launch(x, f, p, out_h, out_w);
-  at::Tensor y = at::empty({job.batch, job.channels, job.out_h, job.out_w});
+  at::Tensor y = at::empty({job.batch, job.channels, job.out_h, job.out_w},
+                           at::TensorOptions().memory_format(kernels::gpu::fir_output_format(x)));
   const float* px = x.data_ptr<float>();
   float* py = y.data_ptr<float>();
   for (Index i = 0; i < static_cast<Index>(y.numel()); ++i) {
@@ -61,7 +64,8 @@ TEST(CudaKernelArithmetic, Upfirdn2dElementsMatchTheDefinitionOnTheHost) {
   const at::Tensor x = at::randn({2, 3, 7, 6}), big = at::randn({2, 4, 12, 11});
   for (const at::Tensor& f : {ops::setup_filter({1, 3, 3, 1}), asymmetric_filter(), asymmetric_filter().slice(0, 1)}) {
     for (const auto& p : more_fir_cases()) {
-      for (const at::Tensor& view : {x, big.slice(1, 1, 3).slice(2, 2, 9), big.transpose(2, 3)}) {
+      for (const at::Tensor& view : {x, big.slice(1, 1, 3).slice(2, 2, 9), big.transpose(2, 3),
+                                     x.contiguous(at::MemoryFormat::ChannelsLast)}) {
         const at::Tensor expected = upfirdn2d_direct(view, f, p);
         EXPECT_LT(max_relative_error(upfirdn2d_by_elements<int64_t>(view, f, p), expected), 1e-6)
             << "up " << p.up << " down " << p.down << " view " << view.sizes() << " filter " << f.sizes();
@@ -122,28 +126,47 @@ TEST(CudaKernelArithmetic, LaunchesPastTwoToTheThirtyUse64BitIndices) {
   EXPECT_FALSE(cuda::fits_32bit_indices(int64_t{1} << 30));
 }
 
+TEST(CudaKernelArithmetic, ChannelsLastInputsGiveChannelsLastOutputsInThreadOrder) {
+  const at::Tensor f = ops::setup_filter({1, 3, 3, 1});
+  const ops::FirParams up{2, 1, {2, 1, 2, 1}, false, 4.0};
+  const at::Tensor x = at::empty({2, 3, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast);
+  const cuda::FirLaunch job = kernels::gpu::fir_launch(x, f, up, 8, 10);
+  EXPECT_TRUE(job.channels_last);
+  const auto first = cuda::output_position<int64_t>(job, 0), next = cuda::output_position<int64_t>(job, 1);
+  const auto row = cuda::output_position<int64_t>(job, 3 * 10), sample = cuda::output_position<int64_t>(job, 3 * 80);
+  EXPECT_EQ(std::vector<int64_t>({first.n, first.c, first.oy, first.ox}), std::vector<int64_t>({0, 0, 0, 0}));
+  EXPECT_EQ(std::vector<int64_t>({next.n, next.c, next.oy, next.ox}), std::vector<int64_t>({0, 1, 0, 0}));
+  EXPECT_EQ(std::vector<int64_t>({row.n, row.c, row.oy, row.ox}), std::vector<int64_t>({0, 0, 1, 0}));
+  EXPECT_EQ(std::vector<int64_t>({sample.n, sample.c, sample.oy, sample.ox}), std::vector<int64_t>({1, 0, 0, 0}));
+  EXPECT_FALSE(kernels::gpu::fir_launch(x.contiguous(), f, up, 8, 10).channels_last);
+}
+
+// In both layouts: the channel of each element of memory as the CUDA launch sees it (channel_layout).
 TEST(CudaKernelArithmetic, BiasActElementsMatchTheReferenceOnTheHost) {
   at::manual_seed(6);
-  const at::Tensor x = at::randn({3, 5, 4, 4}) * 2, b = at::randn({5});
-  for (const auto act : {ops::Activation::Linear, ops::Activation::Relu, ops::Activation::LRelu}) {
-    for (const double clamp : {-1.0, 0.5}) {
-      ops::BiasActParams p;
-      p.act = act;
-      p.clamp = clamp;
-      const cuda::ActivationParams a{static_cast<int>(act), static_cast<float>(ops::default_alpha(act)),
-                                     static_cast<float>(ops::default_gain(act)), static_cast<float>(clamp)};
-      const at::Tensor expected = ops::bias_act_reference(x, b, p);
-      at::Tensor y = at::empty_like(x), slope = at::empty_like(x);
-      for (int64_t i = 0; i < x.numel(); ++i) {
-        const float v = x.data_ptr<float>()[i] + b.data_ptr<float>()[cuda::bias_channel<int64_t>(i, 5, 16)];
-        y.data_ptr<float>()[i] = cuda::activate(v, a);
-        slope.data_ptr<float>()[i] = cuda::activation_slope(y.data_ptr<float>()[i], a);
+  const at::Tensor b = at::randn({5});
+  for (const at::Tensor& x : {at::randn({3, 5, 4, 4}) * 2, (at::randn({3, 5, 4, 4}) * 2).contiguous(at::MemoryFormat::ChannelsLast)}) {
+    const kernels::ChannelLayout l = kernels::channel_layout(x, 1);
+    for (const auto act : {ops::Activation::Linear, ops::Activation::Relu, ops::Activation::LRelu}) {
+      for (const double clamp : {-1.0, 0.5}) {
+        ops::BiasActParams p;
+        p.act = act;
+        p.clamp = clamp;
+        const cuda::ActivationParams a{static_cast<int>(act), static_cast<float>(ops::default_alpha(act)),
+                                       static_cast<float>(ops::default_gain(act)), static_cast<float>(clamp)};
+        const at::Tensor expected = ops::bias_act_reference(x, b, p);
+        at::Tensor y = at::empty_like(x), slope = at::empty_like(x);
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          const float v = x.data_ptr<float>()[i] + b.data_ptr<float>()[cuda::bias_channel<int64_t>(i, l.channels, l.inner)];
+          y.data_ptr<float>()[i] = cuda::activate(v, a);
+          slope.data_ptr<float>()[i] = cuda::activation_slope(y.data_ptr<float>()[i], a);
+        }
+        EXPECT_LT(max_relative_error(y, expected), 1e-6) << ops::to_string(act) << " clamp " << clamp << " " << x.strides();
+        // The slope is the reference's gradient of sum(y) with respect to x.
+        at::Tensor xr = x.clone().requires_grad_(true);
+        ops::bias_act_reference(xr, b, p).sum().backward();
+        EXPECT_LT(max_relative_error(slope, xr.grad()), 1e-6) << ops::to_string(act) << " clamp " << clamp;
       }
-      EXPECT_LT(max_relative_error(y, expected), 1e-6) << ops::to_string(act) << " clamp " << clamp;
-      // The slope is the reference's gradient of sum(y) with respect to x.
-      at::Tensor xr = x.clone().requires_grad_(true);
-      ops::bias_act_reference(xr, b, p).sum().backward();
-      EXPECT_LT(max_relative_error(slope, xr.grad()), 1e-6) << ops::to_string(act) << " clamp " << clamp;
     }
   }
 }
@@ -201,6 +224,30 @@ TEST(CudaKernels, BiasActMatchesTheReferenceInEveryActivationAndPrecision) {
         }
       }
     }
+  }
+}
+
+TEST(CudaKernels, ChannelsLastKeepsItsLayoutInEveryPrecision) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  at::manual_seed(9);
+  const auto channels_last = at::MemoryFormat::ChannelsLast;
+  const at::Tensor x = at::randn({2, 6, 7, 5}), b = at::randn({6}), f = asymmetric_filter();
+  ops::BiasActParams p;
+  p.act = ops::Activation::LRelu;
+  p.clamp = 1.0;
+  for (const Precision& precision : kPrecisions) {
+    const at::Tensor stored = x.to(precision.type), bias = b.to(precision.type);
+    const at::Tensor on_gpu = stored.cuda().contiguous(channels_last);
+    for (const auto& fir : fir_cases()) {
+      const at::Tensor y = kernels::upfirdn2d_forward(on_gpu, f.cuda(), fir);
+      EXPECT_TRUE(y.is_contiguous(channels_last));
+      EXPECT_LT(max_relative_error(y.cpu(), upfirdn2d_direct(stored, f, fir)), precision.tolerance)
+          << "up " << fir.up << " down " << fir.down << " " << c10::toString(precision.type);
+    }
+    const at::Tensor y = kernels::bias_act_forward(on_gpu, bias.cuda(), p);
+    EXPECT_TRUE(y.is_contiguous(channels_last));
+    const at::Tensor expected = ops::bias_act_reference(stored.to(at::kFloat), bias.to(at::kFloat), p);
+    EXPECT_LT(max_relative_error(y.cpu(), expected), precision.tolerance) << c10::toString(precision.type);
   }
 }
 

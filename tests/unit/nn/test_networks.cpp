@@ -66,10 +66,8 @@ TEST(MixedPrecision, Float16WithoutAClampIsWarnedAbout) {
   EXPECT_EQ((MixedPrecision{0, at::kHalf}.overflow_warning("D", 256, -1)), "");      // all float32
 }
 
-// bfloat16 (the reduced type LibTorch's CPU convolutions have) in the two highest resolutions of
-// both networks: float32 images and logits close to the float32 networks', float32 gradients, and
-// force_fp32 giving the float32 networks' outputs exactly.
-TEST(MixedPrecision, NetworksKeepFloat32InterfacesAndStayCloseToFloat32) {
+// A skip generator and a resnet discriminator of 32x32 with few channels.
+std::pair<GeneratorOptions, DiscriminatorOptions> small_networks() {
   GeneratorOptions g;
   g.z_dim = g.w_dim = 32;
   g.img_resolution = 32;
@@ -84,6 +82,14 @@ TEST(MixedPrecision, NetworksKeepFloat32InterfacesAndStayCloseToFloat32) {
   d.channel_base = 512;
   d.channel_max = 32;
   d.conv_clamp = 256;
+  return {g, d};
+}
+
+// bfloat16 (the reduced type LibTorch's CPU convolutions have) in the two highest resolutions of
+// both networks: float32 images and logits close to the float32 networks', float32 gradients, and
+// force_fp32 giving the float32 networks' outputs exactly.
+TEST(MixedPrecision, NetworksKeepFloat32InterfacesAndStayCloseToFloat32) {
+  auto [g, d] = small_networks();
   at::manual_seed(7);
   Generator G(g);
   Discriminator D(d);
@@ -121,6 +127,72 @@ TEST(MixedPrecision, NetworksKeepFloat32InterfacesAndStayCloseToFloat32) {
       EXPECT_TRUE(param.grad().isfinite().all().item<bool>());
     }
   }
+}
+
+// The layouts of the blocks' outputs, running the blocks one by one as the networks do.
+std::vector<at::MemoryFormat> block_layouts(Generator& G, Discriminator& D, const at::Tensor& z) {
+  auto layout = [](const at::Tensor& x) {
+    return x.is_contiguous(at::MemoryFormat::ChannelsLast) ? at::MemoryFormat::ChannelsLast
+                                                           : at::MemoryFormat::Contiguous;
+  };
+  SynthesisRun run;
+  run.noise_mode = NoiseMode::Const;
+  const at::Tensor ws = G.mapping->forward(z, at::Tensor(), {});
+  std::vector<at::MemoryFormat> layouts;
+  at::Tensor x, img;
+  int64_t w_index = 0;
+  for (auto& block : G.synthesis->blocks) {
+    std::tie(x, img) = block->forward(x, img, ws.narrow(1, w_index, block->num_conv + block->num_torgb), run);
+    w_index += block->num_conv;
+    layouts.push_back(layout(x));
+    EXPECT_TRUE(img.is_contiguous()) << "images stay contiguous";
+  }
+  x = at::Tensor();
+  for (auto& block : D.blocks) {
+    std::tie(x, img) = block->forward(x, img);
+    layouts.push_back(layout(x));
+  }
+  return layouts;
+}
+
+// run.channels_last: every block (all) or those in the reduced type (reduced) keep their
+// activations channels_last, the images and logits stay contiguous, and the networks compute the
+// same values and gradients in either layout.
+TEST(ChannelsLast, BlocksKeepTheirLayoutAndComputeTheSame) {
+  auto [g, d] = small_networks();
+  at::manual_seed(8);
+  Generator G(g);
+  Discriminator D(d);
+  g.precision.channels_last = d.precision.channels_last = ChannelsLast::All;
+  Generator G_nhwc(g);
+  Discriminator D_nhwc(d);
+  copy_state(G, G_nhwc);
+  copy_state(D, D_nhwc);
+  const at::Tensor z = at::randn({4, 32});
+  const auto nhwc = at::MemoryFormat::ChannelsLast, nchw = at::MemoryFormat::Contiguous;
+  EXPECT_EQ(block_layouts(G_nhwc, D_nhwc, z), std::vector<at::MemoryFormat>(7, nhwc));  // G b4-b32, D b32-b8
+  EXPECT_EQ(block_layouts(G, D, z), std::vector<at::MemoryFormat>(7, nchw));
+
+  SynthesisRun run;
+  run.noise_mode = NoiseMode::Const;
+  const at::Tensor img = G.forward(z, at::Tensor(), {}, run), img_nhwc = G_nhwc.forward(z, at::Tensor(), {}, run);
+  EXPECT_TRUE(img_nhwc.is_contiguous());
+  EXPECT_LT(relative_rms(img_nhwc, img), 1e-5);
+  D.forward(img, at::Tensor()).sum().backward();
+  D_nhwc.forward(img_nhwc, at::Tensor()).sum().backward();
+  for (const auto& [module, module_nhwc] : {std::pair<torch::nn::Module*, torch::nn::Module*>{&G, &G_nhwc}, {&D, &D_nhwc}}) {
+    const auto expected = module->named_parameters(), actual = module_nhwc->named_parameters();
+    for (const auto& param : expected) {
+      if (!param.value().grad().defined()) continue;
+      EXPECT_LT(relative_rms(actual[param.key()].grad(), param.value().grad()), 1e-4) << param.key();
+    }
+  }
+
+  g.precision = d.precision = MixedPrecision{2, at::kBFloat16, ChannelsLast::Reduced};  // b16 and b32
+  Generator G_mixed(g);
+  Discriminator D_mixed(d);
+  EXPECT_EQ(block_layouts(G_mixed, D_mixed, z), std::vector<at::MemoryFormat>({nchw, nchw, nhwc, nhwc, nhwc, nhwc, nchw}));
+  EXPECT_EQ(g.precision.describe(32), "bfloat16 from 16x16 up, float32 below, channels_last in bfloat16");
 }
 
 void expect_keys_match(const std::string& file) {

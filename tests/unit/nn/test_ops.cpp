@@ -170,6 +170,36 @@ TEST(Upfirdn2d, KernelReadsStridedViews) {
   EXPECT_LT(max_relative_error(kernels::upfirdn2d_forward(view, f, p), upfirdn2d_direct(view, f, p)), 1e-6);
 }
 
+// A channels_last network pays no transposes around the kernels: they keep the layout they are
+// given, in values and gradients, and compute what the reference computes.
+TEST(ChannelsLast, KernelsKeepTheLayoutAndMatchTheReference) {
+  at::manual_seed(8);
+  const auto channels_last = at::MemoryFormat::ChannelsLast;
+  const at::Tensor x0 = at::randn({2, 5, 6, 7}).contiguous(channels_last), b0 = at::randn({5});
+  const at::Tensor w = at::randn({2, 5, 6, 7});
+  ops::BiasActParams p;
+  p.act = ops::Activation::LRelu;
+  p.clamp = 0.9;
+  auto run = [&](ops::Impl impl) {
+    at::Tensor x = x0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+    at::Tensor y = ops::bias_act(x, b, p, impl);
+    const auto grads = torch::autograd::grad({(y.square() * w).sum()}, {x, b});
+    return std::vector<at::Tensor>{y.detach(), grads[0], grads[1]};
+  };
+  const auto kernel = run(ops::Impl::Fast), reference = run(ops::Impl::Reference);
+  EXPECT_TRUE(kernel[0].is_contiguous(channels_last));
+  EXPECT_TRUE(kernel[1].is_contiguous(channels_last));
+  for (size_t i = 0; i < kernel.size(); ++i) EXPECT_LT(max_relative_error(kernel[i], reference[i]), 1e-6) << i;
+
+  const at::Tensor f = asymmetric_filter();
+  for (const auto& fir : fir_cases()) {
+    const at::Tensor y = kernels::upfirdn2d_forward(x0, f, fir);
+    EXPECT_TRUE(y.is_contiguous(channels_last)) << "up " << fir.up << " down " << fir.down;
+    EXPECT_LT(max_relative_error(y, upfirdn2d_direct(x0, f, fir)), 1e-6) << "up " << fir.up << " down " << fir.down;
+  }
+  EXPECT_TRUE(kernels::upfirdn2d_forward(x0.contiguous(), f, fir_cases()[1]).is_contiguous());
+}
+
 TEST(TransposedConv, PolyphaseMatchesReferenceForwardAndBackward) {
   at::manual_seed(6);
   for (int64_t k : {1, 2, 3, 4}) {

@@ -145,6 +145,27 @@ TEST(TrainConfig, MixedPrecisionTypeFollowsTheModeAndDevice) {
             std::string::npos);
 }
 
+// run.channels_last reaches the precision of training and of inference (in float32 too, where the
+// device lacks the reduced type), and the networks' blocks read it per type.
+TEST(TrainConfig, ChannelsLastReachesTrainingAndInference) {
+  const at::Device cpu(at::kCPU);
+  TrainConfig c;
+  EXPECT_EQ(inference_precision(c, cpu).channels_last, nn::ChannelsLast::Off);  // the reference's default
+  train_schema().set(c, "run.channels_last", YAML::Node("reduced"), "--run.channels_last");
+  c.run.mixed_precision = "bfloat16";
+  c.G.precision.num_fp16_res = 2;
+  const nn::MixedPrecision p = inference_precision(c, cpu);
+  EXPECT_EQ(p.channels_last, nn::ChannelsLast::Reduced);
+  EXPECT_EQ(p.block_memory_format(p.block_type(256, 256)), at::MemoryFormat::ChannelsLast);
+  EXPECT_EQ(p.block_memory_format(p.block_type(64, 256)), at::MemoryFormat::Contiguous);
+  c.run.mixed_precision = "float16";  // a GPU run's config on the CPU: float32, in the layout asked for
+  c.run.channels_last = "all";
+  EXPECT_EQ(inference_precision(c, cpu).block_memory_format(at::kFloat), at::MemoryFormat::ChannelsLast);
+  const std::string message = test::error_message(
+      [&] { train_schema().set(c, "run.channels_last", YAML::Node("nhwc"), "--run.channels_last"); });
+  EXPECT_NE(message.find("off, reduced, all"), std::string::npos) << message;
+}
+
 TEST(TrainConfig, BatchWorldAndGroupsAreCheckedTogether) {
   TrainConfig c;
   c.train.batch = 32;

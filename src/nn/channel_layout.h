@@ -1,0 +1,44 @@
+#pragma once
+// How the kernels see a tensor's memory (bias_act_cpu.cpp, cuda/kernels_cuda.cpp): any dense layout,
+// contiguous or channels_last alike, kept from input to output, so that a channels_last network
+// pays no transposes around them.
+
+#include "sg2/core/error.h"
+
+#include <ATen/ATen.h>
+
+namespace sg2::nn::kernels {
+
+// x itself when its elements fill its memory without gaps or overlaps (any order of dimensions),
+// else a contiguous copy.
+inline at::Tensor dense(const at::Tensor& x) { return x.is_non_overlapping_and_dense() ? x : x.contiguous(); }
+
+// t with like's type and strides: itself when it has them, else a copy (like: dense).
+inline at::Tensor laid_out_like(const at::Tensor& t, const at::Tensor& like) {
+  SG2_CHECK(t.sizes() == like.sizes(), "expected a tensor of shape {}, got {}", like.sizes(), t.sizes());
+  if (t.scalar_type() == like.scalar_type() && t.strides() == like.strides()) return t;
+  return at::empty_like(like).copy_(t);
+}
+
+// A dense tensor's memory seen as [outer, channels, inner] around dimension `dim`: element i of
+// memory belongs to channel (i / inner) % channels. inner is dim's stride (the size of what is laid
+// out inside it: W*H when contiguous, 1 when channels_last).
+struct ChannelLayout {
+  int64_t outer = 0, channels = 1, inner = 1;
+};
+
+inline ChannelLayout channel_layout(const at::Tensor& x, int64_t dim) {
+  ChannelLayout l;
+  l.channels = dim < x.dim() ? x.size(dim) : 1;
+  l.inner = l.channels > 1 ? x.stride(dim) : 1;
+  l.outer = x.numel() == 0 ? 0 : x.numel() / (l.channels * l.inner);
+  return l;
+}
+
+// b: [channels] or undefined.
+inline void check_bias(const at::Tensor& b, const at::Tensor& x, int64_t dim, const ChannelLayout& l) {
+  SG2_CHECK(!b.defined() || (b.dim() == 1 && b.size(0) == l.channels),
+            "bias_act: bias of shape {} does not match x {} at dim {}", b.sizes(), x.sizes(), dim);
+}
+
+}  // namespace sg2::nn::kernels
