@@ -30,6 +30,15 @@ step() {  # step NAME COMMAND...: runs it, appends its output to the log, record
   echo "=== $name: exit $rc after $seconds s" >> "$log"
 }
 
+says() {  # says PATTERN COMMAND...: runs it; fails when it fails or never prints PATTERN
+  local pattern=$1 output rc=0
+  shift
+  output=$("$@" 2>&1) || rc=$?
+  printf '%s\n' "$output"
+  [ "$rc" -eq 0 ] || return "$rc"
+  grep -q -- "$pattern" <<< "$output" || { echo "says: no '$pattern' in the output of $1"; return 1; }
+}
+
 skip() {  # skip NAME REASON
   echo "| $1 | skipped | | $2 |" >> "$summary"
 }

@@ -71,8 +71,9 @@ mixed=(--config configs/fashion32.yaml --data.max_images 4096 --run.image_snapsh
        --run.device "$device" --run.mixed_precision "$precision" --G.num_fp16_res 2 --D.num_fp16_res 2
        --G.conv_clamp 256 --D.conv_clamp 256 --kimg "${kimg[0]}")
 step train_mixed_precision_batch_auto "$trainer" "${mixed[@]}" --outdir "$work/runs-mixed" --train.batch_gpu auto
-# The same with the reduced-precision blocks channels_last (run.channels_last reduced).
-step train_channels_last "$trainer" "${mixed[@]}" --outdir "$work/runs-nhwc" --run.channels_last reduced
+# The same with the reduced-precision blocks channels_last (run.channels_last reduced), as the log says.
+step train_channels_last says "channels_last in $precision" "$trainer" "${mixed[@]}" --outdir "$work/runs-nhwc" \
+    --run.channels_last reduced
 step one_copy_of_each_library check_single_library_copies "$build/bin/stylegan2_bench" comm --run.device "$device" \
     --max-bytes 1048576 --iters 2 --warmup 1
 if [ "$mode" = gpu ]; then

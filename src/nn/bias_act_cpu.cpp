@@ -12,6 +12,7 @@ at::Tensor bias_act_forward(const at::Tensor& x_in, const at::Tensor& b_in, int6
   const at::Tensor x = dense(x_in);
   const ChannelLayout l = channel_layout(x, dim);
   check_bias(b_in, x, dim, l);
+  if (x.numel() == 0) return at::empty_like(x);
   const at::Tensor b = b_in.defined() ? b_in.contiguous() : at::zeros({l.channels}, x.options());
   at::Tensor y = at::empty_like(x);  // x's layout
   const float* px = x.data_ptr<float>();

@@ -10,8 +10,10 @@
 namespace sg2::nn::kernels {
 
 // x itself when its elements fill its memory without gaps or overlaps (any order of dimensions),
-// else a contiguous copy.
-inline at::Tensor dense(const at::Tensor& x) { return x.is_non_overlapping_and_dense() ? x : x.contiguous(); }
+// else a copy that does, channels_last when x suggests it.
+inline at::Tensor dense(const at::Tensor& x) {
+  return x.is_non_overlapping_and_dense() ? x : x.contiguous(x.suggest_memory_format());
+}
 
 // t with like's type and strides: itself when it has them, else a copy (like: dense).
 inline at::Tensor laid_out_like(const at::Tensor& t, const at::Tensor& like) {

@@ -54,6 +54,12 @@ at::Tensor conv_upsampled(const at::Tensor& x, at::Tensor w, const at::Tensor& f
 
 }  // namespace
 
+at::Tensor weight_for(const at::Tensor& w, const at::Tensor& x) {
+  const bool channels_last = x.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
+  return w.to(x.scalar_type(), /*non_blocking=*/false, /*copy=*/false,
+              channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
+}
+
 at::Tensor conv2d_resample(const at::Tensor& x, const at::Tensor& w, const at::Tensor& f, ConvResampleParams p,
                            Impl impl) {
   SG2_CHECK(x.dim() == 4 && w.dim() == 4, "conv2d_resample expects 4-D x and w, got {} and {}", x.sizes(), w.sizes());
@@ -151,7 +157,7 @@ at::Tensor modulated_conv2d(const at::Tensor& x_in, const at::Tensor& weight_in,
 
   if (!p.fused) {  // scale activations before and after a shared-weight convolution
     at::Tensor x = x_in * styles.to(x_in.scalar_type()).reshape({batch, -1, 1, 1});
-    x = conv2d_resample(x, weight.to(x.scalar_type()), resample_filter, conv, impl);
+    x = conv2d_resample(x, weight_for(weight, x), resample_filter, conv, impl);
     if (p.demodulate && noise.defined()) {
       return at::addcmul(noise.to(x.scalar_type()), x, dcoefs.to(x.scalar_type()).reshape({batch, -1, 1, 1}));
     }

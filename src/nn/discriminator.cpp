@@ -87,7 +87,7 @@ DiscriminatorEpilogue::DiscriminatorEpilogue(int64_t in_channels, int64_t cmap_d
 
 at::Tensor DiscriminatorEpilogue::forward(const at::Tensor& x_in, const at::Tensor& img, const at::Tensor& cmap) {
   at::Tensor x = x_in.to(at::kFloat, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous);
-  if (fromrgb) x = x + fromrgb->forward(img.to(at::kFloat));
+  if (fromrgb) x = x + fromrgb->forward(img.to(at::kFloat, /*non_blocking=*/false, /*copy=*/false, at::MemoryFormat::Contiguous));
   if (mbstd_num_channels > 0) x = ops::minibatch_stddev(x, mbstd_group_size, mbstd_num_channels);
   x = conv->forward(x);             // [N, C, 4, 4]
   x = fc->forward(x.flatten(1));    // [N, C]

@@ -58,8 +58,11 @@ std::pair<at::Tensor, at::Tensor> SynthesisBlock::forward(at::Tensor x, at::Tens
   auto next_w = [&] { return ws.select(1, w_index++); };  // [N, w_dim]
   const at::ScalarType type = run.force_fp32 ? at::kFloat : compute_type;
   const at::MemoryFormat format = precision.block_memory_format(type);
-  SynthesisRun block_run = run;  // the reference fuses only in float32 or for a single sample
-  block_run.fused_modconv = run.fused_modconv && (type == at::kFloat || ws.size(0) == 1);
+  // The reference fuses only in float32 or for a single sample; folding a batch into the channels
+  // would also undo channels_last (a copy to NCHW and back in every block).
+  SynthesisRun block_run = run;
+  const bool nchw_float32 = type == at::kFloat && format == at::MemoryFormat::Contiguous;
+  block_run.fused_modconv = run.fused_modconv && (nchw_float32 || ws.size(0) == 1);
 
   if (in_channels == 0) {
     x = const_input.to(type).unsqueeze(0).repeat({ws.size(0), 1, 1, 1}).contiguous(format);  // [N, C, 4, 4]

@@ -51,7 +51,7 @@ at::Tensor Conv2dLayer::forward(const at::Tensor& x, double gain) {
   conv.down = options.down;
   conv.padding = {padding, padding, padding, padding};
   conv.flip_weight = (options.up == 1);
-  at::Tensor y = ops::conv2d_resample(x, w.to(x.scalar_type()), resample_filter, conv);
+  at::Tensor y = ops::conv2d_resample(x, ops::weight_for(w, x), resample_filter, conv);
 
   ops::BiasActParams p;
   p.act = options.activation;

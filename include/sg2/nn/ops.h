@@ -33,6 +33,10 @@ at::Tensor transposed_conv2d(const at::Tensor& x, const at::Tensor& w, int64_t s
 at::Tensor transposed_conv2d_reference(const at::Tensor& x, const at::Tensor& w, int64_t stride,
                                        std::array<int64_t, 2> padding, int64_t groups);
 
+// A convolution's weight w in x's type and layout: channels_last when x is, as cuDNN would convert
+// it for every pass; in the same copy as the type's where the type changes.
+at::Tensor weight_for(const at::Tensor& w, const at::Tensor& x);
+
 // 2-D convolution with optional up/downsampling through the FIR filter f (undefined = none).
 // x: [N, I*groups, H, W], w: [O, I, kh, kw] -> [N, O, H', W']
 at::Tensor conv2d_resample(const at::Tensor& x, const at::Tensor& w, const at::Tensor& f, ConvResampleParams p,

@@ -25,7 +25,7 @@ enum class NoiseMode { Random, Const, None };
 
 // Which blocks keep their activations channels_last (NHWC in memory), the layout of the tensor
 // cores' convolutions: none (the reference's default), those in the reduced type (the reference's
-// fp16_channels_last), or all of them. The weights stay as they are (cuDNN converts them); the
+// fp16_channels_last), or all of them. The weights follow their input (ops::weight_for); the
 // images, the mapping and D's epilogue stay contiguous.
 enum class ChannelsLast { Off, Reduced, All };
 ChannelsLast parse_channels_last(const std::string& name);  // off, reduced, all

@@ -89,8 +89,8 @@ SG2_HOST_DEVICE OutputPosition<Index> output_position(const FirLaunch& job, Inde
 // offset. The taps are summed in row-major tap order, as the definition does.
 template <typename Index, typename Load>
 SG2_HOST_DEVICE float upfirdn2d_element(const FirLaunch& job, Index i, const Load& load) {
-  const auto [n, c, oy, ox] = output_position<Index>(job, i);
-  const Index base = n * static_cast<Index>(job.stride_n) + c * static_cast<Index>(job.stride_c);
+  const auto [n, channel, oy, ox] = output_position<Index>(job, i);
+  const Index base = n * static_cast<Index>(job.stride_n) + channel * static_cast<Index>(job.stride_c);
   const TapSpan<Index> rows =
       fir_tap_span<Index>(oy, job.filter_h, job.down, job.pad_y0, job.up, static_cast<Index>(job.in_h));
   const TapSpan<Index> cols =

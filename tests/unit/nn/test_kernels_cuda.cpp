@@ -64,8 +64,9 @@ TEST(CudaKernelArithmetic, Upfirdn2dElementsMatchTheDefinitionOnTheHost) {
   const at::Tensor x = at::randn({2, 3, 7, 6}), big = at::randn({2, 4, 12, 11});
   for (const at::Tensor& f : {ops::setup_filter({1, 3, 3, 1}), asymmetric_filter(), asymmetric_filter().slice(0, 1)}) {
     for (const auto& p : more_fir_cases()) {
-      for (const at::Tensor& view : {x, big.slice(1, 1, 3).slice(2, 2, 9), big.transpose(2, 3),
-                                     x.contiguous(at::MemoryFormat::ChannelsLast)}) {
+      const auto channels_last = at::MemoryFormat::ChannelsLast;
+      for (const at::Tensor& view : {x, big.slice(1, 1, 3).slice(2, 2, 9), big.transpose(2, 3), x.contiguous(channels_last),
+                                     x.contiguous(channels_last).slice(2, 1, 6), big.slice(1, 0, 1).contiguous(channels_last)}) {
         const at::Tensor expected = upfirdn2d_direct(view, f, p);
         EXPECT_LT(max_relative_error(upfirdn2d_by_elements<int64_t>(view, f, p), expected), 1e-6)
             << "up " << p.up << " down " << p.down << " view " << view.sizes() << " filter " << f.sizes();
@@ -285,11 +286,14 @@ TEST(CudaKernels, DerivativesToSecondOrderMatchTheReferenceAtNetworkShapes) {
        }},
       {"bias_act lrelu clamp", [&](const at::Tensor& x) { return ops::bias_act(x, bias, lrelu); }},
   };
-  const at::Tensor x0 = at::randn({2, 8, 16, 16}).cuda();
-  for (const auto& [name, op] : cases) {
-    const auto kernel = derivatives(op, x0, ops::Impl::Fast), reference = derivatives(op, x0, ops::Impl::Reference);
-    for (size_t i = 0; i < kernel.size(); ++i) {
-      EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5) << name << ", derivative output " << i;
+  const at::Tensor nchw = at::randn({2, 8, 16, 16}).cuda();
+  for (const at::Tensor& x0 : {nchw, nchw.contiguous(at::MemoryFormat::ChannelsLast)}) {  // the gradients contiguous
+    for (const auto& [name, op] : cases) {
+      const auto kernel = derivatives(op, x0, ops::Impl::Fast), reference = derivatives(op, x0, ops::Impl::Reference);
+      for (size_t i = 0; i < kernel.size(); ++i) {
+        EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5)
+            << name << ", derivative output " << i << ", x strides " << x0.strides();
+      }
     }
   }
 }

@@ -6,7 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <torch/csrc/autograd/autograd.h>
+
 #include <fstream>
+#include <map>
 
 namespace sg2::nn {
 namespace {
@@ -130,13 +133,14 @@ TEST(MixedPrecision, NetworksKeepFloat32InterfacesAndStayCloseToFloat32) {
 }
 
 // The layouts of the blocks' outputs, running the blocks one by one as the networks do.
-std::vector<at::MemoryFormat> block_layouts(Generator& G, Discriminator& D, const at::Tensor& z) {
+std::vector<at::MemoryFormat> block_layouts(Generator& G, Discriminator& D, const at::Tensor& z, bool fused = false) {
   auto layout = [](const at::Tensor& x) {
     return x.is_contiguous(at::MemoryFormat::ChannelsLast) ? at::MemoryFormat::ChannelsLast
                                                            : at::MemoryFormat::Contiguous;
   };
   SynthesisRun run;
   run.noise_mode = NoiseMode::Const;
+  run.fused_modconv = fused;
   const at::Tensor ws = G.mapping->forward(z, at::Tensor(), {});
   std::vector<at::MemoryFormat> layouts;
   at::Tensor x, img;
@@ -155,11 +159,28 @@ std::vector<at::MemoryFormat> block_layouts(Generator& G, Discriminator& D, cons
   return layouts;
 }
 
+// R1 as training runs it: |d logits / d images|^2, back to D's parameters (the second derivatives
+// of every kernel). Returns D's parameter gradients by name.
+std::map<std::string, at::Tensor> r1_gradients(Discriminator& D, const at::Tensor& images) {
+  for (auto& param : D.parameters()) param.mutable_grad() = at::Tensor();
+  const at::Tensor reals = images.detach().requires_grad_(true);
+  const at::Tensor slopes = torch::autograd::grad({D.forward(reals, at::Tensor()).sum()}, {reals}, {}, true, true)[0];
+  slopes.square().sum().backward();
+  std::map<std::string, at::Tensor> grads;
+  for (const auto& param : D.named_parameters()) grads[param.key()] = param.value().grad();
+  return grads;
+}
+
+// Every block kind: a skip G with a resnet D, and a resnet G with a skip D.
+class ChannelsLastNetworks : public ::testing::TestWithParam<std::pair<Architecture, Architecture>> {};
+
 // run.channels_last: every block (all) or those in the reduced type (reduced) keep their
-// activations channels_last, the images and logits stay contiguous, and the networks compute the
-// same values and gradients in either layout.
-TEST(ChannelsLast, BlocksKeepTheirLayoutAndComputeTheSame) {
+// activations channels_last, fused modulated convolutions too, the images and logits stay
+// contiguous, and the networks compute the same values and first and second gradients in either
+// layout.
+TEST_P(ChannelsLastNetworks, BlocksKeepTheirLayoutAndComputeTheSame) {
   auto [g, d] = small_networks();
+  std::tie(g.architecture, d.architecture) = GetParam();
   at::manual_seed(8);
   Generator G(g);
   Discriminator D(d);
@@ -171,6 +192,7 @@ TEST(ChannelsLast, BlocksKeepTheirLayoutAndComputeTheSame) {
   const at::Tensor z = at::randn({4, 32});
   const auto nhwc = at::MemoryFormat::ChannelsLast, nchw = at::MemoryFormat::Contiguous;
   EXPECT_EQ(block_layouts(G_nhwc, D_nhwc, z), std::vector<at::MemoryFormat>(7, nhwc));  // G b4-b32, D b32-b8
+  EXPECT_EQ(block_layouts(G_nhwc, D_nhwc, z, /*fused=*/true), std::vector<at::MemoryFormat>(7, nhwc));
   EXPECT_EQ(block_layouts(G, D, z), std::vector<at::MemoryFormat>(7, nchw));
 
   SynthesisRun run;
@@ -180,12 +202,19 @@ TEST(ChannelsLast, BlocksKeepTheirLayoutAndComputeTheSame) {
   EXPECT_LT(relative_rms(img_nhwc, img), 1e-5);
   D.forward(img, at::Tensor()).sum().backward();
   D_nhwc.forward(img_nhwc, at::Tensor()).sum().backward();
-  for (const auto& [module, module_nhwc] : {std::pair<torch::nn::Module*, torch::nn::Module*>{&G, &G_nhwc}, {&D, &D_nhwc}}) {
-    const auto expected = module->named_parameters(), actual = module_nhwc->named_parameters();
-    for (const auto& param : expected) {
-      if (!param.value().grad().defined()) continue;
-      EXPECT_LT(relative_rms(actual[param.key()].grad(), param.value().grad()), 1e-4) << param.key();
+  const auto expected = G.named_parameters(), actual = G_nhwc.named_parameters();
+  for (const auto& param : expected) {
+    if (!param.value().grad().defined()) continue;
+    EXPECT_LT(relative_rms(actual[param.key()].grad(), param.value().grad()), 1e-4) << param.key();
+  }
+  auto r1 = r1_gradients(D, img), r1_nhwc = r1_gradients(D_nhwc, img);
+  for (const auto& [name, grad] : r1) {
+    if (!grad.defined()) continue;
+    if (grad.abs().max().item<double>() == 0) {  // biases after minibatch_stddev: piecewise linear in them
+      EXPECT_EQ(r1_nhwc[name].abs().max().item<double>(), 0) << "R1 gradient of " << name;
+      continue;
     }
+    EXPECT_LT(relative_rms(r1_nhwc[name], grad), 1e-4) << "R1 gradient of " << name;
   }
 
   g.precision = d.precision = MixedPrecision{2, at::kBFloat16, ChannelsLast::Reduced};  // b16 and b32
@@ -194,6 +223,10 @@ TEST(ChannelsLast, BlocksKeepTheirLayoutAndComputeTheSame) {
   EXPECT_EQ(block_layouts(G_mixed, D_mixed, z), std::vector<at::MemoryFormat>({nchw, nchw, nhwc, nhwc, nhwc, nhwc, nchw}));
   EXPECT_EQ(g.precision.describe(32), "bfloat16 from 16x16 up, float32 below, channels_last in bfloat16");
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryBlockKind, ChannelsLastNetworks,
+                         ::testing::Values(std::make_pair(Architecture::Skip, Architecture::Resnet),
+                                           std::make_pair(Architecture::Resnet, Architecture::Skip)));
 
 void expect_keys_match(const std::string& file) {
   if (!std::filesystem::exists(test::shared_dir())) GTEST_SKIP() << "no shared/ folder at " << test::shared_dir();

@@ -191,6 +191,15 @@ TEST(ChannelsLast, KernelsKeepTheLayoutAndMatchTheReference) {
   EXPECT_TRUE(kernel[1].is_contiguous(channels_last));
   for (size_t i = 0; i < kernel.size(); ++i) EXPECT_LT(max_relative_error(kernel[i], reference[i]), 1e-6) << i;
 
+  // Dense layouts that are neither (a transposed fully-connected activation, permuted planes): the
+  // channel of each element of memory comes from dim's stride.
+  for (const at::Tensor& x : {at::randn({5, 4}).t(), at::randn({6, 2, 5, 7}).permute({1, 2, 0, 3})}) {
+    const at::Tensor y = ops::bias_act(x, b0.narrow(0, 0, x.size(1)), p, ops::Impl::Fast);
+    EXPECT_EQ(y.strides(), x.strides());
+    EXPECT_LT(max_relative_error(y, ops::bias_act(x, b0.narrow(0, 0, x.size(1)), p, ops::Impl::Reference)), 1e-6)
+        << x.sizes() << " strides " << x.strides();
+  }
+
   const at::Tensor f = asymmetric_filter();
   for (const auto& fir : fir_cases()) {
     const at::Tensor y = kernels::upfirdn2d_forward(x0, f, fir);
