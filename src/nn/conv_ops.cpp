@@ -55,9 +55,7 @@ at::Tensor conv_upsampled(const at::Tensor& x, at::Tensor w, const at::Tensor& f
 }  // namespace
 
 at::Tensor weight_for(const at::Tensor& w, const at::Tensor& x) {
-  const bool channels_last = x.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
-  return w.to(x.scalar_type(), /*non_blocking=*/false, /*copy=*/false,
-              channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
+  return w.to(x.scalar_type(), /*non_blocking=*/false, /*copy=*/false, layout_of(x));
 }
 
 at::Tensor conv2d_resample(const at::Tensor& x, const at::Tensor& w, const at::Tensor& f, ConvResampleParams p,

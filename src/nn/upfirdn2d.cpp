@@ -23,9 +23,14 @@ at::Tensor setup_filter(const std::vector<float>& taps) {
   return f / f.sum();
 }
 
-at::Tensor keeps_channels_last(const at::Tensor& y, const at::Tensor& x) {
+at::MemoryFormat layout_of(const at::Tensor& x) {
   const auto channels_last = at::MemoryFormat::ChannelsLast;
-  return x.suggest_memory_format() == channels_last ? y.contiguous(channels_last) : y;
+  return x.suggest_memory_format() == channels_last ? channels_last : at::MemoryFormat::Contiguous;
+}
+
+at::Tensor keeps_channels_last(const at::Tensor& y, const at::Tensor& x) {
+  const at::MemoryFormat layout = layout_of(x);
+  return layout == at::MemoryFormat::ChannelsLast ? y.contiguous(layout) : y;
 }
 
 at::Tensor upfirdn2d_reference(const at::Tensor& x_in, const at::Tensor& f_in, const FirParams& p) {

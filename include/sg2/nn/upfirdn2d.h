@@ -15,8 +15,12 @@ namespace sg2::nn::ops {
 // Normalized 2-D FIR filter [k, k] from 1-D taps (outer product, sum 1), e.g. {1,3,3,1}.
 at::Tensor setup_filter(const std::vector<float>& taps);
 
-// y in channels_last when x is, else y itself: the ops' outputs keep a channels_last network so
-// (MixedPrecision::channels_last), whatever path computed them.
+// The layout an op keeps for x's outputs (MixedPrecision::channels_last): ChannelsLast when x is
+// channels_last, else Contiguous.
+at::MemoryFormat layout_of(const at::Tensor& x);
+
+// y in layout_of(x): itself when contiguous or already so, else a channels_last copy, whatever
+// path computed it.
 at::Tensor keeps_channels_last(const at::Tensor& y, const at::Tensor& x);
 
 // Padding {x0, x1, y0, y1}; negative values crop.

@@ -35,7 +35,7 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
             c10::toString(x.scalar_type()), x.sizes());
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor filter = f.to(x.device(), at::kFloat).contiguous();
-  at::Tensor y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(fir_output_format(x)));
+  at::Tensor y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(ops::layout_of(x)));
   cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);
   job.y = y.data_ptr();
   cuda::launch_upfirdn2d(job, element_type(x), current_stream());
@@ -58,9 +58,9 @@ at::Tensor bias_act_forward(const at::Tensor& x_in, const at::Tensor& b_in, int6
 
 at::Tensor bias_act_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const cuda::ActivationParams& a) {
   const c10::cuda::CUDAGuard guard(dy_in.device());
-  SG2_CHECK(supported(y_in) && dy_in.sizes() == y_in.sizes(), "bias_act_grad CUDA kernel: dy {} and y {} differ",
-            dy_in.sizes(), y_in.sizes());
-  const at::Tensor y = dense(y_in), dy = laid_out_like(dy_in, y);
+  SG2_CHECK(supported(y_in), "bias_act_grad CUDA kernel: expected a CUDA tensor, got {}",
+            c10::toString(y_in.scalar_type()));
+  const at::Tensor y = dense(y_in), dy = laid_out_like(dy_in, y);  // checks dy's shape
   at::Tensor dx = at::empty_like(y);
   cuda::launch_bias_act_grad(dy.data_ptr(), y.data_ptr(), dx.data_ptr(), y.numel(), a, element_type(y),
                              current_stream());

@@ -10,15 +10,8 @@
 
 namespace sg2::nn::kernels::gpu {
 
-// upfirdn2d's output layout: channels_last when x is (a channels_last network stays so), else
-// contiguous.
-inline at::MemoryFormat fir_output_format(const at::Tensor& x) {
-  return x.suggest_memory_format() == at::MemoryFormat::ChannelsLast ? at::MemoryFormat::ChannelsLast
-                                                                      : at::MemoryFormat::Contiguous;
-}
-
 // The launch description of upfirdn2d for x (any strides) and a float32 filter, in x's memory,
-// writing y in fir_output_format(x).
+// writing y in ops::layout_of(x).
 inline cuda::FirLaunch fir_launch(const at::Tensor& x, const at::Tensor& filter, const ops::FirParams& p,
                                   int64_t out_h, int64_t out_w) {
   cuda::FirLaunch job{};
@@ -41,7 +34,7 @@ inline cuda::FirLaunch fir_launch(const at::Tensor& x, const at::Tensor& filter,
   job.pad_x0 = static_cast<int>(p.padding[0]);
   job.pad_y0 = static_cast<int>(p.padding[2]);
   job.flip_filter = p.flip_filter;
-  job.channels_last = fir_output_format(x) == at::MemoryFormat::ChannelsLast;
+  job.channels_last = ops::layout_of(x) == at::MemoryFormat::ChannelsLast;
   job.gain = static_cast<float>(p.gain);
   return job;
 }
@@ -49,7 +42,7 @@ inline cuda::FirLaunch fir_launch(const at::Tensor& x, const at::Tensor& filter,
 // float32, float16 or bfloat16 on a CUDA device.
 bool supported(const at::Tensor& x);
 
-// x: [N, C, H, W] -> [N, C, out_h, out_w] in fir_output_format(x), x's dtype.
+// x: [N, C, H, W] -> [N, C, out_h, out_w] in ops::layout_of(x), x's dtype.
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
                              int64_t out_w);
 

@@ -40,7 +40,7 @@ at::Tensor upfirdn2d_by_elements(const at::Tensor& x, const at::Tensor& f_in, co
   const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
   const cuda::FirLaunch job = kernels::gpu::fir_launch(x, f, p, out_h, out_w);
   at::Tensor y = at::empty({job.batch, job.channels, job.out_h, job.out_w},
-                           at::TensorOptions().memory_format(kernels::gpu::fir_output_format(x)));
+                           at::TensorOptions().memory_format(ops::layout_of(x)));
   const float* px = x.data_ptr<float>();
   float* py = y.data_ptr<float>();
   for (Index i = 0; i < static_cast<Index>(y.numel()); ++i) {
