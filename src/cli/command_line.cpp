@@ -67,6 +67,17 @@ void check_config_same_on_every_rank(const TrainConfig& config, dist::Session& s
   dist::check_same_lines_on_every_rank(session.comm(), train_schema().to_key_value_lines(config), "the config");
 }
 
+namespace {
+
+// ", host synchronisation in a step: error", or why there is nothing to check; "" when off.
+std::string host_sync_check_note(const TrainConfig& c) {
+  if (c.run.host_sync_check == "off") return "";
+  if (!host_sync_check_available()) return ", no host synchronisation check (LibTorch without CUDA)";
+  return fmt::format(", host synchronisation in a step: {}", c.run.host_sync_check);
+}
+
+}  // namespace
+
 std::string apply_compute_settings(const TrainConfig& c, const dist::World& world) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   const int threads = c.run.threads > 0 ? c.run.threads : std::max(1, cores / std::max(world.local_size, 1));
@@ -75,8 +86,9 @@ std::string apply_compute_settings(const TrainConfig& c, const dist::World& worl
   at::globalContext().setAllowTF32CuBLAS(c.run.allow_tf32);
   at::globalContext().setAllowTF32CuDNN(c.run.allow_tf32);
   at::globalContext().setBenchmarkCuDNN(c.run.cudnn_benchmark);
-  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}, cuDNN benchmark {}", threads,
-                     cores, world.local_size, c.run.allow_tf32 ? "on" : "off", c.run.cudnn_benchmark ? "on" : "off");
+  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}, cuDNN benchmark {}{}", threads,
+                     cores, world.local_size, c.run.allow_tf32 ? "on" : "off", c.run.cudnn_benchmark ? "on" : "off",
+                     host_sync_check_note(c));
 }
 
 void TrainCommand::add_to(CLI::App& app) {

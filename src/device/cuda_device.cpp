@@ -4,12 +4,16 @@
 
 #include "sg2/core/error.h"
 
+#include <algorithm>
+#include <cstring>
+
 #if SG2_CUDA_RUNTIME
 #include <cuda_runtime_api.h>
 #endif
 #if SG2_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
@@ -103,6 +107,33 @@ void release_cached_device_memory(const at::Device& device) {
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
 }
 
+namespace {
+
+c10::cuda::SyncDebugMode sync_debug_mode(HostSyncCheck check) {
+  switch (check) {
+    case HostSyncCheck::Off: return c10::cuda::SyncDebugMode::L_DISABLED;
+    case HostSyncCheck::Warn: return c10::cuda::SyncDebugMode::L_WARN;
+    case HostSyncCheck::Error: return c10::cuda::SyncDebugMode::L_ERROR;
+  }
+  return c10::cuda::SyncDebugMode::L_DISABLED;
+}
+
+void set_host_sync_check(HostSyncCheck check) {
+  c10::cuda::warning_state().set_sync_debug_mode(sync_debug_mode(check));
+}
+
+}  // namespace
+
+bool host_sync_check_available() { return true; }
+
+HostSyncCheck current_host_sync_check() {
+  switch (c10::cuda::warning_state().get_sync_debug_mode()) {
+    case c10::cuda::SyncDebugMode::L_WARN: return HostSyncCheck::Warn;
+    case c10::cuda::SyncDebugMode::L_ERROR: return HostSyncCheck::Error;
+    default: return HostSyncCheck::Off;
+  }
+}
+
 #else
 
 void* current_cuda_stream(const at::Device& device) {
@@ -114,6 +145,45 @@ void reset_device_peak_memory(const at::Device&) {}
 double device_total_memory_gib(const at::Device&) { return 0.0; }
 void release_cached_device_memory(const at::Device&) {}
 
+namespace {
+void set_host_sync_check(HostSyncCheck) {}
+}  // namespace
+
+bool host_sync_check_available() { return false; }
+HostSyncCheck current_host_sync_check() { return HostSyncCheck::Off; }
+
 #endif
+
+HostSyncCheck parse_host_sync_check(const std::string& name) {
+  if (name == "off") return HostSyncCheck::Off;
+  if (name == "warn") return HostSyncCheck::Warn;
+  if (name == "error") return HostSyncCheck::Error;
+  SG2_FAIL("unknown host synchronisation check '{}': expected off, warn or error", name);
+}
+
+std::string to_string(HostSyncCheck check) {
+  switch (check) {
+    case HostSyncCheck::Off: return "off";
+    case HostSyncCheck::Warn: return "warn";
+    case HostSyncCheck::Error: return "error";
+  }
+  return "off";
+}
+
+HostSyncScope::HostSyncScope(HostSyncCheck check) {
+  if (check == HostSyncCheck::Off || !host_sync_check_available()) return;
+  previous_ = current_host_sync_check();
+  active_ = true;
+  set_host_sync_check(std::max(check, previous_));
+}
+
+HostSyncScope::~HostSyncScope() {
+  if (active_) set_host_sync_check(previous_);
+}
+
+// LibTorch's message (c10::cuda::warn_or_error_on_sync), the same in 1.x and 2.x.
+bool is_host_sync_error(const std::exception& e) {
+  return std::strstr(e.what(), "called a synchronizing CUDA operation") != nullptr;
+}
 
 }  // namespace sg2

@@ -31,6 +31,9 @@ config::Schema<TrainConfig> make_schema() {
                                "off (as the reference), reduced (those in run.mixed_precision's type, as the "
                                "reference's fp16_channels_last), all")
       .one_of({"off", "reduced", "all"});
+  SG2_FIELD(run.host_sync_check, "LibTorch ops that make the host wait for the GPU inside a training step (.item(), "
+                                 "blocking copies, synchronizes), and batches in pageable memory: off, warn, error")
+      .one_of({"off", "warn", "error"});
   SG2_FIELD(run.image_snapshot_ticks, "Write a sample grid every N ticks (0: never)");
   SG2_FIELD(run.network_snapshot_ticks, "Write a snapshot every N ticks (0: only at the end)");
   SG2_FIELD(run.grid_w, "Sample grid columns (0: as the reference, 7680 / resolution clipped to 7-32)");

@@ -4,6 +4,7 @@
 #include "sg2/core/rng.h"
 
 #include <ATen/core/Generator.h>
+#include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 
 namespace sg2::train {
@@ -82,6 +83,7 @@ std::unique_ptr<dist::Communicator> local_if_missing(dist::Communicator* comm, c
 Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset> dataset, const at::Device& device,
                  dist::Communicator* comm)
     : config_(config),
+      host_sync_check_(parse_host_sync_check(config.run.host_sync_check)),
       dataset_(std::move(dataset)),
       device_(device),
       owned_comm_(local_if_missing(comm, device)),
@@ -210,20 +212,23 @@ void Trainer::average_running_means() {
 }
 
 StepInputs Trainer::prepare_inputs() {
-  const int64_t per_round = batch_per_round(config_, comm_->size());
-  const int64_t local_batch = config_.train.batch / comm_->size();
-  data::Batch batch = loader_.get(progress_.batch_idx);
-  stats_.report_scalar("Timing/data_wait_sec", loader_.last_wait_seconds());  // time training waited for data
   StepInputs in;
-  // uint8 over the bus, float here; from page-locked memory on CUDA, so the copies do not wait.
-  at::Tensor real = batch.images.to(device_, /*non_blocking=*/true).to(at::kFloat) / 127.5 - 1;
-  in.real_img = real.split(per_round);
-  in.real_c = batch.labels.to(device_, /*non_blocking=*/true).split(per_round);
-  for (size_t i = 0; i < phases_.size(); ++i) {
-    auto [z, c] = draw_latents(i, local_batch);
-    in.gen_z.push_back(z.split(per_round));
-    in.gen_c.push_back(c.split(per_round));
-  }
+  without_host_sync("preparing the step's inputs", [&] {
+    const int64_t per_round = batch_per_round(config_, comm_->size());
+    const int64_t local_batch = config_.train.batch / comm_->size();
+    data::Batch batch = loader_.get(progress_.batch_idx);
+    stats_.report_scalar("Timing/data_wait_sec", loader_.last_wait_seconds());  // time training waited for data
+    check_batch_is_pinned(batch);
+    // uint8 over the bus, float here; from page-locked memory on CUDA, so the copies do not wait.
+    at::Tensor real = batch.images.to(device_, /*non_blocking=*/true).to(at::kFloat) / 127.5 - 1;
+    in.real_img = real.split(per_round);
+    in.real_c = batch.labels.to(device_, /*non_blocking=*/true).split(per_round);
+    for (size_t i = 0; i < phases_.size(); ++i) {
+      auto [z, c] = draw_latents(i, local_batch);
+      in.gen_z.push_back(z.split(per_round));
+      in.gen_c.push_back(c.split(per_round));
+    }
+  });
   return in;
 }
 
@@ -231,34 +236,36 @@ StepInputs Trainer::prepare_inputs() {
 // gradient over every pass of the global batch in .grad.
 void Trainer::run_phase(size_t phase_index, const StepInputs& in) {
   const TrainingPhase& phase = phases_.at(phase_index);
-  torch::nn::Module& module = phase.trains_G ? static_cast<torch::nn::Module&>(*G_) : *D_;
-  Adam& opt = phase.trains_G ? *G_opt_ : *D_opt_;
-  dist::GradientReducer& reducer = phase.trains_G ? *G_reducer_ : *D_reducer_;
-  const auto rounds = static_cast<int64_t>(in.real_img.size());
-  opt.zero_grad();
-  set_requires_grad(module, true);
-  for (int64_t round = 0; round < rounds; ++round) {
-    if (round == rounds - 1) reducer.prepare_for_final_backward();
-    RoundInputs r{in.real_img[round], in.real_c[round], in.gen_z[phase_index][round], in.gen_c[phase_index][round]};
-    at::Generator pass_rng = step_rng_;
-    if (global_rng()) {  // keyed by the pass's place in the global batch, not by the rank
-      const auto global_pass = static_cast<uint64_t>(comm_->rank() * rounds + round);
-      pass_rng = keyed_rng({static_cast<uint64_t>(config_.train.seed), kPassStream,
-                                        static_cast<uint64_t>(progress_.batch_idx), phase_index, global_pass});
+  without_host_sync(phase.name, [&] {
+    torch::nn::Module& module = phase.trains_G ? static_cast<torch::nn::Module&>(*G_) : *D_;
+    Adam& opt = phase.trains_G ? *G_opt_ : *D_opt_;
+    dist::GradientReducer& reducer = phase.trains_G ? *G_reducer_ : *D_reducer_;
+    const auto rounds = static_cast<int64_t>(in.real_img.size());
+    opt.zero_grad();
+    set_requires_grad(module, true);
+    for (int64_t round = 0; round < rounds; ++round) {
+      if (round == rounds - 1) reducer.prepare_for_final_backward();
+      RoundInputs r{in.real_img[round], in.real_c[round], in.gen_z[phase_index][round], in.gen_c[phase_index][round]};
+      at::Generator pass_rng = step_rng_;
+      if (global_rng()) {  // keyed by the pass's place in the global batch, not by the rank
+        const auto global_pass = static_cast<uint64_t>(comm_->rank() * rounds + round);
+        pass_rng = keyed_rng({static_cast<uint64_t>(config_.train.seed), kPassStream,
+                              static_cast<uint64_t>(progress_.batch_idx), phase_index, global_pass});
+      }
+      loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), pass_rng, stats_);
     }
-    loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), pass_rng, stats_);
-  }
-  set_requires_grad(module, false);
-  reducer.finish(static_cast<double>(rounds * comm_->size()));
-  sanitize_gradients(nn::named_parameters(module));
-  opt.step();
-  if (global_rng()) apply_deferred_running_means();
+    set_requires_grad(module, false);
+    reducer.finish(static_cast<double>(rounds * comm_->size()));
+    sanitize_gradients(nn::named_parameters(module));
+    opt.step();
+    if (global_rng()) apply_deferred_running_means();
+  });
 }
 
 void Trainer::update_generator_ema() {
   const double beta =
       ema_beta(config_.train.batch, config_.train.ema_kimg, config_.train.ema_rampup, progress_.cur_nimg);
-  update_ema(*G_ema_, *G_, beta);
+  without_host_sync("the G_ema update", [&] { update_ema(*G_ema_, *G_, beta); });
 }
 
 void Trainer::step() {
@@ -266,10 +273,39 @@ void Trainer::step() {
   for (size_t i = 0; i < phases_.size(); ++i) {
     if (progress_.batch_idx % phases_[i].interval == 0) run_phase(i, inputs);
   }
-  if (!global_rng()) average_running_means();
+  if (!global_rng()) without_host_sync("averaging w_avg and pl_mean", [&] { average_running_means(); });
   update_generator_ema();
   progress_.cur_nimg += config_.train.batch;
   progress_.batch_idx += 1;
+}
+
+// LibTorch's error for a host synchronisation says neither where nor what to do; this one does.
+void Trainer::without_host_sync(const std::string& what, const std::function<void()>& part) {
+  const HostSyncScope scope(host_sync_check_);
+  try {
+    part();
+  } catch (const std::exception& e) {
+    if (!is_host_sync_error(e)) throw;
+    const std::string detail = e.what();
+    const size_t stack = detail.find('\n');
+    SG2_FAIL("{} made the host wait for {} (run.host_sync_check = error): an op such as .item(), a blocking copy "
+             "between host and device, nonzero or a synchronize; TORCH_SHOW_CPP_STACKTRACES=1 shows its stack{}",
+             what, device_.str(), stack == std::string::npos ? "" : detail.substr(stack));
+  }
+}
+
+// A batch in pageable memory is copied to the GPU through a staging buffer while the host waits,
+// which run.host_sync_check counts as a host synchronisation (LibTorch's check does not see it).
+void Trainer::check_batch_is_pinned(const data::Batch& batch) const {
+  if (host_sync_check_ == HostSyncCheck::Off || !device_.is_cuda()) return;
+  for (const auto& [name, tensor] : {std::pair{"images", batch.images}, std::pair{"labels", batch.labels}}) {
+    if (tensor.numel() == 0 || tensor.is_pinned()) continue;
+    const std::string message = fmt::format("the batch's {} are in pageable host memory: their copy to {} waits for "
+                                            "the host (run.host_sync_check = {})",
+                                            name, device_.str(), to_string(host_sync_check_));
+    SG2_CHECK(host_sync_check_ != HostSyncCheck::Error, "{}", message);
+    spdlog::warn(message);
+  }
 }
 
 }  // namespace sg2::train

@@ -37,4 +37,35 @@ double device_total_memory_gib(const at::Device& device);
 // Hands the caching allocator's free blocks back to the device (after a probe that filled it).
 void release_cached_device_memory(const at::Device& device);
 
+// run.host_sync_check: LibTorch's check for ops that make the host wait for a CUDA device (its sync
+// debug mode; torch.cuda.set_sync_debug_mode in Python): .item(), blocking copies between host and
+// device, nonzero, stream and device synchronisation. Off; Warn: LibTorch warns at every such call;
+// Error: the call throws (is_host_sync_error). Raw CUDA runtime calls are not seen.
+enum class HostSyncCheck { Off, Warn, Error };
+HostSyncCheck parse_host_sync_check(const std::string& name);  // off, warn, error
+std::string to_string(HostSyncCheck check);
+
+// Whether this build can check: LibTorch has CUDA (without it no op can wait for a CUDA device).
+bool host_sync_check_available();
+// The check in force now (Off where it is not available).
+HostSyncCheck current_host_sync_check();
+
+// Sets the check for its lifetime and then restores the one before. LibTorch's setting is
+// process-wide, so it covers the autograd engine's device threads too. Does nothing where the check
+// is not available, or for Off (a scope inside an Error scope does not lift it).
+class HostSyncScope {
+ public:
+  explicit HostSyncScope(HostSyncCheck check);
+  ~HostSyncScope();
+  HostSyncScope(const HostSyncScope&) = delete;
+  HostSyncScope& operator=(const HostSyncScope&) = delete;
+
+ private:
+  bool active_ = false;
+  HostSyncCheck previous_ = HostSyncCheck::Off;
+};
+
+// Whether `e` is the error LibTorch throws under HostSyncCheck::Error.
+bool is_host_sync_error(const std::exception& e);
+
 }  // namespace sg2

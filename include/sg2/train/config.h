@@ -29,6 +29,7 @@ struct TrainConfig {
     bool cudnn_benchmark = true;         // cuDNN picks the fastest algorithm per shape (the reference: on)
     std::string mixed_precision = "auto";  // auto (float16 on CUDA, off on the CPU), float16, bfloat16, off
     std::string channels_last = "off";   // activations NHWC in memory: off, reduced (blocks in float16/bfloat16), all
+    std::string host_sync_check = "off";  // LibTorch ops that make the host wait for the GPU inside a step: off, warn, error
     int image_snapshot_ticks = 50;
     int network_snapshot_ticks = 50;
     int grid_w = 0;                      // sample grid columns; 0: as the reference (7680 / W, 7-32)

@@ -4,6 +4,7 @@
 // loader and the step randomness. The tick loop, logs and files live in training_loop.h.
 
 #include "sg2/data/prefetch_loader.h"
+#include "sg2/device/cuda_device.h"
 #include "sg2/dist/communicator.h"
 #include "sg2/dist/consistency.h"
 #include "sg2/dist/reducer.h"
@@ -14,6 +15,7 @@
 #include "sg2/train/stats.h"
 #include "sg2/train/training_state.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -47,7 +49,7 @@ class Trainer {
   // One step: every phase due at this batch index, then the EMA update and the counters.
   void step();
 
-  // The pieces of step(), for benchmarks and tests.
+  // The pieces of step(), for benchmarks and tests. Each runs under run.host_sync_check.
   StepInputs prepare_inputs();
   void run_phase(size_t phase_index, const StepInputs& inputs);
   void update_generator_ema();
@@ -86,8 +88,12 @@ class Trainer {
   std::pair<at::Tensor, at::Tensor> draw_latents(size_t phase_index, int64_t local_batch);  // z [b, z], c [b, c]
   void average_running_means();         // dist.rng = rank, once per step
   void apply_deferred_running_means();  // dist.rng = global, once per phase
+  // Runs `part` of a step under run.host_sync_check; its error names `what`.
+  void without_host_sync(const std::string& what, const std::function<void()>& part);
+  void check_batch_is_pinned(const data::Batch& batch) const;
 
   TrainConfig config_;
+  HostSyncCheck host_sync_check_;
   std::shared_ptr<const data::Dataset> dataset_;
   at::Device device_;
   std::unique_ptr<dist::Communicator> owned_comm_;  // the Local one when none was given
