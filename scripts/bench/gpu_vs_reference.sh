@@ -4,13 +4,14 @@
 # rounds of 4) and paper256 (batch 64 in rounds of 8), each timed by
 #   - scripts/bench/reference_bench.py: the reference's own networks and loss, at its defaults
 #     (num_fp16_res 4, conv_clamp 256, batch_gpu = batch / 8, cuDNN benchmark on, TF32 off);
-#   - stylegan2_bench with the same precision and rounds, with train.batch_gpu auto, and with the
-#     float16 blocks channels_last (run.channels_last reduced).
+#   - stylegan2_bench with the same precision and rounds, with train.batch_gpu auto, and each of
+#     those with the float16 blocks channels_last (run.channels_last reduced).
 # Prints every table and a summary of img/s, s/kimg, peak memory and ratios into
 # $OUT/gpu_vs_reference.log and .md (default gpu-results/). Needs .gpu-kit (scripts/gpu/prepare.sh): its
 # stylegan2-ada-pytorch checkout, and its prebuilt binaries or packages for a build into BUILD_DIR
 # where that has none (a fresh machine).
 #   scripts/bench/gpu_vs_reference.sh [BUILD_DIR] [REFERENCE_DIR]
+#   SG2_BENCH_PRESETS=config-f scripts/bench/gpu_vs_reference.sh   # one preset per call
 #   scripts/bench/gpu_vs_reference.sh --cpu-dry-run     # the same runs on the CPU, tiny and short
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,10 +35,17 @@ fi
 [ -x "$bench" ] || { echo "gpu_vs_reference: no $bench (build first: scripts/gpu/run.sh)" >&2; exit 1; }
 
 # preset | extra flags of ours (the reference's settings) | the reference's batch_gpu
-cases=(
+all_cases=(
   "config-f|--G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256|4"
   "paper256||8"
 )
+# SG2_BENCH_PRESETS="config-f" (or paper256) times one preset: a device call is 10 minutes at most.
+presets=${SG2_BENCH_PRESETS:-config-f paper256}
+cases=()
+for case in "${all_cases[@]}"; do
+  [[ " $presets " == *" ${case%%|*} "* ]] && cases+=("$case")
+done
+[ "${#cases[@]}" -gt 0 ] || { echo "gpu_vs_reference: no preset among '$presets' (config-f, paper256)" >&2; exit 2; }
 # --device-kernels: one more cycle under the Kineto profiler, after the timed ones: GPU time by kernel
 # and how busy the GPU is (the numbers to tune by next).
 common=(--data synthetic --data.resolution 256 --data.channels 3 --run.device "$device" --no-op-families
@@ -85,12 +93,16 @@ for case in "${cases[@]}"; do
   timed "$cases_dir/$preset-reference.txt" "$python" scripts/bench/reference_bench.py --ref "$ref" --config "$config" \
       "${ref_common[@]}" --conv-clamp 256 "${ref_extra[@]}"
   ref_rate=$(field "$cases_dir/$preset-reference.txt" 2)
-  echo "| $preset | stylegan2-ada-pytorch | ${ref_extra[1]} | $ref_rate | $(field "$cases_dir/$preset-reference.txt" 4) |" \
+  ref_label=stylegan2-ada-pytorch  # its CUDA plugins, or its slow fallback ops (not its real speed)
+  grep -q "fell back to reference ops" "$cases_dir/$preset-reference.txt" && ref_label="$ref_label (plugins fell back)"
+  echo "| $preset | $ref_label | ${ref_extra[1]} | $ref_rate | $(field "$cases_dir/$preset-reference.txt" 4) |" \
        "$(field "$cases_dir/$preset-reference.txt" 9) | 1.00 |" >> "$summary"
   # Ours: the reference's per-round batch, the probed one, and the reference's with the float16
   # blocks channels_last (run.channels_last reduced, which the reference has as fp16_channels_last,
   # off by default and in its timed run; the dry run's float32 blocks need all).
-  for variant in "${ref_extra[1]}|off" "auto|off" "${ref_extra[1]}|$nhwc"; do
+  # The last variant, the probed batch channels_last, is the one most likely fastest (issue 13's
+  # 5 s/kimg for config-f).
+  for variant in "${ref_extra[1]}|off" "auto|off" "${ref_extra[1]}|$nhwc" "auto|$nhwc"; do
     IFS='|' read -r batch_gpu layout <<< "$variant"
     name="$preset-ours-$batch_gpu"
     label="stylegan2-cpp"

@@ -42,6 +42,24 @@ def load_config(path):
         batch_gpu=get('train', 'batch_gpu', 0), ema_kimg=get('train', 'ema_kimg', 10.0))
 
 
+def register_plugins_by_name():
+    """The reference's custom_ops.get_plugin builds its CUDA plugins (upfirdn2d, bias_act) with
+    torch.utils.cpp_extension.load, then imports them by name. PyTorch of its time registered the
+    module it loaded under that name; later ones (the 2.x of the GPU machines) only return it, so the
+    import fails and the reference silently runs its slow fallback ops (stylegan2-ada-pytorch issue
+    97). Registering the returned module, as older PyTorch did, lets the reference's own plugins load;
+    its code is unchanged."""
+    import torch.utils.cpp_extension as cpp_extension
+    load = cpp_extension.load
+
+    def load_and_register(name, *args, **kwargs):
+        module = load(name, *args, **kwargs)
+        sys.modules.setdefault(name, module)
+        return module
+
+    cpp_extension.load = load_and_register
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--ref', required=True, help='stylegan2-ada-pytorch checkout')
@@ -60,6 +78,7 @@ def main():
     parser.add_argument('--conv-clamp', type=float, default=None, help="conv_clamp (default: the config's; < 0: none)")
     args = parser.parse_args()
     sys.path.insert(0, args.ref)
+    register_plugins_by_name()
     from training.networks import Generator, Discriminator  # noqa: E402 (from the reference checkout)
     from training.loss import StyleGAN2Loss  # noqa: E402
     from torch_utils.ops import bias_act, conv2d_gradfix, upfirdn2d  # noqa: E402

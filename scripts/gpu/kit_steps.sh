@@ -158,17 +158,19 @@ ensure_build() {  # ensure_build BUILD_DIR
 }
 
 # Every ctest test but the Slurm one in a build tree. With prebuilt binaries (no build tree): the
-# test binaries with CUDA tests, the multi-rank one as a world of one (the kit's other test
-# binaries are the very ones CI runs on a CPU).
+# test binaries with CUDA tests, the multi-rank one as a world of one, and of test_train its GPU
+# test (the kit's other tests are the very ones CI runs on a CPU).
 run_cpu_suite() {  # run_cpu_suite BUILD_DIR
-  local build=$1 binary status=0
+  local build=$1 binary filter status=0
   if [ -f "$build/CTestTestfile.cmake" ]; then
     (cd "$build" && ctest -j "$(( $(nproc) / 2 > 1 ? $(nproc) / 2 : 1 ))" -E '^slurm' --timeout 600 --output-on-failure)
     return
   fi
-  for binary in "$build/bin/test_nn" "$build/bin/test_device" "$build/tests/test_dist"; do
-    echo "--- $binary"
-    OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} "$binary" --gtest_brief=1 || status=1
+  for binary in "$build/bin/test_nn" "$build/bin/test_device" "$build/tests/test_dist" "$build/bin/test_train:Trainer.*"; do
+    filter='*'
+    [[ "$binary" == *:* ]] && { filter=${binary#*:}; binary=${binary%%:*}; }
+    echo "--- $binary ($filter)"
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} "$binary" --gtest_brief=1 --gtest_filter="$filter" || status=1
   done
   return $status
 }
