@@ -54,7 +54,7 @@ nhwc=reduced
 ref_common=(--device "$device" --resolution 256 --channels 3 --warmup 2 --repeats 2 --fp16-res 4 --threads 8)
 if [ "$device" = cpu ]; then  # a dry run: tiny float32 networks (float16 convolutions crawl on a CPU)
   common=(--data synthetic --data.resolution 16 --data.channels 3 --run.device cpu --no-op-families
-          --G.channel_base 256 --D.channel_base 256 --train.batch 8 --optim.G_reg_interval 1 --optim.D_reg_interval 1
+          --G.channel_base 256 --D.channel_base 256 --train.batch 8
           --D.mbstd_group_size 4 --warmup 1 --repeats 1)
   ref_common=(--device cpu --batch 8 --channel-base 256 --resolution 16 --channels 3 --warmup 1 --repeats 1
               --fp16-res 0 --threads 2)
