@@ -37,6 +37,7 @@ std::string try_step(const TrainConfig& config, const std::shared_ptr<const data
   c.train.batch_gpu = batch_gpu;
   c.train.batch = batch_gpu;  // one round, on a local communicator
   c.data.workers = 0;
+  c.run.host_sync_check = "off";  // a probe is no training step, and its out-of-memory path may synchronize
   reset_device_peak_memory(device);
   std::string outcome;
   try {
