@@ -166,9 +166,10 @@ run_cpu_suite() {  # run_cpu_suite BUILD_DIR
     (cd "$build" && ctest -j "$(( $(nproc) / 2 > 1 ? $(nproc) / 2 : 1 ))" -E '^slurm' --timeout 600 --output-on-failure)
     return
   fi
-  for binary in "$build/bin/test_nn" "$build/bin/test_device" "$build/tests/test_dist" "$build/bin/test_train:Trainer.*"; do
-    filter='*'
-    [[ "$binary" == *:* ]] && { filter=${binary#*:}; binary=${binary%%:*}; }
+  for binary in "$build/bin/test_nn|*" "$build/bin/test_device|*" "$build/tests/test_dist|*" \
+                "$build/bin/test_train|Trainer.*"; do
+    filter=${binary##*|}
+    binary=${binary%|*}
     echo "--- $binary ($filter)"
     OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} "$binary" --gtest_brief=1 --gtest_filter="$filter" || status=1
   done

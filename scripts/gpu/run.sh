@@ -76,7 +76,8 @@ step train_mixed_precision_batch_auto "$trainer" "${mixed[@]}" --outdir "$work/r
 step train_channels_last says "channels_last in $precision" "$trainer" "${mixed[@]}" --outdir "$work/runs-nhwc" \
     --run.channels_last reduced
 # No LibTorch op inside a step makes the host wait for the GPU (run.host_sync_check error: such an op
-# throws), in the same precision, through the NCCL backend's reducer on the GPU.
+# throws), in the same precision, through the NCCL backend's reducer on the GPU. The log's Compute
+# line says the check is on (a LibTorch without CUDA, which cannot check, says so instead).
 sync_backend=()
 [ "$mode" = gpu ] && sync_backend=(--dist.backend nccl)
 step train_without_host_sync says "host synchronisation in a step: error" "$trainer" "${mixed[@]}" \

@@ -71,7 +71,7 @@ namespace {
 
 // ", host synchronisation in a step: error", or why there is nothing to check; "" when off.
 std::string host_sync_check_note(const TrainConfig& c) {
-  if (c.run.host_sync_check == "off") return "";
+  if (parse_host_sync_check(c.run.host_sync_check) == HostSyncCheck::Off) return "";
   if (!host_sync_check_available()) return ", no host synchronisation check (LibTorch without CUDA)";
   return fmt::format(", host synchronisation in a step: {}", c.run.host_sync_check);
 }

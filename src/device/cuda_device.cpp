@@ -181,6 +181,10 @@ HostSyncScope::~HostSyncScope() {
   if (active_) set_host_sync_check(previous_);
 }
 
+HostSyncAllowed::HostSyncAllowed() : previous_(current_host_sync_check()) { set_host_sync_check(HostSyncCheck::Off); }
+
+HostSyncAllowed::~HostSyncAllowed() { set_host_sync_check(previous_); }
+
 // LibTorch's message (c10::cuda::warn_or_error_on_sync), the same in 1.x and 2.x.
 bool is_host_sync_error(const std::exception& e) {
   return std::strstr(e.what(), "called a synchronizing CUDA operation") != nullptr;

@@ -2,6 +2,7 @@
 
 #include "sg2/core/error.h"
 #include "sg2/core/timer.h"
+#include "sg2/device/cuda_device.h"
 
 #include <algorithm>
 
@@ -60,8 +61,10 @@ void GradientReducer::build_buckets(const std::vector<size_t>& order) {
 
 // After the first final backward: buckets in the order its gradients arrived (rank 0's, so every
 // rank agrees), so the first bucket fills and starts while backward still runs. Registration order
-// says little: G registers synthesis before mapping, whose gradients arrive last.
+// says little: G registers synthesis before mapping, whose gradients arrive last. Rank 0's order
+// reaches the host through the device: a wait, once per reducer, that run.host_sync_check allows.
 void GradientReducer::rebuild_buckets_in_arrival_order() {
+  const HostSyncAllowed once;
   std::vector<size_t> order = arrival_order_;
   std::vector<char> arrived(slots_.size(), 0);
   for (size_t i : order) arrived[i] = 1;

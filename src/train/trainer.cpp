@@ -213,7 +213,7 @@ void Trainer::average_running_means() {
 
 StepInputs Trainer::prepare_inputs() {
   StepInputs in;
-  without_host_sync("preparing the step's inputs", [&] {
+  checked_for_host_sync("preparing the step's inputs", [&] {
     const int64_t per_round = batch_per_round(config_, comm_->size());
     const int64_t local_batch = config_.train.batch / comm_->size();
     data::Batch batch = loader_.get(progress_.batch_idx);
@@ -232,40 +232,42 @@ StepInputs Trainer::prepare_inputs() {
   return in;
 }
 
+void Trainer::run_phase(size_t phase_index, const StepInputs& in) {
+  checked_for_host_sync(phases_.at(phase_index).name, [&] { run_phase_unchecked(phase_index, in); });
+}
+
 // The rounds accumulate locally; the last one's backward feeds the reducer, which leaves the mean
 // gradient over every pass of the global batch in .grad.
-void Trainer::run_phase(size_t phase_index, const StepInputs& in) {
+void Trainer::run_phase_unchecked(size_t phase_index, const StepInputs& in) {
   const TrainingPhase& phase = phases_.at(phase_index);
-  without_host_sync(phase.name, [&] {
-    torch::nn::Module& module = phase.trains_G ? static_cast<torch::nn::Module&>(*G_) : *D_;
-    Adam& opt = phase.trains_G ? *G_opt_ : *D_opt_;
-    dist::GradientReducer& reducer = phase.trains_G ? *G_reducer_ : *D_reducer_;
-    const auto rounds = static_cast<int64_t>(in.real_img.size());
-    opt.zero_grad();
-    set_requires_grad(module, true);
-    for (int64_t round = 0; round < rounds; ++round) {
-      if (round == rounds - 1) reducer.prepare_for_final_backward();
-      RoundInputs r{in.real_img[round], in.real_c[round], in.gen_z[phase_index][round], in.gen_c[phase_index][round]};
-      at::Generator pass_rng = step_rng_;
-      if (global_rng()) {  // keyed by the pass's place in the global batch, not by the rank
-        const auto global_pass = static_cast<uint64_t>(comm_->rank() * rounds + round);
-        pass_rng = keyed_rng({static_cast<uint64_t>(config_.train.seed), kPassStream,
-                              static_cast<uint64_t>(progress_.batch_idx), phase_index, global_pass});
-      }
-      loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), pass_rng, stats_);
+  torch::nn::Module& module = phase.trains_G ? static_cast<torch::nn::Module&>(*G_) : *D_;
+  Adam& opt = phase.trains_G ? *G_opt_ : *D_opt_;
+  dist::GradientReducer& reducer = phase.trains_G ? *G_reducer_ : *D_reducer_;
+  const auto rounds = static_cast<int64_t>(in.real_img.size());
+  opt.zero_grad();
+  set_requires_grad(module, true);
+  for (int64_t round = 0; round < rounds; ++round) {
+    if (round == rounds - 1) reducer.prepare_for_final_backward();
+    RoundInputs r{in.real_img[round], in.real_c[round], in.gen_z[phase_index][round], in.gen_c[phase_index][round]};
+    at::Generator pass_rng = step_rng_;
+    if (global_rng()) {  // keyed by the pass's place in the global batch, not by the rank
+      const auto global_pass = static_cast<uint64_t>(comm_->rank() * rounds + round);
+      pass_rng = keyed_rng({static_cast<uint64_t>(config_.train.seed), kPassStream,
+                            static_cast<uint64_t>(progress_.batch_idx), phase_index, global_pass});
     }
-    set_requires_grad(module, false);
-    reducer.finish(static_cast<double>(rounds * comm_->size()));
-    sanitize_gradients(nn::named_parameters(module));
-    opt.step();
-    if (global_rng()) apply_deferred_running_means();
-  });
+    loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), pass_rng, stats_);
+  }
+  set_requires_grad(module, false);
+  reducer.finish(static_cast<double>(rounds * comm_->size()));
+  sanitize_gradients(nn::named_parameters(module));
+  opt.step();
+  if (global_rng()) apply_deferred_running_means();
 }
 
 void Trainer::update_generator_ema() {
   const double beta =
       ema_beta(config_.train.batch, config_.train.ema_kimg, config_.train.ema_rampup, progress_.cur_nimg);
-  without_host_sync("the G_ema update", [&] { update_ema(*G_ema_, *G_, beta); });
+  checked_for_host_sync("the G_ema update", [&] { update_ema(*G_ema_, *G_, beta); });
 }
 
 void Trainer::step() {
@@ -273,14 +275,14 @@ void Trainer::step() {
   for (size_t i = 0; i < phases_.size(); ++i) {
     if (progress_.batch_idx % phases_[i].interval == 0) run_phase(i, inputs);
   }
-  if (!global_rng()) without_host_sync("averaging w_avg and pl_mean", [&] { average_running_means(); });
+  if (!global_rng()) checked_for_host_sync("averaging w_avg and pl_mean", [&] { average_running_means(); });
   update_generator_ema();
   progress_.cur_nimg += config_.train.batch;
   progress_.batch_idx += 1;
 }
 
 // LibTorch's error for a host synchronisation says neither where nor what to do; this one does.
-void Trainer::without_host_sync(const std::string& what, const std::function<void()>& part) {
+void Trainer::checked_for_host_sync(const std::string& what, const std::function<void()>& part) {
   const HostSyncScope scope(host_sync_check_);
   try {
     part();

@@ -51,8 +51,9 @@ bool host_sync_check_available();
 HostSyncCheck current_host_sync_check();
 
 // Sets the check for its lifetime and then restores the one before. LibTorch's setting is
-// process-wide, so it covers the autograd engine's device threads too. Does nothing where the check
-// is not available, or for Off (a scope inside an Error scope does not lift it).
+// process-wide, so it covers the autograd engine's device threads too; scopes are opened by one
+// thread (the training thread), innermost closed first. Does nothing where the check is not
+// available, or for Off (a scope inside an Error scope does not lift it: HostSyncAllowed does).
 class HostSyncScope {
  public:
   explicit HostSyncScope(HostSyncCheck check);
@@ -62,6 +63,19 @@ class HostSyncScope {
 
  private:
   bool active_ = false;
+  HostSyncCheck previous_ = HostSyncCheck::Off;
+};
+
+// Lifts the check for its lifetime, for a deliberate wait inside a checked part (the gradient
+// reducer learning its bucket order once, after its first backward), and restores it.
+class HostSyncAllowed {
+ public:
+  HostSyncAllowed();
+  ~HostSyncAllowed();
+  HostSyncAllowed(const HostSyncAllowed&) = delete;
+  HostSyncAllowed& operator=(const HostSyncAllowed&) = delete;
+
+ private:
   HostSyncCheck previous_ = HostSyncCheck::Off;
 };
 

@@ -103,6 +103,19 @@ TEST(HostSyncCheck, LibTorchsCheckThrowsUnderErrorOnly) {
   }
   EXPECT_FALSE(is_host_sync_error(std::runtime_error("CUDA out of memory")));
 }
+
+// A deliberate wait inside a checked part (the reducer learning its bucket order once) is allowed,
+// and the check is back after it.
+TEST(HostSyncCheck, AllowedLiftsTheCheckForItsLifetimeOnly) {
+  const HostSyncScope error(HostSyncCheck::Error);
+  {
+    const HostSyncAllowed once;
+    EXPECT_EQ(current_host_sync_check(), HostSyncCheck::Off);
+    EXPECT_NO_THROW(c10::cuda::warn_or_error_on_sync());
+  }
+  EXPECT_EQ(current_host_sync_check(), HostSyncCheck::Error);
+  EXPECT_THROW(c10::cuda::warn_or_error_on_sync(), std::exception);
+}
 #endif
 
 // On a GPU, the ops themselves: .item() of a CUDA tensor throws under Error, not outside it.
