@@ -10,6 +10,7 @@
 # Steps: environment, build, the test suite on that build (the CUDA kernels' tests run on the GPU),
 # the collectives on NCCL with the communicator's device, parity_check on the GPU with TF32 off, a
 # short fashion32 training on the GPU, the same through the NCCL backend, resume on the GPU, on the CPU from the GPU snapshot and back,
+# FID of that snapshot on the GPU against the CPU,
 # mixed precision with train.batch_gpu auto, the same channels_last, the same without a host synchronisation in a
 # step, one copy each of libnccl and libcudart in a process,
 # the training bench and the comm bench. Then, in a second call on the same warm machine:
@@ -64,6 +65,13 @@ fi
 step resume_same_device "$trainer" --resume "$run_dir" --kimg "${kimg[1]}" --run.device "$device"
 step resume_on_cpu "$trainer" --resume "$run_dir" --kimg "${kimg[2]}" --run.device cpu
 step resume_back_on_device "$trainer" --resume "$run_dir" --kimg "${kimg[3]}" --run.device "$device"
+# FID on the device against the CPU, on the resumed run's last snapshot, with a built-in detector
+# trained here (one epoch of 10,000 images: seconds on the CPU).
+metrics="$build/bin/stylegan2_metrics"
+step train_detector "$metrics" train-detector --data /usr/share/datasets/fashion-mnist --epochs 1 --max-images 10000 \
+    --out "$work/detector.pt"
+step fid_matches_cpu fid_matches_cpu "$metrics" "$(ls "$run_dir"/network-snapshot-*.pt 2>/dev/null | tail -n 1)" \
+    "$work/detector.pt" "$device" "$work"
 # Mixed precision (float16 on the GPU, bfloat16 on the CPU) in the two highest resolutions, with the
 # per-round batch probed.
 precision=float16
