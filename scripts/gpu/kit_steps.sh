@@ -1,31 +1,69 @@
 # The steps of scripts/gpu/run.sh (sourced): each records its status and time in the summary and
 # its output in one log, so a GPU session's result comes back as two files.
 
+# The kit's clock: each step stops after SG2_KIT_STEP_LIMIT_S (default 240 s), and once
+# SG2_KIT_BUDGET_S (default 540 s, inside a device call's 600) is spent the steps left are skipped,
+# so a hung step costs its limit and not the call, and the summary always comes back.
 kit_init() {  # kit_init OUT_DIR
   out=$1
   mkdir -p "$out"
   summary=$out/summary.md
   log=$out/steps.log
   failed=0
+  kit_start=$(date +%s)
+  kit_budget=${SG2_KIT_BUDGET_S:-540}
   : > "$log"
   printf '# GPU kit (%s mode), %s\n\n| step | status | seconds | last line |\n|---|---|---|---|\n' \
     "$mode" "$(date -u '+%Y-%m-%d %H:%M UTC')" > "$summary"
+  export -f $(compgen -A function)  # steps run their functions in a shell of their own (under timeout)
 }
 
-step() {  # step NAME COMMAND...: runs it, appends its output to the log, records ok / FAILED
-  local name=$1 start rc seconds last
+# Seconds the next step may run: its limit, or what is left of the budget (0: none left).
+step_seconds_left() {
+  local left=$((kit_budget - ($(date +%s) - kit_start)))
+  local limit=${SG2_KIT_STEP_LIMIT_S:-240}
+  if [ "$left" -lt 10 ]; then echo 0; elif [ "$left" -lt "$limit" ]; then echo "$left"; else echo "$limit"; fi
+}
+
+step() {  # step NAME COMMAND...: runs it within step_seconds_left, in a shell of its own
+  local name=$1 limit
   shift
+  limit=$(step_seconds_left)
+  if [ "$limit" -eq 0 ]; then
+    skip "$name" "the kit's ${kit_budget} s are spent (SG2_KIT_BUDGET_S)"
+    return 0
+  fi
+  record_step "$name" "$limit" "$@"
+}
+
+step_in_shell() {  # step_in_shell NAME COMMAND...: for a step that sets later steps' environment (the build)
+  local name=$1
+  shift
+  record_step "$name" "" "$@"
+}
+
+# Runs COMMAND (within LIMIT seconds in a shell of its own; in this one where LIMIT is empty),
+# appends its output to the log and records ok / FAILED.
+record_step() {  # record_step NAME LIMIT COMMAND...
+  local name=$1 limit=$2 start rc seconds last status
+  shift 2
   echo "=== $name: $*" >> "$log"
   start=$(date +%s.%N)
-  "$@" >> "$log" 2>&1
+  if [ -n "$limit" ]; then
+    timeout --kill-after=10 "$limit" bash -uo pipefail -c '"$@"' "$name" "$@" >> "$log" 2>&1
+  else
+    "$@" >> "$log" 2>&1
+  fi
   rc=$?
   seconds=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { printf "%.1f", a - b }')
   last=$(tail -n 1 "$log" | tr '|' '/' | cut -c1-160)
+  status="FAILED (exit $rc)"
+  [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && status="FAILED (stopped at its time limit)"
   if [ "$rc" -eq 0 ]; then
     echo "| $name | ok | $seconds | $last |" >> "$summary"
   else
     failed=$((failed + 1))
-    echo "| $name | FAILED (exit $rc) | $seconds | $last |" >> "$summary"
+    echo "| $name | $status | $seconds | $last |" >> "$summary"
   fi
   echo "=== $name: exit $rc after $seconds s" >> "$log"
 }

@@ -3,8 +3,8 @@
 # and nothing of ours, in the repository root with .gpu-kit/ from scripts/gpu/prepare.sh beside it:
 # unpacks the kit's Debian packages into a private prefix, builds against that PyTorch's LibTorch
 # and its NCCL, runs the CUDA checks and writes $OUT/summary.md (default gpu-results/) and one
-# log of every step ($OUT/steps.log). Every step runs even when an earlier one failed; the exit
-# code is the number of failed steps.
+# log of every step ($OUT/steps.log). Every step runs even when an earlier one failed, within its
+# time limit and the kit's budget (kit_steps.sh); the exit code is the number of failed steps.
 #   scripts/gpu/run.sh                 # on the GPU machine (device run, carry .gpu-kit)
 #   scripts/gpu/run.sh --cpu-dry-run   # the same steps on a CPU machine (device cpu, NCCL steps skipped)
 # Steps: environment, build, the test suite on that build (the CUDA kernels' tests run on the GPU),
@@ -32,7 +32,7 @@ kit_init "$out"
 step environment report_environment
 step unpack unpack_kit .gpu-kit "$deps"
 use_prefix "$deps"
-step build provide_build "$build" "$deps"
+step_in_shell build provide_build "$build" "$deps"  # its exports (library paths) serve the later steps
 step cpu_suite run_cpu_suite "$build"
 if [ "$mode" = gpu ]; then
   step nccl_collectives env SG2_TEST_BACKEND=nccl SG2_TEST_DEVICE=cuda "$build/tests/test_dist"
