@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The GPU kit's step machinery (scripts/gpu/kit_steps.sh), which a GPU session cannot afford to
+# debug: a step over its time limit is stopped with what it started, the steps left once the budget
+# is spent are skipped, a step that sets the environment of later ones runs in the kit's shell, the
+# summary counts the failures, and fid_matches_cpu passes equal values and fails others.
+#   tests/scripts/gpu_kit_steps.sh SOURCE_DIR
+set -uo pipefail
+cd "$1"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+expect() {  # expect DESCRIPTION PATTERN FILE
+  if grep -q -- "$2" "$3"; then echo "ok: $1"; else echo "FAILED: $1 (no '$2' in $3)"; failures=$((failures + 1)); fi
+}
+
+# A fake stylegan2_metrics: prints the FID that FID_<DEVICE> names, as the real one's JSON line.
+cat > "$work/fake_metrics" << 'EOF'
+#!/usr/bin/env bash
+while [ $# -gt 0 ]; do [ "$1" = --run.device ] && device=$2; shift; done
+value_name="FID_$device"
+echo "{\"metric\":\"fid2k_full\",\"num_fakes\":2000,\"value\":${!value_name},\"world_size\":1}"
+EOF
+chmod +x "$work/fake_metrics"
+
+(
+  mode=cpu
+  source scripts/gpu/kit_steps.sh
+  export SG2_KIT_STEP_LIMIT_S=2 SG2_KIT_BUDGET_S=20
+  kit_init "$work/out" > /dev/null
+  step quick true
+  step over_its_limit bash -c "sleep 30 & echo \$! > $work/child; sleep 30"
+  step fails false
+  step_in_shell sets_env export SG2_KIT_TEST_VALUE=1
+  step sees_env bash -c '[ "$SG2_KIT_TEST_VALUE" = 1 ]'
+  step said says "hello" echo hello world
+  step not_said says "absent" echo hello world
+  FID_cuda=101.5 FID_cpu=100 step fid_close fid_matches_cpu "$work/fake_metrics" snapshot detector cuda "$work"
+  FID_cuda=110 FID_cpu=100 step fid_far fid_matches_cpu "$work/fake_metrics" snapshot detector cuda "$work"
+  FID_cuda=nan FID_cpu=100 step fid_nan fid_matches_cpu "$work/fake_metrics" snapshot detector cuda "$work"
+  step spends_the_budget sleep 1.5
+  while [ $(($(date +%s) - kit_start)) -lt 12 ]; do sleep 1; done
+  step after_the_budget true
+  kit_finish > /dev/null
+)
+status=$?
+summary=$work/out/summary.md
+cat "$summary"
+[ "$status" -eq 5 ] && echo "ok: the exit code counts the 5 failed steps" ||
+  { echo "FAILED: exit $status, expected 5 failed steps"; failures=$((failures + 1)); }
+expect "a step within its limit" "| quick | ok |" "$summary"
+expect "a step over its limit is stopped" "| over_its_limit | FAILED (stopped at its time limit) |" "$summary"
+kill -0 "$(cat "$work/child")" 2> /dev/null &&
+  { echo "FAILED: the stopped step's child still runs"; failures=$((failures + 1)); } || echo "ok: and its child with it"
+expect "a failing step" "| fails | FAILED (exit 1) |" "$summary"
+expect "a step in the kit's shell sets the environment of later ones" "| sees_env | ok |" "$summary"
+expect "says passes when the output has the pattern" "| said | ok |" "$summary"
+expect "says fails when it has not" "| not_said | FAILED (exit 1) |" "$summary"
+expect "FIDs within 3 % pass" "| fid_close | ok |" "$summary"
+expect "FIDs 10 % apart fail" "| fid_far | FAILED (exit 1) |" "$summary"
+expect "a NaN FID fails" "| fid_nan | FAILED (exit 1) |" "$summary"
+expect "steps after the budget are skipped" "| after_the_budget | skipped | | the kit's 20 s are spent" "$summary"
+[ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
