@@ -1,5 +1,6 @@
 #include "sg2/core/cpu_level.h"
 
+#include "sg2/core/enum_names.h"
 #include "sg2/core/error.h"
 
 #include <atomic>
@@ -9,6 +10,7 @@ namespace sg2::cpu {
 
 namespace {
 
+constexpr EnumNames<Level, 3> kLevels{{{Level::Baseline, "baseline"}, {Level::Avx2, "avx2"}, {Level::Avx512, "avx512"}}};
 constexpr int kUnset = -1;
 std::atomic<int> g_level{kUnset};
 
@@ -23,21 +25,8 @@ Level initial_level() {
 
 }  // namespace
 
-std::string to_string(Level level) {
-  switch (level) {
-    case Level::Baseline: return "baseline";
-    case Level::Avx2: return "avx2";
-    case Level::Avx512: return "avx512";
-  }
-  return "?";
-}
-
-Level parse_level(const std::string& name) {
-  if (name == "baseline") return Level::Baseline;
-  if (name == "avx2") return Level::Avx2;
-  if (name == "avx512") return Level::Avx512;
-  SG2_FAIL("unknown CPU level '{}' (expected baseline, avx2 or avx512)", name);
-}
+std::string to_string(Level level) { return enum_name(kLevels, level); }
+Level parse_level(const std::string& name) { return parse_enum(kLevels, name, "CPU level"); }
 
 Level best_supported_level() {
 #if SG2_CPU_CLONES

@@ -1,5 +1,6 @@
 #include "sg2/data/image_transform.h"
 
+#include "sg2/core/enum_names.h"
 #include "sg2/core/error.h"
 
 #include <algorithm>
@@ -62,9 +63,8 @@ uint8_t to_byte(double v) { return static_cast<uint8_t>(std::clamp(std::lround(v
 }  // namespace
 
 ResizeFilter parse_resize_filter(const std::string& name) {
-  if (name == "box") return ResizeFilter::box;
-  if (name == "lanczos") return ResizeFilter::lanczos;
-  SG2_FAIL("unknown resize filter '{}' (expected box or lanczos)", name);
+  constexpr EnumNames<ResizeFilter, 2> filters{{{ResizeFilter::box, "box"}, {ResizeFilter::lanczos, "lanczos"}}};
+  return parse_enum(filters, name, "resize filter");
 }
 
 Image center_crop_square(const Image& image) {

@@ -2,6 +2,7 @@
 // (SG2_CUDA_RUNTIME), LibTorch's part when LibTorch has CUDA (SG2_TORCH_CUDA).
 #include "sg2/device/cuda_device.h"
 
+#include "sg2/core/enum_names.h"
 #include "sg2/core/error.h"
 
 #include <algorithm>
@@ -154,21 +155,15 @@ HostSyncCheck current_host_sync_check() { return HostSyncCheck::Off; }
 
 #endif
 
-HostSyncCheck parse_host_sync_check(const std::string& name) {
-  if (name == "off") return HostSyncCheck::Off;
-  if (name == "warn") return HostSyncCheck::Warn;
-  if (name == "error") return HostSyncCheck::Error;
-  SG2_FAIL("unknown host synchronisation check '{}': expected off, warn or error", name);
-}
+namespace {
+constexpr EnumNames<HostSyncCheck, 3> kHostSyncChecks{
+    {{HostSyncCheck::Off, "off"}, {HostSyncCheck::Warn, "warn"}, {HostSyncCheck::Error, "error"}}};
+}  // namespace
 
-std::string to_string(HostSyncCheck check) {
-  switch (check) {
-    case HostSyncCheck::Off: return "off";
-    case HostSyncCheck::Warn: return "warn";
-    case HostSyncCheck::Error: return "error";
-  }
-  return "off";
+HostSyncCheck parse_host_sync_check(const std::string& name) {
+  return parse_enum(kHostSyncChecks, name, "host synchronisation check");
 }
+std::string to_string(HostSyncCheck check) { return enum_name(kHostSyncChecks, check); }
 
 HostSyncScope::HostSyncScope(HostSyncCheck check) {
   if (check == HostSyncCheck::Off || !host_sync_check_available()) return;

@@ -3,6 +3,7 @@
 #include "sg2/nn/bias_act.h"
 
 #include "cpu_kernels.h"
+#include "sg2/core/enum_names.h"
 #include "sg2/core/error.h"
 #include "sg2/nn/kernels.h"
 #include "sg2/nn/kink_pinning.h"
@@ -19,21 +20,13 @@ namespace sg2::nn {
 
 namespace ops {
 
-Activation parse_activation(const std::string& name) {
-  if (name == "linear") return Activation::Linear;
-  if (name == "relu") return Activation::Relu;
-  if (name == "lrelu") return Activation::LRelu;
-  SG2_FAIL("unknown activation '{}' (expected linear, relu or lrelu)", name);
-}
+namespace {
+constexpr EnumNames<Activation, 3> kActivations{
+    {{Activation::Linear, "linear"}, {Activation::Relu, "relu"}, {Activation::LRelu, "lrelu"}}};
+}  // namespace
 
-std::string to_string(Activation act) {
-  switch (act) {
-    case Activation::Linear: return "linear";
-    case Activation::Relu: return "relu";
-    case Activation::LRelu: return "lrelu";
-  }
-  return "?";
-}
+Activation parse_activation(const std::string& name) { return parse_enum(kActivations, name, "activation"); }
+std::string to_string(Activation act) { return enum_name(kActivations, act); }
 
 double default_gain(Activation act) { return act == Activation::Linear ? 1.0 : std::sqrt(2.0); }
 double default_alpha(Activation act) { return act == Activation::LRelu ? 0.2 : 0.0; }

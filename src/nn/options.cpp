@@ -1,6 +1,7 @@
 #include "sg2/nn/options.h"
 
 #include "sg2/core/config_json.h"
+#include "sg2/core/enum_names.h"
 #include "sg2/core/error.h"
 
 namespace sg2::config {
@@ -22,37 +23,20 @@ YAML::Node encode_value(Architecture arch) { return YAML::Node(to_string(arch));
 
 namespace sg2::nn {
 
-Architecture parse_architecture(const std::string& name) {
-  if (name == "orig") return Architecture::Orig;
-  if (name == "skip") return Architecture::Skip;
-  if (name == "resnet") return Architecture::Resnet;
-  SG2_FAIL("unknown architecture '{}' (expected orig, skip or resnet)", name);
-}
+namespace {
+constexpr EnumNames<Architecture, 3> kArchitectures{
+    {{Architecture::Orig, "orig"}, {Architecture::Skip, "skip"}, {Architecture::Resnet, "resnet"}}};
+constexpr EnumNames<NoiseMode, 3> kNoiseModes{
+    {{NoiseMode::Random, "random"}, {NoiseMode::Const, "const"}, {NoiseMode::None, "none"}}};
+constexpr EnumNames<ChannelsLast, 3> kChannelsLastModes{
+    {{ChannelsLast::Off, "off"}, {ChannelsLast::Reduced, "reduced"}, {ChannelsLast::All, "all"}}};
+}  // namespace
 
-std::string to_string(Architecture arch) {
-  switch (arch) {
-    case Architecture::Orig: return "orig";
-    case Architecture::Skip: return "skip";
-    case Architecture::Resnet: return "resnet";
-  }
-  return "?";
-}
+Architecture parse_architecture(const std::string& name) { return parse_enum(kArchitectures, name, "architecture"); }
+std::string to_string(Architecture arch) { return enum_name(kArchitectures, arch); }
 
-NoiseMode parse_noise_mode(const std::string& name) {
-  if (name == "random") return NoiseMode::Random;
-  if (name == "const") return NoiseMode::Const;
-  if (name == "none") return NoiseMode::None;
-  SG2_FAIL("unknown noise mode '{}' (expected random, const or none)", name);
-}
-
-std::string to_string(NoiseMode mode) {
-  switch (mode) {
-    case NoiseMode::Random: return "random";
-    case NoiseMode::Const: return "const";
-    case NoiseMode::None: return "none";
-  }
-  return "?";
-}
+NoiseMode parse_noise_mode(const std::string& name) { return parse_enum(kNoiseModes, name, "noise mode"); }
+std::string to_string(NoiseMode mode) { return enum_name(kNoiseModes, mode); }
 
 namespace {
 
@@ -82,20 +66,9 @@ int64_t DiscriminatorOptions::channels_at(int64_t resolution) const {
 }
 
 ChannelsLast parse_channels_last(const std::string& name) {
-  if (name == "off") return ChannelsLast::Off;
-  if (name == "reduced") return ChannelsLast::Reduced;
-  if (name == "all") return ChannelsLast::All;
-  SG2_FAIL("unknown channels_last mode '{}' (expected off, reduced or all)", name);
+  return parse_enum(kChannelsLastModes, name, "channels_last mode");
 }
-
-std::string to_string(ChannelsLast mode) {
-  switch (mode) {
-    case ChannelsLast::Off: return "off";
-    case ChannelsLast::Reduced: return "reduced";
-    case ChannelsLast::All: return "all";
-  }
-  return "?";
-}
+std::string to_string(ChannelsLast mode) { return enum_name(kChannelsLastModes, mode); }
 
 int64_t MixedPrecision::lowest_reduced_resolution(int64_t img_resolution) const {
   if (num_fp16_res <= 0) return 0;
