@@ -100,12 +100,24 @@ std::array<int64_t, 2> upfirdn2d_output_size(const at::Tensor& x, const at::Tens
   return {out_h, out_w};
 }
 
-at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p) {
+bool upfirdn2d_runs_tiled([[maybe_unused]] const at::Tensor& x, [[maybe_unused]] const at::Tensor& f,
+                          [[maybe_unused]] const ops::FirParams& p) {
+#if SG2_CUDA_KERNELS
+  if (x.is_cuda() && supported(x)) {
+    const auto [out_h, out_w] = upfirdn2d_output_size(x, f, p);
+    return gpu::runs_tiled(x, f, p, out_h, out_w);
+  }
+#endif
+  return false;
+}
+
+at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p,
+                             [[maybe_unused]] FirKernel kernel) {
   SG2_CHECK(supported(x), "upfirdn2d kernel: unsupported tensor {} on {}", c10::toString(x.scalar_type()),
             x.device().str());
   const auto [out_h, out_w] = upfirdn2d_output_size(x, f, p);
 #if SG2_CUDA_KERNELS
-  if (x.is_cuda()) return gpu::upfirdn2d_forward(x, f, p, out_h, out_w);
+  if (x.is_cuda()) return gpu::upfirdn2d_forward(x, f, p, out_h, out_w, kernel);
 #endif
   return host::upfirdn2d_forward(x, f, p, out_h, out_w);
 }

@@ -7,6 +7,7 @@
 
 #include "fir_bias_act_kernels.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace sg2::nn::cuda {
@@ -34,6 +35,12 @@ inline bool fits_32bit_indices(int64_t numel) { return numel < kMax32BitIndex; }
 // sample first_src + j, for j < count. Tap k lands on the upsampled, padded coordinate
 // v = o * down + k - pad, which holds an input sample when up divides v and 0 <= v < in_len * up;
 // so the taps that read are every up-th one from the first k with up | v, cut to the input.
+// An int fixed at compile time, for the tiled kernel's shapes (FixedFir).
+template <int N>
+struct Fixed {
+  SG2_HOST_DEVICE constexpr operator int() const { return N; }
+};
+
 template <typename Index>
 struct TapSpan {
   int first_tap = 0;
@@ -41,12 +48,24 @@ struct TapSpan {
   int count = 0;
 };
 
+// The first tap k0 < up whose upsampled coordinate v0 + k0 holds a sample (up divides it), and that
+// sample's index s0 = (v0 + k0) / up. Up: int, or Fixed<N> (the divisions then fold into shifts).
 template <typename Index>
-SG2_HOST_DEVICE TapSpan<Index> fir_tap_span(Index o, int taps, int down, int pad, int up, Index in_len) {
-  const Index v0 = o * down - pad;  // the coordinate of tap 0
+struct FirstTap {
+  int k0;
+  Index s0;
+};
+
+template <typename Index, typename Up>
+SG2_HOST_DEVICE FirstTap<Index> first_sampled_tap(Index v0, Up up) {
   const Index phase = ((v0 % up) + up) % up;
   const int k0 = phase == 0 ? 0 : up - static_cast<int>(phase);
-  const Index s0 = (v0 + k0) / up;  // exact: up divides v0 + k0
+  return {k0, (v0 + k0) / up};  // exact: up divides v0 + k0
+}
+
+template <typename Index>
+SG2_HOST_DEVICE TapSpan<Index> fir_tap_span(Index o, int taps, int down, int pad, int up, Index in_len) {
+  const auto [k0, s0] = first_sampled_tap<Index>(o * down - pad, up);  // o * down - pad: tap 0's coordinate
   const Index in_filter = k0 < taps ? (taps - k0 + up - 1) / up : 0;
   const Index j_begin = s0 < 0 ? -s0 : 0;
   const Index j_end = in_len - s0 < in_filter ? in_len - s0 : in_filter;
@@ -108,6 +127,160 @@ SG2_HOST_DEVICE float upfirdn2d_element(const FirLaunch& job, Index i, const Loa
     }
   }
   return sum;
+}
+
+// The tiled kernel's shapes, fixed at compile time: StyleGAN2's Taps x Taps filter alone, with 2x
+// upsampling or with 2x downsampling (with_fixed_fir).
+template <int Up, int Down, int Taps>
+struct FixedFir {
+  static constexpr int kUp = Up, kDown = Down, kTaps = Taps;
+  static constexpr int kSpan = (Taps + Up - 1) / Up;  // the most taps per axis that read a sample
+};
+
+// The filter as each tap (ky, kx) applies it, gain included: the filter flipped (a convolution)
+// unless flip_filter. Loaded once per thread; indexed only by compile-time values, so it stays in
+// registers.
+template <int Taps>
+struct FirTaps {
+  float v[Taps][Taps];
+};
+
+template <int Taps>
+SG2_HOST_DEVICE FirTaps<Taps> load_fir_taps(const FirLaunch& job) {
+  FirTaps<Taps> taps;
+  for (int ky = 0; ky < Taps; ++ky) {
+    for (int kx = 0; kx < Taps; ++kx) {
+      const int fy = job.flip_filter ? ky : Taps - 1 - ky, fx = job.flip_filter ? kx : Taps - 1 - kx;
+      taps.v[ky][kx] = job.filter[fy * Taps + fx] * job.gain;
+    }
+  }
+  return taps;
+}
+
+// Tap (k0y + j * Up, k0x + i * Up), or 0 past the filter, for compile-time j and i and a run-time
+// phase (k0y, k0x) < Up: a choice among Up^2 registers rather than an index into them.
+template <int Up, int Taps>
+SG2_HOST_DEVICE float phase_tap(const FirTaps<Taps>& taps, int j, int i, int k0y, int k0x) {
+  float value = 0.0f;
+  for (int py = 0; py < Up; ++py) {
+    for (int px = 0; px < Up; ++px) {
+      const int ky = py + j * Up, kx = px + i * Up;
+      if (ky < Taps && kx < Taps && py == k0y && px == k0x) value = taps.v[ky][kx];
+    }
+  }
+  return value;
+}
+
+// Where one axis's taps read for a fixed shape: tap k0 + j * Up reads sample s0 + j at `offset[j]`
+// (in elements), when `reads[j]` (inside the input and the filter).
+template <typename Index, typename Fir>
+struct FixedAxis {
+  int k0;
+  Index offset[Fir::kSpan];
+  bool reads[Fir::kSpan];
+};
+
+template <typename Index, typename Fir>
+SG2_HOST_DEVICE FixedAxis<Index, Fir> fixed_axis(Index o, int pad, Index in_len, Index stride) {
+  const auto first = first_sampled_tap<Index>(o * Fir::kDown - pad, Fixed<Fir::kUp>{});
+  FixedAxis<Index, Fir> axis;
+  axis.k0 = first.k0;
+  for (int j = 0; j < Fir::kSpan; ++j) {
+    const Index sample = first.s0 + j;
+    axis.reads[j] = first.k0 + j * Fir::kUp < Fir::kTaps && sample >= 0 && sample < in_len;
+    axis.offset[j] = sample * stride;
+  }
+  return axis;
+}
+
+// The output at pos for a fixed shape: every tap that can read a sample, those outside the input
+// or past the filter skipped; the same sums in the same order as upfirdn2d_element. The offsets
+// are found once per axis, so a tap costs a load and a multiply-add.
+template <typename Index, typename Fir, typename Load>
+SG2_HOST_DEVICE float upfirdn2d_fixed_at(const FirLaunch& job, const FirTaps<Fir::kTaps>& taps,
+                                         const OutputPosition<Index>& pos, const Load& load) {
+  const auto rows = fixed_axis<Index, Fir>(pos.oy, job.pad_y0, static_cast<Index>(job.in_h),
+                                           static_cast<Index>(job.stride_y));
+  const auto cols = fixed_axis<Index, Fir>(pos.ox, job.pad_x0, static_cast<Index>(job.in_w),
+                                           static_cast<Index>(job.stride_x));
+  const Index base = pos.n * static_cast<Index>(job.stride_n) + pos.c * static_cast<Index>(job.stride_c);
+  float sum = 0.0f;
+  for (int j = 0; j < Fir::kSpan; ++j) {
+    if (!rows.reads[j]) continue;
+    const Index row = base + rows.offset[j];
+    for (int i = 0; i < Fir::kSpan; ++i) {
+      if (cols.reads[i]) sum += phase_tap<Fir::kUp>(taps, j, i, rows.k0, cols.k0) * load(row + cols.offset[i]);
+    }
+  }
+  return sum;
+}
+
+// The tiled launch of a fixed shape: blocks of kTileX x kTileY threads, one output each. Contiguous
+// y [N, C, H, W]: x runs over a row's columns, y over rows, z over the planes (n, c); channels_last
+// y [N, H, W, C]: x over a pixel's channels, y over columns, z over the rows (n, oy). Either way a
+// warp reads and writes along memory, and a thread finds its output with one division by a launch
+// value (the generic kernel divides about ten times per output: output_position and the tap spans).
+constexpr int kTileX = 32, kTileY = 8;
+constexpr int64_t kMaxGridY = 65535, kMaxGridZ = 65535;  // CUDA's limits
+constexpr int64_t kMinBlocks = 4096;                     // several waves of blocks on the largest GPUs
+constexpr int64_t kSlicesPerThread = 4;                  // outputs over which a thread's filter load pays
+
+// Blocks along x and y, and the slices that the z blocks stride over.
+struct FirTiles {
+  int64_t x, y, slices;
+};
+
+inline FirTiles fir_tiles(const FirLaunch& job) {
+  const auto blocks = [](int64_t n, int tile) { return (n + tile - 1) / tile; };
+  if (job.channels_last) return {blocks(job.channels, kTileX), blocks(job.out_w, kTileY), job.batch * job.out_h};
+  return {blocks(job.out_w, kTileX), blocks(job.out_h, kTileY), job.batch * job.channels};
+}
+
+// z blocks of the launch: a thread strides over about kSlicesPerThread slices (it loads the filter
+// once for them all) unless the grid would then have fewer than kMinBlocks blocks; within CUDA's limit.
+inline int64_t fir_grid_z(const FirTiles& tiles) {
+  const int64_t per_slice = tiles.x * tiles.y;
+  const int64_t for_occupancy = (kMinBlocks + per_slice - 1) / per_slice;
+  const int64_t amortized = (tiles.slices + kSlicesPerThread - 1) / kSlicesPerThread;
+  return std::min({std::max(for_occupancy, amortized), tiles.slices, kMaxGridZ});
+}
+
+// The output of thread (tx, ty) of block (bx, by) in slice; false past the output's edge.
+template <typename Index>
+SG2_HOST_DEVICE bool tile_position(const FirLaunch& job, Index bx, Index by, Index slice, int tx, int ty,
+                                   OutputPosition<Index>& pos) {
+  const Index along_x = bx * kTileX + tx, along_y = by * kTileY + ty;
+  const Index channels = static_cast<Index>(job.channels);
+  const Index out_h = static_cast<Index>(job.out_h), out_w = static_cast<Index>(job.out_w);
+  if (job.channels_last) {
+    pos = {slice / out_h, along_x, slice % out_h, along_y};
+    return along_x < channels && along_y < out_w;
+  }
+  pos = {slice / channels, slice % channels, along_y, along_x};
+  return along_x < out_w && along_y < out_h;
+}
+
+// Where pos lies in y's memory.
+template <typename Index>
+SG2_HOST_DEVICE Index output_offset(const FirLaunch& job, const OutputPosition<Index>& pos) {
+  const Index channels = static_cast<Index>(job.channels);
+  const Index out_h = static_cast<Index>(job.out_h), out_w = static_cast<Index>(job.out_w);
+  if (job.channels_last) return ((pos.n * out_h + pos.oy) * out_w + pos.ox) * channels + pos.c;
+  return ((pos.n * channels + pos.c) * out_h + pos.oy) * out_w + pos.ox;
+}
+
+// Calls fn(FixedFir<up, down, 4>{}) and returns true where the tiled kernel is built for the launch:
+// StyleGAN2's 4x4 filter alone, with 2x upsampling or with 2x downsampling (and so their gradients),
+// 32-bit indices, a grid within CUDA's limits and, channels_last, at least kTileX / 2 channels (with
+// fewer most threads would idle). Returns false otherwise: the generic kernel's cases.
+template <typename Fn>
+bool with_fixed_fir(const FirLaunch& job, Fn&& fn) {
+  if (job.filter_h != 4 || job.filter_w != 4 || !fits_32bit_indices(job)) return false;
+  if (fir_tiles(job).y > kMaxGridY || (job.channels_last && job.channels < kTileX / 2)) return false;
+  if (job.up == 1 && job.down == 1) return fn(FixedFir<1, 1, 4>{}), true;
+  if (job.up == 2 && job.down == 1) return fn(FixedFir<2, 1, 4>{}), true;
+  if (job.up == 1 && job.down == 2) return fn(FixedFir<1, 2, 4>{}), true;
+  return false;
 }
 
 // bias_act's arithmetic is shared with the CPU kernel (../bias_act_elements.h).

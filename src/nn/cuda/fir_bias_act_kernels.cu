@@ -1,8 +1,10 @@
 // CUDA kernels for upfirdn2d and bias_act (see fir_bias_act_kernels.h). Both ops are memory-bound:
 // one thread per output element (the arithmetic is in fir_bias_act_elements.h), float32 whatever
 // the storage type (float32, float16, bfloat16), grid-stride loops over 32-bit indices where the
-// launch fits them and 64-bit ones otherwise; upfirdn2d visits only the taps that read a sample. The
-// references are in ops_reference.cpp; the CPU kernels compute the same sums in the same tap order.
+// launch fits them and 64-bit ones otherwise; upfirdn2d visits only the taps that read a sample.
+// StyleGAN2's shapes of upfirdn2d (4x4 filter; up 2, down 2 or neither) run a tiled kernel with
+// those fixed at compile time; any other launch runs the generic one. The references are in
+// ops_reference.cpp; the CPU kernels compute the same sums in the same tap order.
 #include "fir_bias_act_elements.h"
 
 #include <cuda_bf16.h>
@@ -49,6 +51,20 @@ __global__ void upfirdn2d_kernel(FirLaunch job, Index total) {
   }
 }
 
+// One output per thread of a kTileX x kTileY block (tile_position); z strides over the slices.
+template <typename T, typename Fir>
+__global__ void __launch_bounds__(kTileX * kTileY) upfirdn2d_tiled_kernel(FirLaunch job, int32_t slices) {
+  const T* x = static_cast<const T*>(job.x);
+  T* y = static_cast<T*>(job.y);
+  const FirTaps<Fir::kTaps> taps = load_fir_taps<Fir::kTaps>(job);
+  const auto read = [x](int32_t offset) { return load(x, offset); };
+  for (int32_t slice = blockIdx.z; slice < slices; slice += gridDim.z) {
+    OutputPosition<int32_t> pos;
+    if (!tile_position<int32_t>(job, blockIdx.x, blockIdx.y, slice, threadIdx.x, threadIdx.y, pos)) continue;
+    store(y, output_offset(job, pos), upfirdn2d_fixed_at<int32_t, Fir>(job, taps, pos, read));
+  }
+}
+
 template <typename T, typename Index>
 __global__ void bias_act_kernel(const T* x, const T* b, T* y, Index numel, Index channels, Index inner,
                                 ActivationParams a) {
@@ -86,15 +102,27 @@ void with_types(ElementType type, bool use_32bit_indices, Fn&& fn) {
 
 }  // namespace
 
-void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream) {
+void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, bool allow_tiled) {
   const int64_t total = job.batch * job.channels * job.out_h * job.out_w;
   if (total == 0) return;
-  with_types(type, fits_32bit_indices(job), [&](auto tag, auto index) {
-    using T = decltype(tag);
-    using Index = decltype(index);
-    upfirdn2d_kernel<T, Index><<<blocks_for(total), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(job,
-                                                                                                   Index(total));
-  });
+  const auto tiled = [&](auto fir) {
+    const FirTiles tiles = fir_tiles(job);
+    const dim3 grid(static_cast<unsigned int>(tiles.x), static_cast<unsigned int>(tiles.y),
+                    static_cast<unsigned int>(fir_grid_z(tiles)));
+    with_type(type, [&](auto tag) {
+      upfirdn2d_tiled_kernel<decltype(tag), decltype(fir)><<<grid, dim3(kTileX, kTileY), 0,
+                                                             static_cast<cudaStream_t>(stream)>>>(
+          job, static_cast<int32_t>(tiles.slices));
+    });
+  };
+  if (!allow_tiled || !with_fixed_fir(job, tiled)) {
+    with_types(type, fits_32bit_indices(job), [&](auto tag, auto index) {
+      using T = decltype(tag);
+      using Index = decltype(index);
+      upfirdn2d_kernel<T, Index><<<blocks_for(total), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+          job, Index(total));
+    });
+  }
   check_launch("upfirdn2d");
 }
 

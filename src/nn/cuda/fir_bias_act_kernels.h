@@ -31,7 +31,9 @@ struct FirLaunch {
   bool channels_last;  // y's layout: threads then run over the channels of a pixel, as x's reads do
   float gain;
 };
-void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream);
+// allow_tiled: the tiled kernel where it is built for the launch (with_fixed_fir), else the generic
+// one; false: always the generic one (the op benchmark and the tests compare the two).
+void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, bool allow_tiled = true);
 
 // y = clamp(act(x + b[c]) * gain) over the memory of x and y seen as [outer, channels, inner]
 // (../channel_layout.h);

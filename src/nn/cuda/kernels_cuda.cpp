@@ -2,6 +2,7 @@
 #include "kernels_cuda.h"
 
 #include "../channel_layout.h"
+#include "fir_bias_act_elements.h"
 #include "sg2/core/error.h"
 
 #include <ATen/cuda/CUDAContext.h>
@@ -29,8 +30,13 @@ bool supported(const at::Tensor& x) {
   return x.is_cuda() && (type == at::kFloat || type == at::kHalf || type == at::kBFloat16);
 }
 
+bool runs_tiled(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h, int64_t out_w) {
+  const at::Tensor filter = f.to(at::kFloat).contiguous();  // fir_launch reads its float32 pointer
+  return cuda::with_fixed_fir(fir_launch(x, filter, p, out_h, out_w), [](auto) {});
+}
+
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
-                             int64_t out_w) {
+                             int64_t out_w, FirKernel kernel) {
   SG2_CHECK(supported(x) && x.dim() == 4, "upfirdn2d CUDA kernel: expected a 4-D CUDA tensor, got {} {}",
             c10::toString(x.scalar_type()), x.sizes());
   const c10::cuda::CUDAGuard guard(x.device());
@@ -38,7 +44,7 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
   at::Tensor y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(ops::layout_of(x)));
   cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);
   job.y = y.data_ptr();
-  cuda::launch_upfirdn2d(job, element_type(x), current_stream());
+  cuda::launch_upfirdn2d(job, element_type(x), current_stream(), kernel == FirKernel::Fastest);
   return y;
 }
 

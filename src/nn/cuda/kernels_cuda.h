@@ -42,9 +42,12 @@ inline cuda::FirLaunch fir_launch(const at::Tensor& x, const at::Tensor& filter,
 // float32, float16 or bfloat16 on a CUDA device.
 bool supported(const at::Tensor& x);
 
+// Whether upfirdn2d_forward runs the tiled kernel on these arguments (cuda::with_fixed_fir).
+bool runs_tiled(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h, int64_t out_w);
+
 // x: [N, C, H, W] -> [N, C, out_h, out_w] in ops::layout_of(x), x's dtype.
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
-                             int64_t out_w);
+                             int64_t out_w, FirKernel kernel);
 
 // b: [x.size(dim)] (cast to x's dtype) or undefined; y in x's layout (../channel_layout.h).
 at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, int64_t dim, const cuda::ActivationParams& a);

@@ -49,6 +49,46 @@ at::Tensor upfirdn2d_by_elements(const at::Tensor& x, const at::Tensor& f_in, co
   return y;
 }
 
+// The tiled kernel's launch run on the host thread by thread over its whole grid, with grid_z z blocks
+// striding over the slices as on the GPU; writes counts how often each output was written.
+at::Tensor upfirdn2d_by_tiles(const at::Tensor& x, const at::Tensor& f_in, const ops::FirParams& p, int32_t grid_z,
+                              at::Tensor& writes) {
+  const at::Tensor f = f_in.contiguous();
+  const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
+  const cuda::FirLaunch job = kernels::gpu::fir_launch(x, f, p, out_h, out_w);
+  at::Tensor y = at::empty({job.batch, job.channels, job.out_h, job.out_w},
+                           at::TensorOptions().memory_format(ops::layout_of(x)))
+                     .fill_(NAN);  // poisoned: an output never written shows
+  writes = at::zeros({y.numel()}, at::kInt);
+  const float* px = x.data_ptr<float>();
+  float* py = y.data_ptr<float>();
+  int32_t* count = writes.data_ptr<int32_t>();
+  const bool tiled = cuda::with_fixed_fir(job, [&](auto fir) {
+    using Fir = decltype(fir);
+    const auto taps = cuda::load_fir_taps<Fir::kTaps>(job);
+    const cuda::FirTiles tiles = cuda::fir_tiles(job);
+    for (int32_t z = 0; z < grid_z; ++z) {
+      for (int32_t slice = z; slice < tiles.slices; slice += grid_z) {
+        for (int32_t by = 0; by < tiles.y; ++by) {
+          for (int32_t bx = 0; bx < tiles.x; ++bx) {
+            for (int ty = 0; ty < cuda::kTileY; ++ty) {
+              for (int tx = 0; tx < cuda::kTileX; ++tx) {
+                cuda::OutputPosition<int32_t> pos;
+                if (!cuda::tile_position<int32_t>(job, bx, by, slice, tx, ty, pos)) continue;
+                const int32_t offset = cuda::output_offset(job, pos);
+                py[offset] = cuda::upfirdn2d_fixed_at<int32_t, Fir>(job, taps, pos, [px](int32_t i) { return px[i]; });
+                ++count[offset];
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+  EXPECT_TRUE(tiled) << "no tiled kernel for up " << p.up << " down " << p.down << " filter " << f.sizes();
+  return y;
+}
+
 // Beyond fir_cases: upsampling by 4, cropping while upsampling, and down by 3 with a flipped filter.
 std::vector<ops::FirParams> more_fir_cases() {
   std::vector<ops::FirParams> cases = fir_cases();
@@ -75,6 +115,63 @@ TEST(CudaKernelArithmetic, Upfirdn2dElementsMatchTheDefinitionOnTheHost) {
       }
     }
   }
+}
+
+// StyleGAN2's shapes (the 4x4 filter alone, up 2, down 2; cropping, flips) in both layouts and in
+// strided views: every output written once, the same sums as the generic kernel's, which match the
+// definition.
+TEST(CudaKernelArithmetic, TiledUpfirdn2dWritesEveryOutputOnceWithTheGenericSums) {
+  at::manual_seed(7);
+  const auto channels_last = at::MemoryFormat::ChannelsLast;
+  const at::Tensor x = at::randn({2, 3, 7, 6}), wide = at::randn({2, 18, 5, 9});
+  const std::vector<ops::FirParams> cases{{1, 1, {1, 2, 2, 1}, false, 1.0}, {2, 1, {2, 1, 2, 1}, false, 4.0},
+                                          {1, 2, {1, 1, 1, 1}, false, 1.0}, {2, 1, {-1, 0, 3, 2}, true, 4.0},
+                                          {1, 2, {-1, 2, 3, -1}, true, 2.0}, {1, 1, {0, 0, 0, 0}, false, 1.0}};
+  for (const at::Tensor& f : {ops::setup_filter({1, 3, 3, 1}), asymmetric_filter()}) {
+    for (const auto& p : cases) {
+      for (const at::Tensor& view : {x, x.transpose(2, 3), wide.slice(1, 1, 3).slice(3, 2, 8), wide.contiguous(channels_last),
+                                     wide.contiguous(channels_last).slice(2, 1, 5)}) {
+        for (const int32_t grid_z : {1, 5, 1 << 16}) {
+          at::Tensor writes;
+          const at::Tensor y = upfirdn2d_by_tiles(view, f, p, grid_z, writes);
+          const std::string where = "up " + std::to_string(p.up) + " down " + std::to_string(p.down) + " grid_z " +
+                                    std::to_string(grid_z) + " view " + c10::str(view.sizes(), view.strides());
+          EXPECT_TRUE(writes.eq(1).all().item<bool>()) << where;
+          EXPECT_TRUE(y.equal(upfirdn2d_by_elements<int32_t>(view, f, p))) << where;
+          EXPECT_LT(max_relative_error(y, upfirdn2d_direct(view, f, p)), 1e-6) << where;
+        }
+      }
+    }
+  }
+}
+
+// A thread strides over about four slices where the grid stays large, over one where it would not.
+TEST(CudaKernelArithmetic, TiledGridsStayLargeAndWithinCudasLimits) {
+  EXPECT_EQ(cuda::fir_grid_z({8, 32, 4096}), 1024);      // config-f's 256x256 calls: 262,144 blocks
+  EXPECT_EQ(cuda::fir_grid_z({1, 1, 16384}), 4096);      // 8x8 planes: 4096 blocks, four slices each
+  EXPECT_EQ(cuda::fir_grid_z({1, 1, 2000}), 2000);       // fewer slices than kMinBlocks: one each
+  EXPECT_EQ(cuda::fir_grid_z({2, 2, 5000}), 1250);
+  EXPECT_EQ(cuda::fir_grid_z({1, 1, 1 << 20}), 65535);   // CUDA's limit on z
+  EXPECT_EQ(cuda::fir_grid_z({1, 1, 3}), 3);
+}
+
+TEST(CudaKernelArithmetic, OnlyStyleGan2sFirShapesRunTiled) {
+  const at::Tensor f4 = ops::setup_filter({1, 3, 3, 1}), f3 = ops::setup_filter({1, 2, 1});
+  const auto tiled = [](const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p) {
+    const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
+    return cuda::with_fixed_fir(kernels::gpu::fir_launch(x, f, p, out_h, out_w), [](auto) {});
+  };
+  const at::Tensor nchw = at::empty({2, 3, 8, 8});
+  const ops::FirParams filter{1, 1, {1, 2, 1, 2}, false, 1.0}, up{2, 1, {2, 1, 2, 1}, false, 4.0},
+      down{1, 2, {1, 1, 1, 1}, false, 1.0}, up_down{2, 2, {1, 0, 0, 1}, false, 1.0}, up4{4, 1, {2, 1, 2, 1}, false, 16.0};
+  EXPECT_TRUE(tiled(nchw, f4, filter));
+  EXPECT_TRUE(tiled(nchw, f4, up));
+  EXPECT_TRUE(tiled(nchw, f4, down));
+  EXPECT_FALSE(tiled(nchw, f4, up_down));
+  EXPECT_FALSE(tiled(nchw, f4, up4));
+  EXPECT_FALSE(tiled(nchw, f3, ops::FirParams{1, 1, {1, 1, 1, 1}, false, 1.0}));
+  EXPECT_TRUE(tiled(at::empty({2, 16, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast), f4, up));
+  EXPECT_FALSE(tiled(at::empty({2, 3, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast), f4, up));  // RGB: generic
 }
 
 // The tap span against every tap tried one by one, for every small up, down, padding and length.
@@ -195,6 +292,32 @@ TEST(CudaKernels, Upfirdn2dMatchesTheDefinitionInEveryPrecision) {
   }
 }
 
+// The tiled kernel (StyleGAN2's shapes) against the generic one and the definition, in both layouts,
+// and with more planes than the grid has z blocks, so that they stride.
+TEST(CudaKernels, TiledUpfirdn2dMatchesTheGenericKernelAndTheDefinition) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  at::manual_seed(8);
+  const at::Tensor f = asymmetric_filter();
+  const std::vector<ops::FirParams> cases{{1, 1, {1, 2, 2, 1}, false, 1.0}, {2, 1, {2, 1, 2, 1}, false, 4.0},
+                                          {1, 2, {1, 1, 1, 1}, true, 1.0}};
+  const at::Tensor wide = at::randn({3, 20, 13, 9}), many_planes = at::randn({2, 33000, 3, 4});
+  for (const Precision& precision : kPrecisions) {
+    for (const at::Tensor& x : {wide, wide.contiguous(at::MemoryFormat::ChannelsLast), many_planes}) {
+      const at::Tensor stored = x.to(precision.type), on_gpu = stored.cuda().contiguous(ops::layout_of(x));
+      for (const auto& p : cases) {
+        const at::Tensor tiled = kernels::upfirdn2d_forward(on_gpu, f.cuda(), p);
+        const at::Tensor generic = kernels::upfirdn2d_forward(on_gpu, f.cuda(), p, kernels::FirKernel::Generic);
+        const std::string where = "up " + std::to_string(p.up) + " down " + std::to_string(p.down) + " " +
+                                  c10::toString(precision.type) + " " + c10::str(x.sizes(), x.strides());
+        EXPECT_TRUE(tiled.is_contiguous(ops::layout_of(x))) << where;
+        EXPECT_LT(max_relative_error(tiled.cpu().to(at::kFloat), generic.cpu().to(at::kFloat)), precision.tolerance)
+            << where;
+        EXPECT_LT(max_relative_error(tiled.cpu(), upfirdn2d_direct(stored, f, p)), precision.tolerance) << where;
+      }
+    }
+  }
+}
+
 TEST(CudaKernels, Upfirdn2dReadsStridedViews) {
   SKIP_WITHOUT_CUDA_KERNELS();
   at::manual_seed(1);
@@ -269,11 +392,11 @@ std::vector<at::Tensor> derivatives(const std::function<at::Tensor(const at::Ten
 TEST(CudaKernels, DerivativesToSecondOrderMatchTheReferenceAtNetworkShapes) {
   SKIP_WITHOUT_CUDA_KERNELS();
   at::manual_seed(4);
-  const at::Tensor f = ops::setup_filter({1, 3, 3, 1}).cuda(), w = at::randn({6, 8, 3, 3}).cuda();
+  const at::Tensor f = ops::setup_filter({1, 3, 3, 1}).cuda(), w = at::randn({6, 16, 3, 3}).cuda();
   ops::BiasActParams lrelu;
   lrelu.act = ops::Activation::LRelu;
   lrelu.clamp = 256;
-  const at::Tensor bias = at::randn({8}).cuda();
+  const at::Tensor bias = at::randn({16}).cuda();
   const std::vector<std::pair<std::string, std::function<at::Tensor(const at::Tensor&)>>> cases{
       {"upsample2d", [&](const at::Tensor& x) { return ops::upsample2d(x, f); }},
       {"downsample2d", [&](const at::Tensor& x) { return ops::downsample2d(x, f); }},
@@ -286,7 +409,8 @@ TEST(CudaKernels, DerivativesToSecondOrderMatchTheReferenceAtNetworkShapes) {
        }},
       {"bias_act lrelu clamp", [&](const at::Tensor& x) { return ops::bias_act(x, bias, lrelu); }},
   };
-  const at::Tensor nchw = at::randn({2, 8, 16, 16}).cuda();
+  // 16 channels: channels_last runs the tiled kernel too (with_fixed_fir).
+  const at::Tensor nchw = at::randn({2, 16, 16, 16}).cuda();
   for (const at::Tensor& x0 : {nchw, nchw.contiguous(at::MemoryFormat::ChannelsLast)}) {  // the gradients contiguous
     for (const auto& [name, op] : cases) {
       const auto kernel = derivatives(op, x0, ops::Impl::Fast), reference = derivatives(op, x0, ops::Impl::Reference);

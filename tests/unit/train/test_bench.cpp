@@ -1,11 +1,14 @@
 // stylegan2_bench's device profile: LibTorch's Kineto profiler through KernelProfile. On a GPU it
 // lists kernels in GPU time (the kit runs that); here the same code path records the CPU's ops.
 #include "sg2/cli/benchmark.h"
+#include "sg2/cli/fir_benchmark.h"
 #include "sg2/cli/kernel_profile.h"
 #include "sg2/core/error.h"
 #include "tiny_config.h"
 
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 namespace sg2::cli {
 namespace {
@@ -49,6 +52,31 @@ TEST(Benchmark, DeviceKernelsProfileOneMoreCycleOfTheRealStep) {
   EXPECT_GT(result.kernel_wall_seconds, 0.0);
   const std::string text = format_benchmark(result, trainer);
   EXPECT_NE(text.find("most expensive ops per step under the profiler"), std::string::npos) << text;
+}
+
+// stylegan2_bench fir on the CPU: the seven calls (four forward, three gradients) in both layouts, the
+// CPU kernel against the reference op, and no tiled column (a CUDA kernel).
+TEST(FirBenchmark, TimesEveryNetworkShapeInBothLayouts) {
+  train::TrainConfig c = test::tiny_config();
+  c.run.device = "cpu";
+  FirBenchOptions options;
+  options.batch = 2;
+  options.resolution = 16;
+  options.repeats = 1;
+  std::istringstream table(run_fir_benchmark(c, options));
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(table, line);) {
+    if (line.rfind("| G:", 0) == 0 || line.rfind("| D:", 0) == 0) rows.push_back(line);
+  }
+  ASSERT_EQ(rows.size(), 14u);
+  EXPECT_NE(rows[0].find("| 2x" + std::to_string(c.G.channels_at(16)) + "x17x17 | NCHW | - |"), std::string::npos)
+      << rows[0];
+  EXPECT_NE(rows[1].find("| NHWC | - |"), std::string::npos) << rows[1];
+  EXPECT_NE(rows[13].find("D: 2x downsampling (skip), gradient | 2x" + std::to_string(c.D.channels_at(16)) + "x8x8"),
+            std::string::npos)
+      << rows[13];
+  options.dtype = "float8";
+  EXPECT_THROW(run_fir_benchmark(c, options), Error);
 }
 
 }  // namespace
