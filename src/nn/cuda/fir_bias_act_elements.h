@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace sg2::nn::cuda {
 
@@ -135,6 +136,10 @@ template <int Up, int Down, int Taps>
 struct FixedFir {
   static constexpr int kUp = Up, kDown = Down, kTaps = Taps;
   static constexpr int kSpan = (Taps + Up - 1) / Up;  // the most taps per axis that read a sample
+  // Outputs per thread, neighbours along the tile's y axis: without upsampling their taps read
+  // overlapping windows of samples, which the thread loads once (upfirdn2d_window_outputs).
+  static constexpr int kOutputs = Up == 1 ? 4 : 1;
+  static constexpr int kWindow = (kOutputs - 1) * Down + Taps;  // samples along that axis
 };
 
 // The filter as each tap (ky, kx) applies it, gain included: the filter flipped (a convolution)
@@ -215,11 +220,54 @@ SG2_HOST_DEVICE float upfirdn2d_fixed_at(const FirLaunch& job, const FirTaps<Fir
   return sum;
 }
 
-// The tiled launch of a fixed shape: blocks of kTileX x kTileY threads, one output each. Contiguous
-// y [N, C, H, W]: x runs over a row's columns, y over rows, z over the planes (n, c); channels_last
-// y [N, H, W, C]: x over a pixel's channels, y over columns, z over the rows (n, oy). Either way a
-// warp reads and writes along memory, and a thread finds its output with one division by a launch
-// value (the generic kernel divides about ten times per output: output_position and the tap spans).
+// 0 <= i < n in one comparison.
+template <typename Index>
+SG2_HOST_DEVICE bool within(Index i, Index n) {
+  using Unsigned = std::make_unsigned_t<Index>;
+  return static_cast<Unsigned>(i) < static_cast<Unsigned>(n);
+}
+
+// The kOutputs outputs of a thread from first on, along rows (contiguous y) or along columns
+// (channels_last y), into sums (Up == 1). Their taps read overlapping windows: the thread loads each
+// sample once into kWindow x kTaps registers (0 outside the input, which adds nothing), then each
+// output sums its taps in the definition's order.
+template <typename Index, typename Fir, bool kAlongRows, typename Load>
+SG2_HOST_DEVICE void upfirdn2d_window_outputs(const FirLaunch& job, const FirTaps<Fir::kTaps>& taps,
+                                              const OutputPosition<Index>& first, float (&sums)[Fir::kOutputs],
+                                              const Load& load) {
+  static_assert(Fir::kUp == 1, "upsampled outputs alternate their taps' phases: one output per thread");
+  constexpr int kRows = kAlongRows ? Fir::kWindow : Fir::kTaps, kCols = kAlongRows ? Fir::kTaps : Fir::kWindow;
+  const Index y0 = first.oy * Fir::kDown - job.pad_y0, x0 = first.ox * Fir::kDown - job.pad_x0;
+  const Index in_h = static_cast<Index>(job.in_h), in_w = static_cast<Index>(job.in_w);
+  const Index base = first.n * static_cast<Index>(job.stride_n) + first.c * static_cast<Index>(job.stride_c);
+  Index column_offset[kCols];  // found once per column, not per sample
+  bool column_inside[kCols];
+  for (int b = 0; b < kCols; ++b) {
+    column_inside[b] = within(x0 + b, in_w);
+    column_offset[b] = (x0 + b) * static_cast<Index>(job.stride_x);
+  }
+  float window[kRows][kCols];
+  for (int a = 0; a < kRows; ++a) {
+    const bool row_inside = within(y0 + a, in_h);
+    const Index row = base + (y0 + a) * static_cast<Index>(job.stride_y);
+    for (int b = 0; b < kCols; ++b) window[a][b] = row_inside && column_inside[b] ? load(row + column_offset[b]) : 0.0f;
+  }
+  for (int r = 0; r < Fir::kOutputs; ++r) {
+    const int dy = kAlongRows ? r * Fir::kDown : 0, dx = kAlongRows ? 0 : r * Fir::kDown;
+    float sum = 0.0f;
+    for (int j = 0; j < Fir::kTaps; ++j) {
+      for (int i = 0; i < Fir::kTaps; ++i) sum += taps.v[j][i] * window[j + dy][i + dx];
+    }
+    sums[r] = sum;
+  }
+}
+
+// The tiled launch of a fixed shape: blocks of kTileX x kTileY threads, kOutputs outputs each.
+// Contiguous y [N, C, H, W]: x runs over a row's columns, y over rows (kOutputs rows a thread), z
+// over the planes (n, c); channels_last y [N, H, W, C]: x over a pixel's channels, y over columns
+// (kOutputs a thread), z over the rows (n, oy). Either way a warp reads and writes along memory,
+// and a thread finds its outputs with one division by a launch value (the generic kernel divides
+// about ten times per output: output_position and the tap spans).
 constexpr int kTileX = 32, kTileY = 8;
 constexpr int64_t kMaxGridY = 65535, kMaxGridZ = 65535;  // CUDA's limits
 constexpr int64_t kMinBlocks = 4096;                     // several waves of blocks on the largest GPUs
@@ -230,10 +278,11 @@ struct FirTiles {
   int64_t x, y, slices;
 };
 
-inline FirTiles fir_tiles(const FirLaunch& job) {
+inline FirTiles fir_tiles(const FirLaunch& job, int outputs_per_thread) {
   const auto blocks = [](int64_t n, int tile) { return (n + tile - 1) / tile; };
-  if (job.channels_last) return {blocks(job.channels, kTileX), blocks(job.out_w, kTileY), job.batch * job.out_h};
-  return {blocks(job.out_w, kTileX), blocks(job.out_h, kTileY), job.batch * job.channels};
+  const int tile_y = kTileY * outputs_per_thread;
+  if (job.channels_last) return {blocks(job.channels, kTileX), blocks(job.out_w, tile_y), job.batch * job.out_h};
+  return {blocks(job.out_w, kTileX), blocks(job.out_h, tile_y), job.batch * job.channels};
 }
 
 // z blocks of the launch: a thread strides over about kSlicesPerThread slices (it loads the filter
@@ -245,11 +294,12 @@ inline int64_t fir_grid_z(const FirTiles& tiles) {
   return std::min({std::max(for_occupancy, amortized), tiles.slices, kMaxGridZ});
 }
 
-// The output of thread (tx, ty) of block (bx, by) in slice; false past the output's edge.
+// The first output of thread (tx, ty) of block (bx, by) in slice, whose outputs_per_thread outputs
+// follow along the tile's y axis; false when it lies past the output's edge.
 template <typename Index>
 SG2_HOST_DEVICE bool tile_position(const FirLaunch& job, Index bx, Index by, Index slice, int tx, int ty,
-                                   OutputPosition<Index>& pos) {
-  const Index along_x = bx * kTileX + tx, along_y = by * kTileY + ty;
+                                   int outputs_per_thread, OutputPosition<Index>& pos) {
+  const Index along_x = bx * kTileX + tx, along_y = (by * kTileY + ty) * outputs_per_thread;
   const Index channels = static_cast<Index>(job.channels);
   const Index out_h = static_cast<Index>(job.out_h), out_w = static_cast<Index>(job.out_w);
   if (job.channels_last) {
@@ -258,6 +308,18 @@ SG2_HOST_DEVICE bool tile_position(const FirLaunch& job, Index bx, Index by, Ind
   }
   pos = {slice / channels, slice % channels, along_y, along_x};
   return along_x < out_w && along_y < out_h;
+}
+
+// The r-th output of the thread whose first is `first` (tile_position); false past the output's edge.
+template <typename Index>
+SG2_HOST_DEVICE bool tile_output(const FirLaunch& job, OutputPosition<Index> first, int r, OutputPosition<Index>& pos) {
+  pos = first;
+  if (job.channels_last) {
+    pos.ox += r;
+    return pos.ox < static_cast<Index>(job.out_w);
+  }
+  pos.oy += r;
+  return pos.oy < static_cast<Index>(job.out_h);
 }
 
 // Where pos lies in y's memory.
@@ -269,6 +331,27 @@ SG2_HOST_DEVICE Index output_offset(const FirLaunch& job, const OutputPosition<I
   return ((pos.n * channels + pos.c) * out_h + pos.oy) * out_w + pos.ox;
 }
 
+// What one thread of the tiled launch computes: its outputs in slice, each handed to
+// store(offset in y, value). The kernel runs it for every thread of its grid, the tests on the host.
+template <typename Index, typename Fir, typename Load, typename Store>
+SG2_HOST_DEVICE void upfirdn2d_tile_thread(const FirLaunch& job, const FirTaps<Fir::kTaps>& taps, Index bx, Index by,
+                                           Index slice, int tx, int ty, const Load& load, const Store& store) {
+  OutputPosition<Index> first;
+  if (!tile_position<Index>(job, bx, by, slice, tx, ty, Fir::kOutputs, first)) return;
+  float sums[Fir::kOutputs];
+  if constexpr (Fir::kOutputs == 1) {
+    sums[0] = upfirdn2d_fixed_at<Index, Fir>(job, taps, first, load);
+  } else if (job.channels_last) {
+    upfirdn2d_window_outputs<Index, Fir, false>(job, taps, first, sums, load);
+  } else {
+    upfirdn2d_window_outputs<Index, Fir, true>(job, taps, first, sums, load);
+  }
+  for (int r = 0; r < Fir::kOutputs; ++r) {
+    OutputPosition<Index> pos;
+    if (tile_output<Index>(job, first, r, pos)) store(output_offset(job, pos), sums[r]);
+  }
+}
+
 // Calls fn(FixedFir<up, down, 4>{}) and returns true where the tiled kernel is built for the launch:
 // StyleGAN2's 4x4 filter alone, with 2x upsampling or with 2x downsampling (and so their gradients),
 // 32-bit indices, a grid within CUDA's limits and, channels_last, at least kTileX / 2 channels (with
@@ -276,7 +359,7 @@ SG2_HOST_DEVICE Index output_offset(const FirLaunch& job, const OutputPosition<I
 template <typename Fn>
 bool with_fixed_fir(const FirLaunch& job, Fn&& fn) {
   if (job.filter_h != 4 || job.filter_w != 4 || !fits_32bit_indices(job)) return false;
-  if (fir_tiles(job).y > kMaxGridY || (job.channels_last && job.channels < kTileX / 2)) return false;
+  if (fir_tiles(job, 1).y > kMaxGridY || (job.channels_last && job.channels < kTileX / 2)) return false;
   if (job.up == 1 && job.down == 1) return fn(FixedFir<1, 1, 4>{}), true;
   if (job.up == 2 && job.down == 1) return fn(FixedFir<2, 1, 4>{}), true;
   if (job.up == 1 && job.down == 2) return fn(FixedFir<1, 2, 4>{}), true;

@@ -51,17 +51,18 @@ __global__ void upfirdn2d_kernel(FirLaunch job, Index total) {
   }
 }
 
-// One output per thread of a kTileX x kTileY block (tile_position); z strides over the slices.
+// Fir::kOutputs outputs per thread of a kTileX x kTileY block (upfirdn2d_tile_thread); z strides
+// over the slices.
 template <typename T, typename Fir>
 __global__ void __launch_bounds__(kTileX * kTileY) upfirdn2d_tiled_kernel(FirLaunch job, int32_t slices) {
   const T* x = static_cast<const T*>(job.x);
   T* y = static_cast<T*>(job.y);
   const FirTaps<Fir::kTaps> taps = load_fir_taps<Fir::kTaps>(job);
   const auto read = [x](int32_t offset) { return load(x, offset); };
+  const auto write = [y](int32_t offset, float value) { store(y, offset, value); };
   for (int32_t slice = blockIdx.z; slice < slices; slice += gridDim.z) {
-    OutputPosition<int32_t> pos;
-    if (!tile_position<int32_t>(job, blockIdx.x, blockIdx.y, slice, threadIdx.x, threadIdx.y, pos)) continue;
-    store(y, output_offset(job, pos), upfirdn2d_fixed_at<int32_t, Fir>(job, taps, pos, read));
+    upfirdn2d_tile_thread<int32_t, Fir>(job, taps, int32_t(blockIdx.x), int32_t(blockIdx.y), slice, threadIdx.x,
+                                        threadIdx.y, read, write);
   }
 }
 
@@ -106,7 +107,7 @@ void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, bool
   const int64_t total = job.batch * job.channels * job.out_h * job.out_w;
   if (total == 0) return;
   const auto tiled = [&](auto fir) {
-    const FirTiles tiles = fir_tiles(job);
+    const FirTiles tiles = fir_tiles(job, decltype(fir)::kOutputs);
     const dim3 grid(static_cast<unsigned int>(tiles.x), static_cast<unsigned int>(tiles.y),
                     static_cast<unsigned int>(fir_grid_z(tiles)));
     with_type(type, [&](auto tag) {
