@@ -38,6 +38,7 @@ std::vector<FirCase> network_cases(int64_t batch, int64_t r, int64_t g_channels,
       {"D: 2x downsampling (skip)", {batch, d_channels, r, r}, {1, 2, {1, 1, 1, 1}, false, 1.0}},
       {"G: 2x upsampling of the image", {batch, rgb, r / 2, r / 2}, {2, 1, {2, 1, 2, 1}, false, 4.0}},
   };
+  cases.reserve(cases.size() + 3);  // `forward` below stays valid
   for (size_t i = 0; i < 3; ++i) {
     const FirCase& forward = cases[i];
     const int64_t in_h = forward.x_shape[2], in_w = forward.x_shape[3];
