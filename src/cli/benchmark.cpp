@@ -24,6 +24,8 @@ void synchronize(const at::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
 
+}  // namespace
+
 double time_call(const at::Device& device, const std::function<void()>& call) {
   synchronize(device);
   Stopwatch watch;
@@ -31,6 +33,8 @@ double time_call(const at::Device& device, const std::function<void()>& call) {
   synchronize(device);
   return watch.seconds();
 }
+
+namespace {
 
 // Seconds for `steps` whole training steps, the device synchronized before and after.
 double time_steps(Trainer& trainer, int64_t steps) {

@@ -1,14 +1,13 @@
 #include "sg2/cli/fir_benchmark.h"
 
+#include "sg2/cli/benchmark.h"
 #include "sg2/cli/command_line.h"
 #include "sg2/core/error.h"
-#include "sg2/core/timer.h"
 #include "sg2/nn/upfirdn2d.h"
 #include "sg2/train/trainer.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <torch/cuda.h>
 
 #include <algorithm>
 #include <functional>
@@ -51,20 +50,14 @@ std::vector<FirCase> network_cases(int64_t batch, int64_t r, int64_t g_channels,
   return cases;
 }
 
-void synchronize(const at::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
 // Seconds per call of fn: the best of three timings of `repeats` calls, after a warm-up call.
 double seconds_per_call(const at::Device& device, int repeats, const std::function<void()>& fn) {
   fn();
   double best = 1e30;
   for (int trial = 0; trial < 3; ++trial) {
-    synchronize(device);
-    Stopwatch watch;
-    for (int i = 0; i < repeats; ++i) fn();
-    synchronize(device);
-    best = std::min(best, watch.seconds() / repeats);
+    best = std::min(best, time_call(device, [&] {
+                      for (int i = 0; i < repeats; ++i) fn();
+                    }) / repeats);
   }
   return best;
 }

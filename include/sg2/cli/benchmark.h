@@ -5,6 +5,7 @@
 
 #include "sg2/train/trainer.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ struct BenchResult {
   double kernel_wall_seconds = 0;                // per step, the profiled cycle's wall time
   std::string kernel_profile_error;              // why the profile failed (the timings stand)
 };
+
+// Seconds that call takes, the device synchronized before and after (on a GPU: its work, not its launches).
+double time_call(const at::Device& device, const std::function<void()>& call);
 
 BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options);
 std::string format_benchmark(const BenchResult& result, const Trainer& trainer);

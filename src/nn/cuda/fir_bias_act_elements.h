@@ -32,21 +32,17 @@ inline bool fits_32bit_indices(const FirLaunch& job) {
 
 inline bool fits_32bit_indices(int64_t numel) { return numel < kMax32BitIndex; }
 
-// The filter taps that output position o reads along one axis: tap first_tap + j * up reads input
-// sample first_src + j, for j < count. Tap k lands on the upsampled, padded coordinate
-// v = o * down + k - pad, which holds an input sample when up divides v and 0 <= v < in_len * up;
-// so the taps that read are every up-th one from the first k with up | v, cut to the input.
+// 0 <= i < n in one comparison.
+template <typename Index>
+SG2_HOST_DEVICE bool within(Index i, Index n) {
+  using Unsigned = std::make_unsigned_t<Index>;
+  return static_cast<Unsigned>(i) < static_cast<Unsigned>(n);
+}
+
 // An int fixed at compile time, for the tiled kernel's shapes (FixedFir).
 template <int N>
 struct Fixed {
   SG2_HOST_DEVICE constexpr operator int() const { return N; }
-};
-
-template <typename Index>
-struct TapSpan {
-  int first_tap = 0;
-  Index first_src = 0;
-  int count = 0;
 };
 
 // The first tap k0 < up whose upsampled coordinate v0 + k0 holds a sample (up divides it), and that
@@ -63,6 +59,17 @@ SG2_HOST_DEVICE FirstTap<Index> first_sampled_tap(Index v0, Up up) {
   const int k0 = phase == 0 ? 0 : up - static_cast<int>(phase);
   return {k0, (v0 + k0) / up};  // exact: up divides v0 + k0
 }
+
+// The filter taps that output position o reads along one axis: tap first_tap + j * up reads input
+// sample first_src + j, for j < count. Tap k lands on the upsampled, padded coordinate
+// v = o * down + k - pad, which holds an input sample when up divides v and 0 <= v < in_len * up;
+// so the taps that read are every up-th one from the first k with up | v, cut to the input.
+template <typename Index>
+struct TapSpan {
+  int first_tap = 0;
+  Index first_src = 0;
+  int count = 0;
+};
 
 template <typename Index>
 SG2_HOST_DEVICE TapSpan<Index> fir_tap_span(Index o, int taps, int down, int pad, int up, Index in_len) {
@@ -192,7 +199,7 @@ SG2_HOST_DEVICE FixedAxis<Index, Fir> fixed_axis(Index o, int pad, Index in_len,
   axis.k0 = first.k0;
   for (int j = 0; j < Fir::kSpan; ++j) {
     const Index sample = first.s0 + j;
-    axis.reads[j] = first.k0 + j * Fir::kUp < Fir::kTaps && sample >= 0 && sample < in_len;
+    axis.reads[j] = first.k0 + j * Fir::kUp < Fir::kTaps && within(sample, in_len);
     axis.offset[j] = sample * stride;
   }
   return axis;
@@ -218,13 +225,6 @@ SG2_HOST_DEVICE float upfirdn2d_fixed_at(const FirLaunch& job, const FirTaps<Fir
     }
   }
   return sum;
-}
-
-// 0 <= i < n in one comparison.
-template <typename Index>
-SG2_HOST_DEVICE bool within(Index i, Index n) {
-  using Unsigned = std::make_unsigned_t<Index>;
-  return static_cast<Unsigned>(i) < static_cast<Unsigned>(n);
 }
 
 // The kOutputs outputs of a thread from first on, along rows (contiguous y) or along columns
@@ -271,7 +271,7 @@ SG2_HOST_DEVICE void upfirdn2d_window_outputs(const FirLaunch& job, const FirTap
 constexpr int kTileX = 32, kTileY = 8;
 constexpr int64_t kMaxGridY = 65535, kMaxGridZ = 65535;  // CUDA's limits
 constexpr int64_t kMinBlocks = 4096;                     // several waves of blocks on the largest GPUs
-constexpr int64_t kSlicesPerThread = 4;                  // outputs over which a thread's filter load pays
+constexpr int64_t kSlicesPerThread = 4;                  // slices over which a thread's filter load pays
 
 // Blocks along x and y, and the slices that the z blocks stride over.
 struct FirTiles {

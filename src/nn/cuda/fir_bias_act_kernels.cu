@@ -1,7 +1,8 @@
 // CUDA kernels for upfirdn2d and bias_act (see fir_bias_act_kernels.h). Both ops are memory-bound:
-// one thread per output element (the arithmetic is in fir_bias_act_elements.h), float32 whatever
-// the storage type (float32, float16, bfloat16), grid-stride loops over 32-bit indices where the
-// launch fits them and 64-bit ones otherwise; upfirdn2d visits only the taps that read a sample.
+// the generic kernels take one thread per output element (the arithmetic is in
+// fir_bias_act_elements.h), float32 whatever the storage type (float32, float16, bfloat16),
+// grid-stride loops over 32-bit indices where the launch fits them and 64-bit ones otherwise;
+// upfirdn2d visits only the taps that read a sample.
 // StyleGAN2's shapes of upfirdn2d (4x4 filter; up 2, down 2 or neither) run a tiled kernel with
 // those fixed at compile time; any other launch runs the generic one. The references are in
 // ops_reference.cpp; the CPU kernels compute the same sums in the same tap order.
