@@ -5,7 +5,7 @@
 //   mpirun -np 2 stylegan2_bench comm [--config configs/bench-cpu-32.yaml]
 #include "sg2/cli/benchmark.h"
 #include "sg2/cli/command_line.h"
-#include "sg2/cli/fir_benchmark.h"
+#include "sg2/cli/ops_benchmark.h"
 #include "sg2/core/cli_parse.h"
 #include "sg2/core/logging.h"
 #include "sg2/dist/comm_benchmark.h"
@@ -93,23 +93,24 @@ int main(int argc, char** argv) {
   comm->add_option("--step-factor", comm_options.step_factor, "Size multiplier")->capture_default_str();
   comm->add_option("--iters", comm_options.iterations, "Timed calls per size")->capture_default_str();
   comm->add_option("--warmup", comm_options.warmup, "Untimed calls per size")->capture_default_str();
-  cli::FirBenchOptions fir_options;
-  CLI::App* fir = app.add_subcommand("fir", "upfirdn2d at the preset's shapes at one resolution, both layouts: the "
-                                            "tiled and generic CUDA kernels and the reference op, against a device copy");
-  fir->fallthrough();
-  fir->add_option("--resolution", fir_options.resolution, "Resolution whose shapes are timed")->capture_default_str();
-  fir->add_option("--fir-batch", fir_options.batch, "Batch of the timed tensors")->capture_default_str();
-  fir->add_option("--dtype", fir_options.dtype, "auto (float16 on CUDA, float32 on the CPU), float16, bfloat16, float32")
+  cli::OpsBenchOptions ops_options;
+  CLI::App* ops = app.add_subcommand("ops", "upfirdn2d and bias_act at the preset's shapes at one resolution, both "
+                                            "layouts: the CUDA kernels (specialised and generic) and the reference "
+                                            "ops, against a device copy");
+  ops->fallthrough();
+  ops->add_option("--resolution", ops_options.resolution, "Resolution whose shapes are timed")->capture_default_str();
+  ops->add_option("--ops-batch", ops_options.batch, "Batch of the timed tensors")->capture_default_str();
+  ops->add_option("--dtype", ops_options.dtype, "auto (float16 on CUDA, float32 on the CPU), float16, bfloat16, float32")
       ->capture_default_str();
-  fir->add_option("--fir-repeats", fir_options.repeats, "Calls per timing (best of three)")->capture_default_str();
+  ops->add_option("--ops-repeats", ops_options.repeats, "Calls per timing (best of three)")->capture_default_str();
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
   bench.op_families = !no_ops;
   const nn::ops::ImplScope ops_impl(reference_ops ? nn::ops::Impl::Reference : nn::ops::Impl::Fast);
   return sg2::run_reporting_errors("stylegan2_bench", [&] {
     init_logging();
     const auto config = config_options.resolve();
-    if (fir->parsed()) {
-      std::cout << cli::run_fir_benchmark(config, fir_options);
+    if (ops->parsed()) {
+      std::cout << cli::run_ops_benchmark(config, ops_options);
       return 0;
     }
     if (comm->parsed()) return bench_comm(config, !config_options.config_file().empty(), comm_options);

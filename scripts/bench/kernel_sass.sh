@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the compiler made of the CUDA kernels, with no GPU: per kernel of src/nn/cuda/fir_bias_act_kernels.cu,
 # its instruction count and the instructions that cost (global loads, the MUFU.RCP of each integer
-# division, local-memory spills, FFMA), read off the SASS of the built object with cuobjdump (PyPI's
+# division, local-memory spills, FFMA, and the 16-byte loads and stores), read off the SASS of the built object with cuobjdump (PyPI's
 # nvidia-cuda-cuobjdump, fetched once into the cache beside the torch wheel).
 #   scripts/bench/kernel_sass.sh [BUILD_DIR] [ARCH]     # default build-gpu-kit (scripts/gpu/prepare.sh --prebuilt), sm_90
 set -euo pipefail
@@ -25,12 +25,14 @@ trap 'rm -f "$sass"' EXIT
 PATH="$tools:$PATH" cuobjdump -sass -arch "$arch" "$object" > "$sass"
 python3 - "$sass" <<'PY'
 import re, sys
-print("| kernel | instructions | LDG | MUFU (divisions) | LDL + STL | FFMA |")
-print("|---|---|---|---|---|---|")
+print("| kernel | instructions | LDG | MUFU (divisions) | LDL + STL | FFMA | 16-byte LDG + STG |")
+print("|---|---|---|---|---|---|---|")
 for function in re.split(r"\n\s*Function : ", open(sys.argv[1]).read())[1:]:
     name = function.split("\n", 1)[0]
-    ops = re.findall(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P[0-9T] )?([A-Z][A-Z0-9_]*)", function)
-    kernel = re.search(r"\d\d(upfirdn2d_kernel|upfirdn2d_tiled_kernel|bias_act_kernel|bias_act_grad_kernel)I(.*)", name)
+    opcodes = re.findall(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P[0-9T] )?([A-Z][A-Z0-9_.]*)", function)
+    ops = [o.split(".")[0] for o in opcodes]
+    kernel = re.search(r"\d\d(upfirdn2d_kernel|upfirdn2d_tiled_kernel|bias_act_kernel|bias_act_grad_kernel|"
+                       r"bias_act_lanes_kernel|bias_act_grad_lanes_kernel)I(.*)", name)
     label = name
     if kernel:  # the template arguments, demangled enough to read: storage type, then index type or the fixed shape
         args = kernel.group(2)
@@ -41,5 +43,6 @@ for function in re.split(r"\n\s*Function : ", open(sys.argv[1]).read())[1:]:
         detail = f"up {shape[1]} down {shape[2]} taps {shape[3]}" if shape else {"i": "int32", "l": "int64"}[rest[0]]
         label = f"{kernel.group(1)}<{types[storage]}, {detail}>"
     count = lambda op: sum(1 for o in ops if o == op)
-    print(f"| {label} | {len(ops)} | {count('LDG')} | {count('MUFU')} | {count('LDL') + count('STL')} | {count('FFMA')} |")
+    wide = sum(1 for o in opcodes if o.split(".")[0] in ("LDG", "STG") and ".128" in o)
+    print(f"| {label} | {len(ops)} | {count('LDG')} | {count('MUFU')} | {count('LDL') + count('STL')} | {count('FFMA')} | {wide} |")
 PY

@@ -92,13 +92,14 @@ step train_without_host_sync says "host synchronisation in a step: error" "$trai
     --outdir "$work/runs-sync" --run.channels_last reduced --run.host_sync_check error "${sync_backend[@]}"
 step one_copy_of_each_library check_single_library_copies "$build/bin/stylegan2_bench" comm --run.device "$device" \
     --max-bytes 1048576 --iters 2 --warmup 1
-# upfirdn2d at config-f's shapes at 256x256 (float16, both layouts): the tiled CUDA kernel, the generic
-# one and the reference op, against a device copy's bandwidth.
+# upfirdn2d and bias_act at config-f's shapes at 256x256 (float16 with the clamp of the reference's
+# float16 layers, both layouts): the specialised CUDA kernels (tiled FIR, bias_act in 16-byte packs),
+# the generic ones and the reference ops, against a device copy's bandwidth.
 if [ "$mode" = gpu ]; then
-  step bench_fir "$build/bin/stylegan2_bench" fir --config configs/config-f.yaml --run.device cuda
+  step bench_ops "$build/bin/stylegan2_bench" ops --config configs/config-f.yaml --run.device cuda --G.conv_clamp 256
 else
-  step bench_fir "$build/bin/stylegan2_bench" fir --config configs/config-f.yaml --run.device cpu --resolution 16 \
-      --fir-batch 2 --fir-repeats 1
+  step bench_ops "$build/bin/stylegan2_bench" ops --config configs/config-f.yaml --run.device cpu --resolution 16 \
+      --ops-batch 2 --ops-repeats 1 --G.conv_clamp 256
 fi
 if [ "$mode" = gpu ]; then
   step bench_paper256 "$build/bin/stylegan2_bench" --config configs/paper256.yaml --data synthetic --data.channels 3 \

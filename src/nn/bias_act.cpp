@@ -87,18 +87,20 @@ ActivationParams from_saved(const c10::IValue& saved) {
   return {static_cast<int>(v[0]), static_cast<float>(v[1]), static_cast<float>(v[2]), static_cast<float>(v[3])};
 }
 
-at::Tensor forward_on_device(const at::Tensor& x, const at::Tensor& b, int64_t dim, const ActivationParams& a) {
+at::Tensor forward_on_device(const at::Tensor& x, const at::Tensor& b, int64_t dim, const ActivationParams& a,
+                             [[maybe_unused]] KernelVariant variant = KernelVariant::Fastest) {
 #if SG2_CUDA_KERNELS
-  if (x.is_cuda()) return gpu::bias_act_forward(x, b, dim, a);
+  if (x.is_cuda()) return gpu::bias_act_forward(x, b, dim, a, variant);
 #endif
   return host::bias_act_forward(x, b, dim, a);
 }
 
 // dx = dy * slope(y); y undefined when the slope is constant.
-at::Tensor masked_gradient(const at::Tensor& dy, const at::Tensor& y, const ActivationParams& a) {
+at::Tensor masked_gradient(const at::Tensor& dy, const at::Tensor& y, const ActivationParams& a,
+                           [[maybe_unused]] KernelVariant variant = KernelVariant::Fastest) {
   if (!y.defined()) return dy * a.gain;
 #if SG2_CUDA_KERNELS
-  if (y.is_cuda()) return gpu::bias_act_grad(dy, y, a);
+  if (y.is_cuda()) return gpu::bias_act_grad(dy, y, a, variant);
 #endif
   return host::bias_act_grad(dy, y, a);
 }
@@ -167,10 +169,19 @@ struct BiasActFunction : public torch::autograd::Function<BiasActFunction> {
 
 }  // namespace
 
-at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p) {
+at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p,
+                            KernelVariant variant) {
   SG2_CHECK(supported(x), "bias_act kernel: unsupported tensor {} on {}", c10::toString(x.scalar_type()),
             x.device().str());
-  return forward_on_device(x, b, p.dim, resolve(p));
+  return forward_on_device(x, b, p.dim, resolve(p), variant);
+}
+
+at::Tensor bias_act_gradient(const at::Tensor& dy, const at::Tensor& y, const ops::BiasActParams& p,
+                             KernelVariant variant) {
+  SG2_CHECK(supported(y), "bias_act kernel: unsupported tensor {} on {}", c10::toString(y.scalar_type()),
+            y.device().str());
+  const ActivationParams a = resolve(p);
+  return masked_gradient(dy, needs_output(a) ? y : at::Tensor(), a, variant);
 }
 
 at::Tensor bias_act(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p) {

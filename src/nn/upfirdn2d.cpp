@@ -112,12 +112,12 @@ bool upfirdn2d_runs_tiled([[maybe_unused]] const at::Tensor& x, [[maybe_unused]]
 }
 
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p,
-                             [[maybe_unused]] FirKernel kernel) {
+                             [[maybe_unused]] KernelVariant variant) {
   SG2_CHECK(supported(x), "upfirdn2d kernel: unsupported tensor {} on {}", c10::toString(x.scalar_type()),
             x.device().str());
   const auto [out_h, out_w] = upfirdn2d_output_size(x, f, p);
 #if SG2_CUDA_KERNELS
-  if (x.is_cuda()) return gpu::upfirdn2d_forward(x, f, p, out_h, out_w, kernel);
+  if (x.is_cuda()) return gpu::upfirdn2d_forward(x, f, p, out_h, out_w, variant);
 #endif
   return host::upfirdn2d_forward(x, f, p, out_h, out_w);
 }

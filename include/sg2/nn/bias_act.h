@@ -4,6 +4,7 @@
 // src/nn/bias_act.cpp; the raw kernels in bias_act_cpu.cpp (CPU) and cuda/ (CUDA).
 
 #include "sg2/nn/activation.h"
+#include "sg2/nn/kernels.h"
 #include "sg2/nn/op_impl.h"
 
 #include <ATen/ATen.h>
@@ -33,7 +34,11 @@ namespace sg2::nn::kernels {
 // output y, and the gradient's own gradient is the same masked product.
 at::Tensor bias_act(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p);
 
-// The raw forward kernel, no autograd.
-at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p);
+// The raw kernels, no autograd (variant: sg2/nn/kernels.h): y = clamp(act(x + b) * gain), and the
+// gradient through y, dx = dy * slope(y) (y as bias_act_forward returned it).
+at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p,
+                            KernelVariant variant = KernelVariant::Fastest);
+at::Tensor bias_act_gradient(const at::Tensor& dy, const at::Tensor& y, const ops::BiasActParams& p,
+                             KernelVariant variant = KernelVariant::Fastest);
 
 }  // namespace sg2::nn::kernels

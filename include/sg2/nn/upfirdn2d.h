@@ -3,6 +3,7 @@
 // torch_utils/ops/upfirdn2d.py). The op, its reference, its autograd function and the choice between
 // them are in src/nn/upfirdn2d.cpp; the raw kernels in upfirdn2d_cpu.cpp (CPU) and cuda/ (CUDA).
 
+#include "sg2/nn/kernels.h"
 #include "sg2/nn/op_impl.h"
 
 #include <ATen/ATen.h>
@@ -52,17 +53,12 @@ namespace sg2::nn::kernels {
 // an upfirdn2d (flipped filter, up and down swapped), so R1 and path length get second derivatives.
 at::Tensor upfirdn2d(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p);
 
-// Which CUDA kernel the raw forward runs: the tiled one where it is built for the launch (StyleGAN2's
-// shapes), else the generic one (Fastest); or always the generic one (Generic: for the op benchmark
-// and the tests that compare the two). The CPU has one kernel for both.
-enum class FirKernel { Fastest, Generic };
-
 // Whether the raw forward runs the tiled CUDA kernel on these arguments.
 bool upfirdn2d_runs_tiled(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p);
 
-// The raw forward kernel, no autograd.
+// The raw forward kernel, no autograd (variant: sg2/nn/kernels.h).
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p,
-                             FirKernel kernel = FirKernel::Fastest);
+                             KernelVariant variant = KernelVariant::Fastest);
 
 // The parameters of the adjoint of upfirdn2d with `p` for an input of size in_h x in_w.
 ops::FirParams upfirdn2d_adjoint(const ops::FirParams& p, int64_t filter_h, int64_t filter_w, int64_t in_h,

@@ -1,14 +1,15 @@
 #pragma once
 // The per-element arithmetic of the CUDA kernels (fir_bias_act_kernels.cu), for the host as well as
-// the device: the kernels run it one thread per element, and the CPU test suite runs the very same
-// functions over whole tensors against the definition (tests/unit/nn/test_kernels_cuda.cpp), so the
-// indexing is checked on every machine, GPU or not. Index is int32_t where every offset of a launch
+// the device: the kernels run it per element, per tile or per 16-byte pack, and the CPU test suite
+// runs the very same functions over whole tensors against the definition
+// (tests/unit/nn/test_kernels_cuda.cpp), so the indexing is checked on every machine, GPU or not. Index is int32_t where every offset of a launch
 // fits (fits_32bit_indices; 64-bit division costs a GPU tens of instructions), int64_t otherwise.
 
 #include "fir_bias_act_kernels.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 namespace sg2::nn::cuda {
@@ -370,5 +371,41 @@ bool with_fixed_fir(const FirLaunch& job, Fn&& fn) {
 using kernels::activate;
 using kernels::activation_slope;
 using kernels::bias_channel;
+
+// The vectorised bias_act kernels move 16 bytes per load and store: kLanes elements of T.
+constexpr int kLaneBytes = 16;
+template <typename T>
+constexpr int kLanes = kLaneBytes / static_cast<int>(sizeof(T));
+
+// Whether the vectorised kernels take a launch of numel elements: a whole number of lanes, and
+// every pointer 16-byte aligned (a fresh allocation is; a view with an offset may not be).
+inline bool runs_in_lanes(int64_t numel, int lanes, std::initializer_list<const void*> pointers) {
+  if (numel % lanes != 0) return false;
+  return std::all_of(pointers.begin(), pointers.end(),
+                     [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kLaneBytes == 0; });
+}
+
+// bias_act on Lanes consecutive elements of memory from element `first`, in place on their values,
+// as one thread of the vectorised kernel runs it: the channel of the first costs two divisions
+// (bias_channel's); a pack within one channel (NCHW planes) reads its bias once, the others step
+// through [outer, channels, inner]. bias_at(c): b[c], or 0.
+template <int Lanes, typename Index, typename BiasAt>
+SG2_HOST_DEVICE void bias_act_lanes(float (&v)[Lanes], Index first, Index channels, Index inner,
+                                    const ActivationParams& a, BiasAt bias_at) {
+  const Index plane = first / inner;
+  Index c = plane % channels, r = first - plane * inner;
+  if (r + Lanes <= inner) {
+    const float bias = bias_at(c);
+    for (int k = 0; k < Lanes; ++k) v[k] = activate(v[k] + bias, a);
+    return;
+  }
+  for (int k = 0; k < Lanes; ++k) {
+    v[k] = activate(v[k] + bias_at(c), a);
+    if (++r == inner) {
+      r = 0;
+      if (++c == channels) c = 0;
+    }
+  }
+}
 
 }  // namespace sg2::nn::cuda

@@ -1,10 +1,10 @@
-// CUDA kernels for upfirdn2d and bias_act (see fir_bias_act_kernels.h). Both ops are memory-bound:
-// the generic kernels take one thread per output element (the arithmetic is in
-// fir_bias_act_elements.h), float32 whatever the storage type (float32, float16, bfloat16),
-// grid-stride loops over 32-bit indices where the launch fits them and 64-bit ones otherwise;
-// upfirdn2d visits only the taps that read a sample.
+// CUDA kernels for upfirdn2d and bias_act (see fir_bias_act_kernels.h). The generic kernels take
+// one thread per output element (the arithmetic is in fir_bias_act_elements.h), float32 whatever
+// the storage type (float32, float16, bfloat16), grid-stride loops over 32-bit indices where the
+// launch fits them and 64-bit ones otherwise; upfirdn2d visits only the taps that read a sample.
 // StyleGAN2's shapes of upfirdn2d (4x4 filter; up 2, down 2 or neither) run a tiled kernel with
-// those fixed at compile time; any other launch runs the generic one. The references are in
+// those fixed at compile time, and bias_act runs 16 bytes per thread wherever the memory is whole
+// aligned packs (runs_in_lanes); any other launch runs the generic kernel. The references are in
 // ops_reference.cpp; the CPU kernels compute the same sums in the same tap order.
 #include "fir_bias_act_elements.h"
 
@@ -26,6 +26,27 @@ __device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { retur
 __device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
 __device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
 __device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+// kLanes<T> elements in one 16-byte access: float32 values for the arithmetic.
+template <typename T>
+struct alignas(kLaneBytes) LanePack {
+  T lane[kLanes<T>];
+};
+
+template <typename T>
+__device__ __forceinline__ void load_lanes(const T* p, int64_t pack, float (&v)[kLanes<T>]) {
+  const LanePack<T> packed = reinterpret_cast<const LanePack<T>*>(p)[pack];
+#pragma unroll
+  for (int k = 0; k < kLanes<T>; ++k) v[k] = load(packed.lane, k);
+}
+
+template <typename T>
+__device__ __forceinline__ void store_lanes(T* p, int64_t pack, const float (&v)[kLanes<T>]) {
+  LanePack<T> packed;
+#pragma unroll
+  for (int k = 0; k < kLanes<T>; ++k) store(packed.lane, k, v[k]);
+  reinterpret_cast<LanePack<T>*>(p)[pack] = packed;
+}
 
 constexpr int kThreads = 256;
 
@@ -83,6 +104,33 @@ __global__ void bias_act_grad_kernel(const T* dy, const T* y, T* dx, Index numel
   }
 }
 
+// The same two kernels 16 bytes at a time, for launches that runs_in_lanes takes: one thread's
+// loads then keep a whole pack in flight instead of one 2-byte element, which is what an
+// elementwise kernel needs to approach the GPU's memory bandwidth. packs = numel / kLanes<T>.
+template <typename T, typename Index>
+__global__ void bias_act_lanes_kernel(const T* x, const T* b, T* y, Index packs, Index channels, Index inner,
+                                      ActivationParams a) {
+  const auto bias_at = [b](Index c) { return b != nullptr ? load(b, c) : 0.0f; };
+  for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < packs; i += Index(gridDim.x) * blockDim.x) {
+    float v[kLanes<T>];
+    load_lanes(x, i, v);
+    bias_act_lanes<kLanes<T>, Index>(v, i * kLanes<T>, channels, inner, a, bias_at);
+    store_lanes(y, i, v);
+  }
+}
+
+template <typename T, typename Index>
+__global__ void bias_act_grad_lanes_kernel(const T* dy, const T* y, T* dx, Index packs, ActivationParams a) {
+  for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < packs; i += Index(gridDim.x) * blockDim.x) {
+    float g[kLanes<T>], v[kLanes<T>];
+    load_lanes(dy, i, g);
+    load_lanes(y, i, v);
+#pragma unroll
+    for (int k = 0; k < kLanes<T>; ++k) g[k] *= activation_slope(v[k], a);
+    store_lanes(dx, i, g);
+  }
+}
+
 // Calls fn(T{}) with the storage type's tag.
 template <typename Fn>
 void with_type(ElementType type, Fn&& fn) {
@@ -129,26 +177,41 @@ void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, bool
 }
 
 void launch_bias_act(const void* x, const void* b, void* y, int64_t numel, int64_t channels, int64_t inner,
-                     const ActivationParams& a, ElementType type, void* stream) {
+                     const ActivationParams& a, ElementType type, void* stream, bool allow_lanes) {
   if (numel == 0) return;
   with_types(type, fits_32bit_indices(numel), [&](auto tag, auto index) {
     using T = decltype(tag);
     using Index = decltype(index);
-    bias_act_kernel<T, Index><<<blocks_for(numel), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(x), static_cast<const T*>(b), static_cast<T*>(y), Index(numel), Index(channels),
-        Index(inner), a);
+    const auto cuda_stream = static_cast<cudaStream_t>(stream);
+    const T *xt = static_cast<const T*>(x), *bt = static_cast<const T*>(b);
+    if (allow_lanes && runs_in_lanes(numel, kLanes<T>, {x, y})) {
+      const int64_t packs = numel / kLanes<T>;
+      bias_act_lanes_kernel<T, Index><<<blocks_for(packs), kThreads, 0, cuda_stream>>>(
+          xt, bt, static_cast<T*>(y), Index(packs), Index(channels), Index(inner), a);
+    } else {
+      bias_act_kernel<T, Index><<<blocks_for(numel), kThreads, 0, cuda_stream>>>(
+          xt, bt, static_cast<T*>(y), Index(numel), Index(channels), Index(inner), a);
+    }
   });
   check_launch("bias_act");
 }
 
 void launch_bias_act_grad(const void* dy, const void* y, void* dx, int64_t numel, const ActivationParams& a,
-                          ElementType type, void* stream) {
+                          ElementType type, void* stream, bool allow_lanes) {
   if (numel == 0) return;
   with_types(type, fits_32bit_indices(numel), [&](auto tag, auto index) {
     using T = decltype(tag);
     using Index = decltype(index);
-    bias_act_grad_kernel<T, Index><<<blocks_for(numel), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(dy), static_cast<const T*>(y), static_cast<T*>(dx), Index(numel), a);
+    const auto cuda_stream = static_cast<cudaStream_t>(stream);
+    const T *dyt = static_cast<const T*>(dy), *yt = static_cast<const T*>(y);
+    if (allow_lanes && runs_in_lanes(numel, kLanes<T>, {dy, y, dx})) {
+      const int64_t packs = numel / kLanes<T>;
+      bias_act_grad_lanes_kernel<T, Index><<<blocks_for(packs), kThreads, 0, cuda_stream>>>(
+          dyt, yt, static_cast<T*>(dx), Index(packs), a);
+    } else {
+      bias_act_grad_kernel<T, Index><<<blocks_for(numel), kThreads, 0, cuda_stream>>>(
+          dyt, yt, static_cast<T*>(dx), Index(numel), a);
+    }
   });
   check_launch("bias_act_grad");
 }

@@ -38,11 +38,13 @@ void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, bool
 // y = clamp(act(x + b[c]) * gain) over the memory of x and y seen as [outer, channels, inner]
 // (../channel_layout.h);
 // b: [channels] of the same type, or null.
+// allow_lanes: 16 bytes per thread where the memory is whole aligned packs (runs_in_lanes), else one
+// element per thread; false: always one element per thread (the op benchmark, the tests).
 void launch_bias_act(const void* x, const void* b, void* y, int64_t numel, int64_t channels, int64_t inner,
-                     const ActivationParams& a, ElementType type, void* stream);
+                     const ActivationParams& a, ElementType type, void* stream, bool allow_lanes = true);
 
 // dx = dy * slope(y): the gradient of bias_act through its output (numel each, all in one layout).
 void launch_bias_act_grad(const void* dy, const void* y, void* dx, int64_t numel, const ActivationParams& a,
-                          ElementType type, void* stream);
+                          ElementType type, void* stream, bool allow_lanes = true);
 
 }  // namespace sg2::nn::cuda

@@ -36,7 +36,7 @@ bool runs_tiled(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& 
 }
 
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
-                             int64_t out_w, FirKernel kernel) {
+                             int64_t out_w, KernelVariant variant) {
   SG2_CHECK(supported(x) && x.dim() == 4, "upfirdn2d CUDA kernel: expected a 4-D CUDA tensor, got {} {}",
             c10::toString(x.scalar_type()), x.sizes());
   const c10::cuda::CUDAGuard guard(x.device());
@@ -44,12 +44,12 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
   at::Tensor y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(ops::layout_of(x)));
   cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);
   job.y = y.data_ptr();
-  cuda::launch_upfirdn2d(job, element_type(x), current_stream(), kernel == FirKernel::Fastest);
+  cuda::launch_upfirdn2d(job, element_type(x), current_stream(), variant == KernelVariant::Fastest);
   return y;
 }
 
-at::Tensor bias_act_forward(const at::Tensor& x_in, const at::Tensor& b_in, int64_t dim,
-                            const cuda::ActivationParams& a) {
+at::Tensor bias_act_forward(const at::Tensor& x_in, const at::Tensor& b_in, int64_t dim, const cuda::ActivationParams& a,
+                            KernelVariant variant) {
   SG2_CHECK(supported(x_in), "bias_act CUDA kernel: expected a CUDA tensor, got {}", c10::toString(x_in.scalar_type()));
   const c10::cuda::CUDAGuard guard(x_in.device());
   const at::Tensor x = dense(x_in);
@@ -58,18 +58,19 @@ at::Tensor bias_act_forward(const at::Tensor& x_in, const at::Tensor& b_in, int6
   const at::Tensor b = b_in.defined() ? b_in.to(x.device(), x.scalar_type()).contiguous() : at::Tensor();
   at::Tensor y = at::empty_like(x);  // x's layout
   cuda::launch_bias_act(x.data_ptr(), b.defined() ? b.data_ptr() : nullptr, y.data_ptr(), x.numel(), l.channels,
-                        l.inner, a, element_type(x), current_stream());
+                        l.inner, a, element_type(x), current_stream(), variant == KernelVariant::Fastest);
   return y;
 }
 
-at::Tensor bias_act_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const cuda::ActivationParams& a) {
+at::Tensor bias_act_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const cuda::ActivationParams& a,
+                         KernelVariant variant) {
   const c10::cuda::CUDAGuard guard(dy_in.device());
   SG2_CHECK(supported(y_in), "bias_act_grad CUDA kernel: expected a CUDA tensor, got {}",
             c10::toString(y_in.scalar_type()));
   const at::Tensor y = dense(y_in), dy = laid_out_like(dy_in, y);  // checks dy's shape
   at::Tensor dx = at::empty_like(y);
   cuda::launch_bias_act_grad(dy.data_ptr(), y.data_ptr(), dx.data_ptr(), y.numel(), a, element_type(y),
-                             current_stream());
+                             current_stream(), variant == KernelVariant::Fastest);
   return dx;
 }
 

@@ -47,12 +47,14 @@ bool runs_tiled(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& 
 
 // x: [N, C, H, W] -> [N, C, out_h, out_w] in ops::layout_of(x), x's dtype.
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
-                             int64_t out_w, FirKernel kernel);
+                             int64_t out_w, KernelVariant variant);
 
 // b: [x.size(dim)] (cast to x's dtype) or undefined; y in x's layout (../channel_layout.h).
-at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, int64_t dim, const cuda::ActivationParams& a);
+at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, int64_t dim, const cuda::ActivationParams& a,
+                            KernelVariant variant = KernelVariant::Fastest);
 
 // dx = dy * slope(y) in y's layout, y as bias_act_forward returned it.
-at::Tensor bias_act_grad(const at::Tensor& dy, const at::Tensor& y, const cuda::ActivationParams& a);
+at::Tensor bias_act_grad(const at::Tensor& dy, const at::Tensor& y, const cuda::ActivationParams& a,
+                         KernelVariant variant = KernelVariant::Fastest);
 
 }  // namespace sg2::nn::kernels::gpu

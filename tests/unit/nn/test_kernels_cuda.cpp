@@ -14,7 +14,9 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -271,6 +273,62 @@ TEST(CudaKernelArithmetic, BiasActElementsMatchTheReferenceOnTheHost) {
   }
 }
 
+// The vectorised kernels' packs (bias_act_lanes) give each element exactly what the per-element
+// kernel gives it, where packs cross channels: planes of 12 or 16 elements, channels_last and
+// fully connected layouts, 4 and 8 lanes (float32; float16 and bfloat16), with and without a bias.
+template <int Lanes, typename Index>
+at::Tensor bias_act_by_packs(const at::Tensor& x, const at::Tensor& b, const cuda::ActivationParams& a) {
+  const kernels::ChannelLayout l = kernels::channel_layout(x, 1);
+  at::Tensor y = at::empty_like(x);
+  const float *px = x.data_ptr<float>(), *pb = b.defined() ? b.data_ptr<float>() : nullptr;
+  const auto bias_at = [pb](Index c) { return pb != nullptr ? pb[c] : 0.0f; };
+  for (Index first = 0; first < static_cast<Index>(x.numel()); first += Lanes) {
+    float v[Lanes];
+    std::copy(px + first, px + first + Lanes, v);
+    cuda::bias_act_lanes<Lanes, Index>(v, first, Index(l.channels), Index(l.inner), a, bias_at);
+    std::copy(v, v + Lanes, y.data_ptr<float>() + first);
+  }
+  return y;
+}
+
+at::Tensor bias_act_by_elements(const at::Tensor& x, const at::Tensor& b, const cuda::ActivationParams& a) {
+  const kernels::ChannelLayout l = kernels::channel_layout(x, 1);
+  at::Tensor y = at::empty_like(x);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float bias = b.defined() ? b.data_ptr<float>()[cuda::bias_channel<int64_t>(i, l.channels, l.inner)] : 0.0f;
+    y.data_ptr<float>()[i] = cuda::activate(x.data_ptr<float>()[i] + bias, a);
+  }
+  return y;
+}
+
+TEST(CudaKernelArithmetic, BiasActPacksGiveEachElementItsOwnChannel) {
+  at::manual_seed(10);
+  const auto channels_last = at::MemoryFormat::ChannelsLast;
+  const cuda::ActivationParams lrelu{2, 0.2f, 1.41421356f, 0.7f};
+  for (const at::Tensor& x : {at::randn({2, 3, 3, 4}), at::randn({2, 5, 4, 4}), at::randn({2, 6, 3, 4}).contiguous(channels_last),
+                              at::randn({2, 3, 2, 4}).contiguous(channels_last), at::randn({8, 12}), at::randn({8, 1})}) {
+    const at::Tensor b = at::randn({x.size(1)});
+    for (const at::Tensor& bias : {b, at::Tensor()}) {
+      const at::Tensor expected = bias_act_by_elements(x, bias, lrelu);
+      const std::string where = c10::str(x.sizes(), x.strides(), bias.defined() ? " bias" : " no bias");
+      EXPECT_TRUE((bias_act_by_packs<4, int32_t>(x, bias, lrelu).equal(expected))) << "4 lanes " << where;
+      EXPECT_TRUE((bias_act_by_packs<8, int32_t>(x, bias, lrelu).equal(expected))) << "8 lanes " << where;
+      EXPECT_TRUE((bias_act_by_packs<8, int64_t>(x, bias, lrelu).equal(expected))) << "64-bit " << where;
+    }
+  }
+}
+
+TEST(CudaKernelArithmetic, OnlyWholeAlignedPacksRunInLanes) {
+  alignas(16) static const float memory[16] = {};
+  EXPECT_TRUE(cuda::runs_in_lanes(16, 4, {memory, memory + 4}));
+  EXPECT_TRUE(cuda::runs_in_lanes(0, 8, {memory}));
+  EXPECT_FALSE(cuda::runs_in_lanes(12, 8, {memory, memory}));  // 1.5 packs
+  EXPECT_FALSE(cuda::runs_in_lanes(8, 4, {memory, memory + 1}));  // the second pointer 4 bytes off
+  EXPECT_FALSE(cuda::runs_in_lanes(8, 4, {memory + 2}));
+  EXPECT_EQ(cuda::kLanes<float>, 4);
+  EXPECT_EQ(cuda::kLanes<uint16_t>, 8);  // float16 and bfloat16
+}
+
 struct Precision {
   at::ScalarType type;
   double tolerance;  // relative to the largest output: a few units in the last place of the type
@@ -308,7 +366,7 @@ TEST(CudaKernels, TiledUpfirdn2dMatchesTheGenericKernelAndTheDefinition) {
       const at::Tensor stored = x.to(precision.type), on_gpu = stored.cuda().contiguous(ops::layout_of(x));
       for (const auto& p : cases) {
         const at::Tensor tiled = kernels::upfirdn2d_forward(on_gpu, f.cuda(), p);
-        const at::Tensor generic = kernels::upfirdn2d_forward(on_gpu, f.cuda(), p, kernels::FirKernel::Generic);
+        const at::Tensor generic = kernels::upfirdn2d_forward(on_gpu, f.cuda(), p, kernels::KernelVariant::Generic);
         const std::string where = "up " + std::to_string(p.up) + " down " + std::to_string(p.down) + " " +
                                   c10::toString(precision.type) + " " + c10::str(x.sizes(), x.strides());
         EXPECT_TRUE(tiled.is_contiguous(ops::layout_of(x))) << where;
@@ -331,22 +389,42 @@ TEST(CudaKernels, Upfirdn2dReadsStridedViews) {
   }
 }
 
+// t on the GPU at an address one element past a 16-byte boundary: the per-element kernel's case.
+at::Tensor misaligned_on_gpu(const at::Tensor& t) {
+  return at::empty({t.numel() + 1}, t.options().device(at::kCUDA)).slice(0, 1).view(t.sizes()).copy_(t);
+}
+
+// The vectorised kernels (whole aligned packs, also across channels: planes of 12 elements,
+// channels_last) and the per-element ones (30 elements, a misaligned view), forward and gradient.
 TEST(CudaKernels, BiasActMatchesTheReferenceInEveryActivationAndPrecision) {
   SKIP_WITHOUT_CUDA_KERNELS();
   at::manual_seed(2);
+  const std::vector<at::Tensor> inputs{at::randn({3, 5, 4, 4}), at::randn({2, 5, 3, 4}),
+                                       at::randn({2, 5, 3, 4}).contiguous(at::MemoryFormat::ChannelsLast),
+                                       at::randn({6, 5})};
   for (const auto act : {ops::Activation::Linear, ops::Activation::Relu, ops::Activation::LRelu}) {
     for (const double clamp : {-1.0, 0.5}) {
       ops::BiasActParams p;
       p.act = act;
       p.clamp = clamp;
-      for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 5, 4, 4}, std::vector<int64_t>{6, 5}}) {
-        const at::Tensor x = at::randn(shape), b = at::randn({5});
-        for (const Precision& precision : kPrecisions) {
+      const at::Tensor b = at::randn({5});
+      for (const Precision& precision : kPrecisions) {
+        for (const at::Tensor& x : inputs) {
           const at::Tensor xs = x.to(precision.type), bs = b.to(precision.type);
-          const at::Tensor expected = ops::bias_act_reference(xs.to(at::kFloat), bs.to(at::kFloat), p);
-          const at::Tensor y = kernels::bias_act_forward(xs.cuda(), bs.cuda(), p);
-          EXPECT_LT(max_relative_error(y.cpu(), expected), precision.tolerance)
-              << ops::to_string(act) << " clamp " << clamp << " " << c10::toString(precision.type);
+          at::Tensor xr = xs.to(at::kFloat).requires_grad_(true);
+          const at::Tensor expected = ops::bias_act_reference(xr, bs.to(at::kFloat), p);
+          expected.sum().backward();
+          for (const at::Tensor& on_gpu : {xs.cuda().contiguous(ops::layout_of(x)), misaligned_on_gpu(xs)}) {
+            const std::string where = ops::to_string(act) + " clamp " + std::to_string(clamp) + " " +
+                                      c10::toString(precision.type) + " " + c10::str(on_gpu.sizes(), on_gpu.strides()) +
+                                      (on_gpu.storage_offset() == 0 ? "" : " misaligned");
+            const at::Tensor xg = on_gpu.detach().requires_grad_(true);
+            const at::Tensor y = kernels::bias_act(xg, bs.cuda(), p);
+            EXPECT_LT(max_relative_error(y.detach().cpu(), expected.detach()), precision.tolerance) << where;
+            if (clamp >= 0) continue;  // the slope at an output rounded onto the clamp is 0: a coin toss here
+            y.sum().backward();
+            EXPECT_LT(max_relative_error(xg.grad().cpu(), xr.grad()), precision.tolerance) << where;
+          }
         }
       }
     }

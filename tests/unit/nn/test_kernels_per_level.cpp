@@ -22,7 +22,7 @@ struct LevelGuard {
   ~LevelGuard() { cpu::force_cpu_level(saved); }
 };
 
-// A resampling op of the networks: y = op(x, w); w may be undefined (pure FIR).
+// An op of the networks: y = op(x, w); w may be undefined (pure FIR).
 struct NetworkOp {
   std::string name;
   std::vector<int64_t> x_shape, w_shape;
@@ -54,6 +54,17 @@ std::vector<NetworkOp> network_ops() {
     cases.push_back({"D conv1 (3x3, down 2)" + at, {2, 8, r, r}, {6, 8, 3, 3}, conv(1, 2, 1, true)});
     cases.push_back({"D skip (1x1, down 2)" + at, {2, 8, r, r}, {6, 8, 1, 1}, conv(1, 2, 0, true)});
   }
+  // bias_act, w the bias: planes of 25 (no whole number of vectors), channels_last pixels of 6, and
+  // fully connected rows of 7, clamped as float16 layers are.
+  ops::BiasActParams lrelu;
+  lrelu.act = ops::Activation::LRelu;
+  lrelu.clamp = 2.5;
+  const auto bias_act = [lrelu](at::MemoryFormat layout) {
+    return [=](const at::Tensor& x, const at::Tensor& b) { return ops::bias_act(x.contiguous(layout), b, lrelu); };
+  };
+  cases.push_back({"bias_act NCHW", {2, 8, 5, 5}, {8}, bias_act(at::MemoryFormat::Contiguous)});
+  cases.push_back({"bias_act channels_last", {2, 6, 3, 5}, {6}, bias_act(at::MemoryFormat::ChannelsLast)});
+  cases.push_back({"bias_act fully connected", {3, 7}, {7}, bias_act(at::MemoryFormat::Contiguous)});
   return cases;
 }
 

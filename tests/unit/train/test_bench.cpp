@@ -1,8 +1,8 @@
 // stylegan2_bench's device profile: LibTorch's Kineto profiler through KernelProfile. On a GPU it
 // lists kernels in GPU time (the kit runs that); here the same code path records the CPU's ops.
 #include "sg2/cli/benchmark.h"
-#include "sg2/cli/fir_benchmark.h"
 #include "sg2/cli/kernel_profile.h"
+#include "sg2/cli/ops_benchmark.h"
 #include "sg2/core/error.h"
 #include "tiny_config.h"
 
@@ -54,29 +54,35 @@ TEST(Benchmark, DeviceKernelsProfileOneMoreCycleOfTheRealStep) {
   EXPECT_NE(text.find("most expensive ops per step under the profiler"), std::string::npos) << text;
 }
 
-// stylegan2_bench fir on the CPU: the seven calls (four forward, three gradients) in both layouts, the
-// CPU kernel against the reference op, and no tiled column (a CUDA kernel).
-TEST(FirBenchmark, TimesEveryNetworkShapeInBothLayouts) {
+// stylegan2_bench ops on the CPU: upfirdn2d's seven calls (four forward, three gradients) and
+// bias_act's five (three forward, two gradients) in both layouts, the CPU kernels against the
+// reference ops, and no column for the CUDA kernels' specialised variants.
+TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayouts) {
   train::TrainConfig c = test::tiny_config();
   c.run.device = "cpu";
-  FirBenchOptions options;
+  c.G.conv_clamp = 256;
+  OpsBenchOptions options;
   options.batch = 2;
   options.resolution = 16;
   options.repeats = 1;
-  std::istringstream table(run_fir_benchmark(c, options));
+  const std::string text = run_ops_benchmark(c, options);
+  std::istringstream table(text);
   std::vector<std::string> rows;
   for (std::string line; std::getline(table, line);) {
     if (line.rfind("| G:", 0) == 0 || line.rfind("| D:", 0) == 0) rows.push_back(line);
   }
-  ASSERT_EQ(rows.size(), 14u);
-  EXPECT_NE(rows[0].find("| 2x" + std::to_string(c.G.channels_at(16)) + "x17x17 | NCHW | - |"), std::string::npos)
-      << rows[0];
+  ASSERT_EQ(rows.size(), 24u) << text;
+  const std::string g = std::to_string(c.G.channels_at(16)), d = std::to_string(c.D.channels_at(16));
+  EXPECT_NE(rows[0].find("| 2x" + g + "x17x17 | NCHW | - |"), std::string::npos) << rows[0];
   EXPECT_NE(rows[1].find("| NHWC | - |"), std::string::npos) << rows[1];
-  EXPECT_NE(rows[13].find("D: 2x downsampling (skip), gradient | 2x" + std::to_string(c.D.channels_at(16)) + "x8x8"),
-            std::string::npos)
-      << rows[13];
+  EXPECT_NE(rows[13].find("D: 2x downsampling (skip), gradient | 2x" + d + "x8x8"), std::string::npos) << rows[13];
+  EXPECT_NE(text.find("## bias_act (clamp 256)"), std::string::npos) << text;
+  EXPECT_NE(rows[14].find("G: conv output, lrelu | 2x" + g + "x16x16 | NCHW | - |"), std::string::npos) << rows[14];
+  EXPECT_NE(rows[19].find("G: toRGB output, linear | 2x3x16x16 | NHWC | - |"), std::string::npos) << rows[19];
+  EXPECT_NE(rows[23].find("D: conv output, lrelu, gradient | 2x" + d + "x16x16 | NHWC | - |"), std::string::npos)
+      << rows[23];
   options.dtype = "float8";
-  EXPECT_THROW(run_fir_benchmark(c, options), Error);
+  EXPECT_THROW(run_ops_benchmark(c, options), Error);
 }
 
 }  // namespace

@@ -1,0 +1,204 @@
+#include "sg2/cli/ops_benchmark.h"
+
+#include "sg2/cli/benchmark.h"
+#include "sg2/cli/command_line.h"
+#include "sg2/core/error.h"
+#include "sg2/nn/bias_act.h"
+#include "sg2/nn/upfirdn2d.h"
+#include "sg2/train/trainer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+namespace sg2::cli {
+
+namespace {
+
+namespace kernels = nn::kernels;
+using nn::ops::BiasActParams;
+using nn::ops::FirParams;
+
+// Seconds per call of fn: the best of three timings of `repeats` calls, after a warm-up call.
+double seconds_per_call(const at::Device& device, int repeats, const std::function<void()>& fn) {
+  fn();
+  double best = 1e30;
+  for (int trial = 0; trial < 3; ++trial) {
+    best = std::min(best, time_call(device, [&] {
+                      for (int i = 0; i < repeats; ++i) fn();
+                    }) / repeats);
+  }
+  return best;
+}
+
+// Bytes per second of a device-to-device copy (read + write) of 256 MiB: the bandwidth that the
+// memory-bound ops can hope for.
+double copy_bandwidth(const at::Device& device, int repeats) {
+  const at::Tensor from = at::rand({int64_t{64} << 20}, at::TensorOptions().device(device));
+  at::Tensor to = at::empty_like(from);
+  const double seconds = seconds_per_call(device, repeats, [&] { to.copy_(from); });
+  return 2.0 * static_cast<double>(from.nbytes()) / seconds;
+}
+
+// --dtype's type and name (auto resolved).
+std::pair<at::ScalarType, std::string> dtype_for(const std::string& name, const at::Device& device) {
+  if (name == "auto") return dtype_for(device.is_cuda() ? "float16" : "float32", device);
+  if (name == "float16") return {at::kHalf, name};
+  if (name == "bfloat16") return {at::kBFloat16, name};
+  if (name == "float32") return {at::kFloat, name};
+  SG2_FAIL("stylegan2_bench ops: unknown --dtype '{}' (expected auto, float16, bfloat16 or float32)", name);
+}
+
+// What the rows of both tables need: where and how to time, and the copy bandwidth they compare to.
+struct Timer {
+  at::Device device;
+  int repeats;
+  double bandwidth;
+  double operator()(const std::function<void()>& fn) const { return seconds_per_call(device, repeats, fn); }
+};
+
+// One timed call: the specialised CUDA kernel (none on the CPU, or where it is not built for the
+// shape), the generic kernel, the reference op, and the bytes the op must move at least.
+struct OpTimings {
+  std::optional<double> fastest;
+  double generic = 0, reference = 0, bytes = 0;
+};
+
+std::string table_header(const std::string& fastest) {
+  return fmt::format("| op | x | layout | {} ms | generic ms | reference ms | best GB/s | floor ms | best / floor | "
+                     "generic / {} | reference / best |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+                     fastest, fastest);
+}
+
+std::string milliseconds(std::optional<double> seconds) {
+  return seconds ? fmt::format("{:.3f}", *seconds * 1e3) : "-";
+}
+
+std::string table_row(const std::string& name, const at::Tensor& x, const OpTimings& t, double bandwidth) {
+  const double best = t.fastest.value_or(t.generic), floor = t.bytes / bandwidth;
+  const bool channels_last = x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous();
+  return fmt::format("| {} | {} | {} | {} | {} | {} | {:.0f} | {:.3f} | {:.2f} | {} | {:.2f} |\n", name,
+                     fmt::join(x.sizes(), "x"), channels_last ? "NHWC" : "NCHW", milliseconds(t.fastest),
+                     milliseconds(t.generic), milliseconds(t.reference), t.bytes / best / 1e9, floor * 1e3, best / floor,
+                     t.fastest ? fmt::format("{:.2f}", t.generic / *t.fastest) : "-", t.reference / best);
+}
+
+struct FirCase {
+  std::string name;
+  std::vector<int64_t> x_shape;  // [N, C, H, W]
+  FirParams params;
+};
+
+// The forward calls at resolution r (padding as conv2d_resample and the skip paths compute it),
+// then the gradients of the first three: upfirdn2d again, with the adjoint's parameters.
+std::vector<FirCase> fir_cases(int64_t batch, int64_t r, int64_t g_channels, int64_t d_channels, int64_t rgb) {
+  std::vector<FirCase> cases{
+      {"G: filter after the 2x transposed conv", {batch, g_channels, r + 1, r + 1}, {1, 1, {1, 1, 1, 1}, false, 4.0}},
+      {"D: filter before the strided conv", {batch, d_channels, r, r}, {1, 1, {2, 2, 2, 2}, false, 1.0}},
+      {"D: 2x downsampling (skip)", {batch, d_channels, r, r}, {1, 2, {1, 1, 1, 1}, false, 1.0}},
+      {"G: 2x upsampling of the image", {batch, rgb, r / 2, r / 2}, {2, 1, {2, 1, 2, 1}, false, 4.0}},
+  };
+  cases.reserve(cases.size() + 3);  // `forward` below stays valid
+  for (size_t i = 0; i < 3; ++i) {
+    const FirCase& forward = cases[i];
+    const int64_t in_h = forward.x_shape[2], in_w = forward.x_shape[3];
+    const auto [out_h, out_w] = kernels::upfirdn2d_output_size(
+        at::empty(forward.x_shape, at::TensorOptions().device(at::kMeta)), at::empty({4, 4}), forward.params);
+    FirCase gradient{forward.name + ", gradient", {batch, forward.x_shape[1], out_h, out_w},
+                     kernels::upfirdn2d_adjoint(forward.params, 4, 4, in_h, in_w, out_h, out_w)};
+    cases.push_back(gradient);
+  }
+  return cases;
+}
+
+OpTimings time_fir(const Timer& time, const at::Tensor& x, const at::Tensor& f, const FirParams& p) {
+  OpTimings t;
+  t.bytes = static_cast<double>(x.nbytes() + kernels::upfirdn2d_forward(x, f, p).nbytes());
+  t.reference = time([&] { nn::ops::upfirdn2d_reference(x, f, p); });
+  if (kernels::upfirdn2d_runs_tiled(x, f, p)) t.fastest = time([&] { kernels::upfirdn2d_forward(x, f, p); });
+  t.generic = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Generic); });
+  return t;
+}
+
+struct BiasActCase {
+  std::string name;
+  std::vector<int64_t> x_shape;  // [N, C, H, W]
+  BiasActParams params;
+  bool gradient;  // dx = dy * slope(y) instead of y
+};
+
+// Every bias_act call of the networks at resolution r is one of these shapes; clamp: the preset's.
+std::vector<BiasActCase> bias_act_cases(int64_t batch, int64_t r, int64_t g_channels, int64_t d_channels, int64_t rgb,
+                                        double clamp) {
+  const BiasActParams lrelu{1, nn::ops::Activation::LRelu, -1, -1, clamp};
+  const BiasActParams linear{1, nn::ops::Activation::Linear, -1, -1, clamp};
+  return {{"G: conv output, lrelu", {batch, g_channels, r, r}, lrelu, false},
+          {"D: conv output, lrelu", {batch, d_channels, r, r}, lrelu, false},
+          {"G: toRGB output, linear", {batch, rgb, r, r}, linear, false},
+          {"G: conv output, lrelu, gradient", {batch, g_channels, r, r}, lrelu, true},
+          {"D: conv output, lrelu, gradient", {batch, d_channels, r, r}, lrelu, true}};
+}
+
+// The reference's gradient is autograd's through its elementwise ops, to x only (as the kernel's).
+OpTimings time_bias_act(const Timer& time, const at::Tensor& x, const at::Tensor& b, const BiasActCase& c) {
+  OpTimings t;
+  const BiasActParams& p = c.params;
+  const bool on_gpu = x.is_cuda();
+  if (!c.gradient) {
+    t.bytes = 2.0 * static_cast<double>(x.nbytes());
+    t.reference = time([&] { nn::ops::bias_act_reference(x, b, p); });
+    if (on_gpu) t.fastest = time([&] { kernels::bias_act_forward(x, b, p); });
+    t.generic = time([&] { kernels::bias_act_forward(x, b, p, kernels::KernelVariant::Generic); });
+    return t;
+  }
+  const at::Tensor y = kernels::bias_act_forward(x, b, p), dy = at::randn_like(y);
+  t.bytes = 3.0 * static_cast<double>(y.nbytes());
+  const at::Tensor xr = x.detach().requires_grad_(true), yr = nn::ops::bias_act_reference(xr, b, p);
+  t.reference = time([&] { torch::autograd::grad({yr}, {xr}, {dy}, /*retain_graph=*/true); });
+  if (on_gpu) t.fastest = time([&] { kernels::bias_act_gradient(dy, y, p); });
+  t.generic = time([&] { kernels::bias_act_gradient(dy, y, p, kernels::KernelVariant::Generic); });
+  return t;
+}
+
+const std::vector<at::MemoryFormat> kLayouts{at::MemoryFormat::Contiguous, at::MemoryFormat::ChannelsLast};
+
+}  // namespace
+
+std::string run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOptions& options) {
+  SG2_CHECK(options.resolution >= 8 && options.batch >= 1 && options.repeats >= 1,
+            "stylegan2_bench ops: needs --resolution >= 8, --ops-batch >= 1 and --ops-repeats >= 1");
+  const at::Device device = train::resolve_device(config.run.device);
+  const auto [dtype, dtype_name] = dtype_for(options.dtype, device);
+  const std::string compute = apply_compute_settings(config, dist::World{});  // cuDNN benchmark, TF32, threads
+  const auto on_device = at::TensorOptions().device(device).dtype(dtype);
+  const Timer time{device, options.repeats, copy_bandwidth(device, options.repeats)};
+  const int64_t r = options.resolution, g_channels = config.G.channels_at(r), d_channels = config.D.channels_at(r);
+  std::ostringstream out;
+  out << fmt::format("# resolution {}, batch {}, {} on {}; device copy {:.1f} GB/s (read + write)\n", r, options.batch,
+                     dtype_name, device.str(), time.bandwidth / 1e9);
+  out << "# compute: " << compute << "\n\n## upfirdn2d\n\n" << table_header("tiled");
+  const at::Tensor f = nn::ops::setup_filter(config.G.resample_filter).to(device);
+  for (const FirCase& c : fir_cases(options.batch, r, g_channels, d_channels, 3)) {
+    for (const auto layout : kLayouts) {
+      const at::Tensor x = at::randn(c.x_shape, on_device).contiguous(layout);
+      out << table_row(c.name, x, time_fir(time, x, f, c.params), time.bandwidth);
+    }
+  }
+  out << fmt::format("\n## bias_act (clamp {})\n\n", config.G.conv_clamp) << table_header("packs");
+  for (const BiasActCase& c : bias_act_cases(options.batch, r, g_channels, d_channels, 3, config.G.conv_clamp)) {
+    for (const auto layout : kLayouts) {
+      const at::Tensor x = at::randn(c.x_shape, on_device).contiguous(layout), b = at::randn({c.x_shape[1]}, on_device);
+      out << table_row(c.name, x, time_bias_act(time, x, b, c), time.bandwidth);
+    }
+  }
+  if (!device.is_cuda()) out << "\n(On the CPU the kernel column is 'generic': one kernel, no CUDA variant.)\n";
+  return out.str();
+}
+
+}  // namespace sg2::cli
