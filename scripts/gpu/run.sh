@@ -96,10 +96,11 @@ step one_copy_of_each_library check_single_library_copies "$build/bin/stylegan2_
 # float16 layers, both layouts): the specialised CUDA kernels (tiled FIR, bias_act in 16-byte packs),
 # the generic ones and the reference ops, against a device copy's bandwidth.
 if [ "$mode" = gpu ]; then
-  step bench_ops "$build/bin/stylegan2_bench" ops --config configs/config-f.yaml --run.device cuda --G.conv_clamp 256
+  step bench_ops "$build/bin/stylegan2_bench" ops --config configs/config-f.yaml --run.device cuda --G.conv_clamp 256 \
+      --D.conv_clamp 256
 else
   step bench_ops "$build/bin/stylegan2_bench" ops --config configs/config-f.yaml --run.device cpu --resolution 16 \
-      --ops-batch 2 --ops-repeats 1 --G.conv_clamp 256
+      --ops-batch 2 --ops-repeats 1 --G.conv_clamp 256 --D.conv_clamp 256
 fi
 if [ "$mode" = gpu ]; then
   step bench_paper256 "$build/bin/stylegan2_bench" --config configs/paper256.yaml --data synthetic --data.channels 3 \

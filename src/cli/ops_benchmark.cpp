@@ -85,8 +85,9 @@ std::string table_row(const std::string& name, const at::Tensor& x, const OpTimi
   const bool channels_last = x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous();
   return fmt::format("| {} | {} | {} | {} | {} | {} | {:.0f} | {:.3f} | {:.2f} | {} | {:.2f} |\n", name,
                      fmt::join(x.sizes(), "x"), channels_last ? "NHWC" : "NCHW", milliseconds(t.fastest),
-                     milliseconds(t.generic), milliseconds(t.reference), t.bytes / best / 1e9, floor * 1e3, best / floor,
-                     t.fastest ? fmt::format("{:.2f}", t.generic / *t.fastest) : "-", t.reference / best);
+                     milliseconds(t.generic), milliseconds(t.reference), t.bytes / best / 1e9, floor * 1e3,
+                     best / floor, t.fastest ? fmt::format("{:.2f}", t.generic / *t.fastest) : "-",
+                     t.reference / best);
 }
 
 struct FirCase {
@@ -97,7 +98,9 @@ struct FirCase {
 
 // The forward calls at resolution r (padding as conv2d_resample and the skip paths compute it),
 // then the gradients of the first three: upfirdn2d again, with the adjoint's parameters.
-std::vector<FirCase> fir_cases(int64_t batch, int64_t r, int64_t g_channels, int64_t d_channels, int64_t rgb) {
+std::vector<FirCase> fir_cases(int64_t batch, int64_t r, const train::TrainConfig& config) {
+  const int64_t g_channels = config.G.channels_at(r), d_channels = config.D.channels_at(r);
+  const int64_t rgb = config.G.img_channels;
   std::vector<FirCase> cases{
       {"G: filter after the 2x transposed conv", {batch, g_channels, r + 1, r + 1}, {1, 1, {1, 1, 1, 1}, false, 4.0}},
       {"D: filter before the strided conv", {batch, d_channels, r, r}, {1, 1, {2, 2, 2, 2}, false, 1.0}},
@@ -133,27 +136,28 @@ struct BiasActCase {
   bool gradient;  // dx = dy * slope(y) instead of y
 };
 
-// Every bias_act call of the networks at resolution r is one of these shapes; clamp: the preset's.
-std::vector<BiasActCase> bias_act_cases(int64_t batch, int64_t r, int64_t g_channels, int64_t d_channels, int64_t rgb,
-                                        double clamp) {
-  const BiasActParams lrelu{1, nn::ops::Activation::LRelu, -1, -1, clamp};
-  const BiasActParams linear{1, nn::ops::Activation::Linear, -1, -1, clamp};
-  return {{"G: conv output, lrelu", {batch, g_channels, r, r}, lrelu, false},
-          {"D: conv output, lrelu", {batch, d_channels, r, r}, lrelu, false},
-          {"G: toRGB output, linear", {batch, rgb, r, r}, linear, false},
-          {"G: conv output, lrelu, gradient", {batch, g_channels, r, r}, lrelu, true},
-          {"D: conv output, lrelu, gradient", {batch, d_channels, r, r}, lrelu, true}};
+// Every bias_act call of the networks at resolution r is one of these shapes, clamped at the
+// network's conv_clamp.
+std::vector<BiasActCase> bias_act_cases(int64_t batch, int64_t r, const train::TrainConfig& config) {
+  const auto lrelu = [](double clamp) { return BiasActParams{1, nn::ops::Activation::LRelu, -1, -1, clamp}; };
+  const BiasActParams rgb{1, nn::ops::Activation::Linear, -1, -1, config.G.conv_clamp};
+  const std::vector<int64_t> g_shape{batch, config.G.channels_at(r), r, r};
+  const std::vector<int64_t> d_shape{batch, config.D.channels_at(r), r, r};
+  return {{"G: conv output, lrelu", g_shape, lrelu(config.G.conv_clamp), false},
+          {"D: conv output, lrelu", d_shape, lrelu(config.D.conv_clamp), false},
+          {"G: toRGB output, linear", {batch, config.G.img_channels, r, r}, rgb, false},
+          {"G: conv output, lrelu, gradient", g_shape, lrelu(config.G.conv_clamp), true},
+          {"D: conv output, lrelu, gradient", d_shape, lrelu(config.D.conv_clamp), true}};
 }
 
 // The reference's gradient is autograd's through its elementwise ops, to x only (as the kernel's).
 OpTimings time_bias_act(const Timer& time, const at::Tensor& x, const at::Tensor& b, const BiasActCase& c) {
   OpTimings t;
   const BiasActParams& p = c.params;
-  const bool on_gpu = x.is_cuda();
   if (!c.gradient) {
     t.bytes = 2.0 * static_cast<double>(x.nbytes());
     t.reference = time([&] { nn::ops::bias_act_reference(x, b, p); });
-    if (on_gpu) t.fastest = time([&] { kernels::bias_act_forward(x, b, p); });
+    if (kernels::bias_act_runs_packed(x)) t.fastest = time([&] { kernels::bias_act_forward(x, b, p); });
     t.generic = time([&] { kernels::bias_act_forward(x, b, p, kernels::KernelVariant::Generic); });
     return t;
   }
@@ -161,7 +165,7 @@ OpTimings time_bias_act(const Timer& time, const at::Tensor& x, const at::Tensor
   t.bytes = 3.0 * static_cast<double>(y.nbytes());
   const at::Tensor xr = x.detach().requires_grad_(true), yr = nn::ops::bias_act_reference(xr, b, p);
   t.reference = time([&] { torch::autograd::grad({yr}, {xr}, {dy}, /*retain_graph=*/true); });
-  if (on_gpu) t.fastest = time([&] { kernels::bias_act_gradient(dy, y, p); });
+  if (kernels::bias_act_runs_packed(y)) t.fastest = time([&] { kernels::bias_act_gradient(dy, y, p); });
   t.generic = time([&] { kernels::bias_act_gradient(dy, y, p, kernels::KernelVariant::Generic); });
   return t;
 }
@@ -178,20 +182,21 @@ std::string run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOp
   const std::string compute = apply_compute_settings(config, dist::World{});  // cuDNN benchmark, TF32, threads
   const auto on_device = at::TensorOptions().device(device).dtype(dtype);
   const Timer time{device, options.repeats, copy_bandwidth(device, options.repeats)};
-  const int64_t r = options.resolution, g_channels = config.G.channels_at(r), d_channels = config.D.channels_at(r);
+  const int64_t r = options.resolution;
   std::ostringstream out;
   out << fmt::format("# resolution {}, batch {}, {} on {}; device copy {:.1f} GB/s (read + write)\n", r, options.batch,
                      dtype_name, device.str(), time.bandwidth / 1e9);
   out << "# compute: " << compute << "\n\n## upfirdn2d\n\n" << table_header("tiled");
   const at::Tensor f = nn::ops::setup_filter(config.G.resample_filter).to(device);
-  for (const FirCase& c : fir_cases(options.batch, r, g_channels, d_channels, 3)) {
+  for (const FirCase& c : fir_cases(options.batch, r, config)) {
     for (const auto layout : kLayouts) {
       const at::Tensor x = at::randn(c.x_shape, on_device).contiguous(layout);
       out << table_row(c.name, x, time_fir(time, x, f, c.params), time.bandwidth);
     }
   }
-  out << fmt::format("\n## bias_act (clamp {})\n\n", config.G.conv_clamp) << table_header("packs");
-  for (const BiasActCase& c : bias_act_cases(options.batch, r, g_channels, d_channels, 3, config.G.conv_clamp)) {
+  out << fmt::format("\n## bias_act (clamp: G {}, D {})\n\n", config.G.conv_clamp, config.D.conv_clamp)
+      << table_header("packs");
+  for (const BiasActCase& c : bias_act_cases(options.batch, r, config)) {
     for (const auto layout : kLayouts) {
       const at::Tensor x = at::randn(c.x_shape, on_device).contiguous(layout), b = at::randn({c.x_shape[1]}, on_device);
       out << table_row(c.name, x, time_bias_act(time, x, b, c), time.bandwidth);

@@ -169,6 +169,13 @@ struct BiasActFunction : public torch::autograd::Function<BiasActFunction> {
 
 }  // namespace
 
+bool bias_act_runs_packed([[maybe_unused]] const at::Tensor& x) {
+#if SG2_CUDA_KERNELS
+  if (x.is_cuda() && supported(x)) return gpu::runs_packed(x);
+#endif
+  return false;
+}
+
 at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p,
                             KernelVariant variant) {
   SG2_CHECK(supported(x), "bias_act kernel: unsupported tensor {} on {}", c10::toString(x.scalar_type()),

@@ -14,16 +14,20 @@ namespace sg2::nn::kernels::host {
 
 namespace {
 
+enum class Pass { Forward, Gradient };
+
 // One call's memory in runs of run_length elements (the last may be shorter), for parallel_for:
 // NCHW planes with one bias each, whole channels_last pixels with a bias per element, or, for the
 // gradient, stretches of flat memory.
 struct BiasActJob {
-  const float* in;     // forward: x; gradient: dy
-  const float* other;  // forward: the bias, [channels] or [run_length] per element; gradient: y
-  float* out;
-  int64_t numel, channels, run_length;
-  bool gradient, bias_per_element;
-  ActivationParams a;
+  Pass pass = Pass::Forward;
+  const float* in = nullptr;    // forward: x; gradient: dy
+  const float* bias = nullptr;  // forward: [channels], or [run_length] with bias_per_element
+  const float* y = nullptr;     // gradient: the forward's output
+  float* out = nullptr;
+  int64_t numel = 0, channels = 1, run_length = 1;
+  bool bias_per_element = false;
+  ActivationParams a{};
 
   int64_t runs() const { return (numel + run_length - 1) / run_length; }
 };
@@ -34,37 +38,24 @@ SG2_INLINE_IN_CLONES void run_range_at_this_level(const BiasActJob& job, int64_t
     const int64_t offset = run * job.run_length, n = std::min(job.run_length, job.numel - offset);
     const float* in = job.in + offset;
     float* out = job.out + offset;
-    if (job.gradient) {
-      const float* y = job.other + offset;
+    if (job.pass == Pass::Gradient) {
+      const float* y = job.y + offset;
       for (int64_t i = 0; i < n; ++i) out[i] = in[i] * activation_slope(y[i], a);
     } else if (job.bias_per_element) {
-      const float* bias = job.other;
+      const float* bias = job.bias;
       for (int64_t i = 0; i < n; ++i) out[i] = activate(in[i] + bias[i], a);
     } else {
-      const float bias = job.other[run % job.channels];
+      const float bias = job.bias[run % job.channels];
       for (int64_t i = 0; i < n; ++i) out[i] = activate(in[i] + bias, a);
     }
   }
 }
 
-SG2_TARGET_AVX512 void run_range_avx512(const BiasActJob& job, int64_t begin, int64_t end) {
-  run_range_at_this_level(job, begin, end);
-}
-SG2_TARGET_AVX2 void run_range_avx2(const BiasActJob& job, int64_t begin, int64_t end) {
-  run_range_at_this_level(job, begin, end);
-}
-void run_range_baseline(const BiasActJob& job, int64_t begin, int64_t end) {
-  run_range_at_this_level(job, begin, end);
-}
-
 void run(const BiasActJob& job) {
   constexpr int64_t kGrainElements = 16384;
-  at::parallel_for(0, job.runs(), std::max<int64_t>(1, kGrainElements / job.run_length), [&](int64_t begin, int64_t end) {
-    switch (cpu::cpu_level()) {
-      case cpu::Level::Avx512: return run_range_avx512(job, begin, end);
-      case cpu::Level::Avx2: return run_range_avx2(job, begin, end);
-      case cpu::Level::Baseline: return run_range_baseline(job, begin, end);
-    }
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / job.run_length);
+  at::parallel_for(0, job.runs(), grain, [&](int64_t begin, int64_t end) {
+    cpu::run_at_cpu_level<run_range_at_this_level>(job, begin, end);
   });
 }
 
@@ -77,17 +68,25 @@ at::Tensor bias_act_forward(const at::Tensor& x_in, const at::Tensor& b_in, int6
   if (x.numel() == 0) return at::empty_like(x);
   const at::Tensor b = b_in.defined() ? b_in.contiguous() : at::zeros({l.channels}, x.options());
   at::Tensor y = at::empty_like(x);  // x's layout
+  BiasActJob job;
+  job.in = x.data_ptr<float>();
+  job.out = y.data_ptr<float>();
+  job.numel = x.numel();
+  job.channels = l.channels;
+  job.a = a;
   if (l.inner > 1) {
-    run({x.data_ptr<float>(), b.data_ptr<float>(), y.data_ptr<float>(), x.numel(), l.channels, l.inner, false, false,
-         a});
+    job.bias = b.data_ptr<float>();
+    job.run_length = l.inner;
+    run(job);
     return y;
   }
   // The channels lie side by side (channels_last pixels, fully connected rows): runs of whole pixels,
   // about 1024 elements, against the bias repeated as often.
-  const int64_t pixels_per_run = std::max<int64_t>(1, 1024 / l.channels);
-  const at::Tensor bias_run = b.repeat({pixels_per_run});
-  run({x.data_ptr<float>(), bias_run.data_ptr<float>(), y.data_ptr<float>(), x.numel(), l.channels,
-       bias_run.numel(), false, true, a});
+  const at::Tensor bias_run = b.repeat({std::max<int64_t>(1, 1024 / l.channels)});
+  job.bias = bias_run.data_ptr<float>();
+  job.run_length = bias_run.numel();
+  job.bias_per_element = true;
+  run(job);
   return y;
 }
 
@@ -95,7 +94,15 @@ at::Tensor bias_act_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const 
   const at::Tensor y = dense(y_in), dy = laid_out_like(dy_in, y);
   at::Tensor dx = at::empty_like(y);
   if (y.numel() == 0) return dx;
-  run({dy.data_ptr<float>(), y.data_ptr<float>(), dx.data_ptr<float>(), y.numel(), 1, 4096, true, false, a});
+  BiasActJob job;
+  job.pass = Pass::Gradient;
+  job.in = dy.data_ptr<float>();
+  job.y = y.data_ptr<float>();
+  job.out = dx.data_ptr<float>();
+  job.numel = y.numel();
+  job.run_length = 4096;
+  job.a = a;
+  run(job);
   return dx;
 }
 

@@ -141,22 +141,6 @@ SG2_INLINE_IN_CLONES void run_planes_at_this_level(const PlaneJob& job, int64_t 
   }
 }
 
-SG2_TARGET_AVX512 void run_planes_avx512(const PlaneJob& job, int64_t begin, int64_t end) {
-  run_planes_at_this_level(job, begin, end);
-}
-SG2_TARGET_AVX2 void run_planes_avx2(const PlaneJob& job, int64_t begin, int64_t end) {
-  run_planes_at_this_level(job, begin, end);
-}
-void run_planes_baseline(const PlaneJob& job, int64_t begin, int64_t end) { run_planes_at_this_level(job, begin, end); }
-
-void run_planes(const PlaneJob& job, int64_t begin, int64_t end) {
-  switch (cpu::cpu_level()) {
-    case cpu::Level::Avx512: return run_planes_avx512(job, begin, end);
-    case cpu::Level::Avx2: return run_planes_avx2(job, begin, end);
-    case cpu::Level::Baseline: return run_planes_baseline(job, begin, end);
-  }
-}
-
 }  // namespace
 
 at::Tensor upfirdn2d_forward(const at::Tensor& x_in, const at::Tensor& f_in, const ops::FirParams& p, int64_t out_h,
@@ -179,7 +163,9 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x_in, const at::Tensor& f_in, con
   at::Tensor y = at::zeros({x.size(0), x.size(1), out_h, out_w}, x.options());
   const PlaneJob job{x.data_ptr<float>(), channels, in_h, in_w, stride_n, stride_c, stride_y, y.data_ptr<float>(),
                      out_h, out_w, g, fh, fw, p, std::move(runs_x)};
-  at::parallel_for(0, planes, 1, [&](int64_t begin, int64_t end) { run_planes(job, begin, end); });
+  at::parallel_for(0, planes, 1, [&](int64_t begin, int64_t end) {
+    cpu::run_at_cpu_level<run_planes_at_this_level>(job, begin, end);
+  });
   return ops::keeps_channels_last(y, x_in);
 }
 

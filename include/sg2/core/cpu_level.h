@@ -12,6 +12,7 @@
 // the environment variable SG2_CPU_LEVEL=baseline|avx2|avx512 (read at the first call).
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__)
@@ -38,5 +39,30 @@ std::vector<Level> supported_levels();   // Baseline up to best_supported_level(
 Level cpu_level();                       // the level the kernels run now
 // Runs the kernels at `level` from now on; throws if the CPU does not support it.
 void force_cpu_level(Level level);
+
+// The clones of a kernel's hot loop: Body (an SG2_INLINE_IN_CLONES function) inlined into one
+// function per level, each compiled for it.
+template <auto Body, typename... Args>
+SG2_TARGET_AVX512 void run_avx512_clone(Args&&... args) {
+  Body(std::forward<Args>(args)...);
+}
+template <auto Body, typename... Args>
+SG2_TARGET_AVX2 void run_avx2_clone(Args&&... args) {
+  Body(std::forward<Args>(args)...);
+}
+template <auto Body, typename... Args>
+void run_baseline_clone(Args&&... args) {
+  Body(std::forward<Args>(args)...);
+}
+
+// Runs Body(args...) in the clone for cpu_level().
+template <auto Body, typename... Args>
+void run_at_cpu_level(Args&&... args) {
+  switch (cpu_level()) {
+    case Level::Avx512: return run_avx512_clone<Body>(std::forward<Args>(args)...);
+    case Level::Avx2: return run_avx2_clone<Body>(std::forward<Args>(args)...);
+    case Level::Baseline: return run_baseline_clone<Body>(std::forward<Args>(args)...);
+  }
+}
 
 }  // namespace sg2::cpu

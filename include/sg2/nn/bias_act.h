@@ -34,6 +34,10 @@ namespace sg2::nn::kernels {
 // output y, and the gradient's own gradient is the same masked product.
 at::Tensor bias_act(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p);
 
+// Whether the raw kernels run x in 16-byte packs (CUDA, memory of whole aligned packs; the other
+// tensors of the call laid out like x and as aligned).
+bool bias_act_runs_packed(const at::Tensor& x);
+
 // The raw kernels, no autograd (variant: sg2/nn/kernels.h): y = clamp(act(x + b) * gain), and the
 // gradient through y, dx = dy * slope(y) (y as bias_act_forward returned it).
 at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, const ops::BiasActParams& p,

@@ -2,8 +2,9 @@
 // The per-element arithmetic of the CUDA kernels (fir_bias_act_kernels.cu), for the host as well as
 // the device: the kernels run it per element, per tile or per 16-byte pack, and the CPU test suite
 // runs the very same functions over whole tensors against the definition
-// (tests/unit/nn/test_kernels_cuda.cpp), so the indexing is checked on every machine, GPU or not. Index is int32_t where every offset of a launch
-// fits (fits_32bit_indices; 64-bit division costs a GPU tens of instructions), int64_t otherwise.
+// (tests/unit/nn/test_kernels_cuda.cpp), so the indexing is checked on every machine, GPU or not.
+// Index is int32_t where every offset of a launch fits (fits_32bit_indices; 64-bit division costs a
+// GPU tens of instructions), int64_t otherwise.
 
 #include "fir_bias_act_kernels.h"
 

@@ -48,6 +48,11 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
   return y;
 }
 
+bool runs_packed(const at::Tensor& x_in) {
+  const at::Tensor x = dense(x_in);
+  return cuda::runs_in_lanes(x.numel(), cuda::kLaneBytes / static_cast<int>(x.element_size()), {x.data_ptr()});
+}
+
 at::Tensor bias_act_forward(const at::Tensor& x_in, const at::Tensor& b_in, int64_t dim, const cuda::ActivationParams& a,
                             KernelVariant variant) {
   SG2_CHECK(supported(x_in), "bias_act CUDA kernel: expected a CUDA tensor, got {}", c10::toString(x_in.scalar_type()));

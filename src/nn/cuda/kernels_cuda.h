@@ -49,6 +49,9 @@ bool runs_tiled(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& 
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
                              int64_t out_w, KernelVariant variant);
 
+// Whether bias_act_forward runs x in 16-byte packs (cuda::runs_in_lanes; y is a fresh allocation).
+bool runs_packed(const at::Tensor& x);
+
 // b: [x.size(dim)] (cast to x's dtype) or undefined; y in x's layout (../channel_layout.h).
 at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, int64_t dim, const cuda::ActivationParams& a,
                             KernelVariant variant = KernelVariant::Fastest);

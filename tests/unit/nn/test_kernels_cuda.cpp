@@ -411,7 +411,7 @@ TEST(CudaKernels, BiasActMatchesTheReferenceInEveryActivationAndPrecision) {
       for (const Precision& precision : kPrecisions) {
         for (const at::Tensor& x : inputs) {
           const at::Tensor xs = x.to(precision.type), bs = b.to(precision.type);
-          at::Tensor xr = xs.to(at::kFloat).requires_grad_(true);
+          at::Tensor xr = xs.to(at::kFloat).detach().clone().requires_grad_(true);  // a leaf of its own
           const at::Tensor expected = ops::bias_act_reference(xr, bs.to(at::kFloat), p);
           expected.sum().backward();
           for (const at::Tensor& on_gpu : {xs.cuda().contiguous(ops::layout_of(x)), misaligned_on_gpu(xs)}) {

@@ -61,6 +61,7 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayouts) {
   train::TrainConfig c = test::tiny_config();
   c.run.device = "cpu";
   c.G.conv_clamp = 256;
+  c.D.conv_clamp = 128;
   OpsBenchOptions options;
   options.batch = 2;
   options.resolution = 16;
@@ -76,9 +77,11 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayouts) {
   EXPECT_NE(rows[0].find("| 2x" + g + "x17x17 | NCHW | - |"), std::string::npos) << rows[0];
   EXPECT_NE(rows[1].find("| NHWC | - |"), std::string::npos) << rows[1];
   EXPECT_NE(rows[13].find("D: 2x downsampling (skip), gradient | 2x" + d + "x8x8"), std::string::npos) << rows[13];
-  EXPECT_NE(text.find("## bias_act (clamp 256)"), std::string::npos) << text;
+  EXPECT_NE(text.find("## bias_act (clamp: G 256, D 128)"), std::string::npos) << text;
   EXPECT_NE(rows[14].find("G: conv output, lrelu | 2x" + g + "x16x16 | NCHW | - |"), std::string::npos) << rows[14];
-  EXPECT_NE(rows[19].find("G: toRGB output, linear | 2x3x16x16 | NHWC | - |"), std::string::npos) << rows[19];
+  EXPECT_NE(rows[19].find("G: toRGB output, linear | 2x" + std::to_string(c.G.img_channels) + "x16x16 | NHWC | - |"),
+            std::string::npos)
+      << rows[19];
   EXPECT_NE(rows[23].find("D: conv output, lrelu, gradient | 2x" + d + "x16x16 | NHWC | - |"), std::string::npos)
       << rows[23];
   options.dtype = "float8";
