@@ -387,14 +387,13 @@ inline bool runs_in_lanes(int64_t numel, int lanes, std::initializer_list<const 
 }
 
 // bias_act on Lanes consecutive elements of memory from element `first`, in place on their values,
-// as one thread of the vectorised kernel runs it: the channel of the first costs two divisions
-// (bias_channel's); a pack within one channel (NCHW planes) reads its bias once, the others step
-// through [outer, channels, inner]. bias_at(c): b[c], or 0.
+// as one thread of the vectorised kernel runs it: the first's channel (bias_channel) and place in
+// its run of inner elements cost two divisions; a pack within one channel (NCHW planes) reads its
+// bias once, the others step through [outer, channels, inner]. bias_at(c): b[c], or 0.
 template <int Lanes, typename Index, typename BiasAt>
 SG2_HOST_DEVICE void bias_act_lanes(float (&v)[Lanes], Index first, Index channels, Index inner,
                                     const ActivationParams& a, BiasAt bias_at) {
-  const Index plane = first / inner;
-  Index c = plane % channels, r = first - plane * inner;
+  Index c = bias_channel(first, channels, inner), r = first % inner;
   if (r + Lanes <= inner) {
     const float bias = bias_at(c);
     for (int k = 0; k < Lanes; ++k) v[k] = activate(v[k] + bias, a);

@@ -54,10 +54,10 @@ bool runs_packed(const at::Tensor& x);
 
 // b: [x.size(dim)] (cast to x's dtype) or undefined; y in x's layout (../channel_layout.h).
 at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, int64_t dim, const cuda::ActivationParams& a,
-                            KernelVariant variant = KernelVariant::Fastest);
+                            KernelVariant variant);
 
 // dx = dy * slope(y) in y's layout, y as bias_act_forward returned it.
 at::Tensor bias_act_grad(const at::Tensor& dy, const at::Tensor& y, const cuda::ActivationParams& a,
-                         KernelVariant variant = KernelVariant::Fastest);
+                         KernelVariant variant);
 
 }  // namespace sg2::nn::kernels::gpu

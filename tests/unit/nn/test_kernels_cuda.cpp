@@ -243,12 +243,22 @@ TEST(CudaKernelArithmetic, ChannelsLastInputsGiveChannelsLastOutputsInThreadOrde
   EXPECT_FALSE(kernels::gpu::fir_launch(x.contiguous(), f, up, 8, 10).channels_last);
 }
 
+// The per-element kernel's arithmetic over x's memory, b's channel found as the launch finds it.
+at::Tensor bias_act_by_elements(const at::Tensor& x, const at::Tensor& b, const cuda::ActivationParams& a) {
+  const kernels::ChannelLayout l = kernels::channel_layout(x, 1);
+  at::Tensor y = at::empty_like(x);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float bias = b.defined() ? b.data_ptr<float>()[cuda::bias_channel<int64_t>(i, l.channels, l.inner)] : 0.0f;
+    y.data_ptr<float>()[i] = cuda::activate(x.data_ptr<float>()[i] + bias, a);
+  }
+  return y;
+}
+
 // In both layouts: the channel of each element of memory as the CUDA launch sees it (channel_layout).
 TEST(CudaKernelArithmetic, BiasActElementsMatchTheReferenceOnTheHost) {
   at::manual_seed(6);
   const at::Tensor b = at::randn({5});
   for (const at::Tensor& x : {at::randn({3, 5, 4, 4}) * 2, (at::randn({3, 5, 4, 4}) * 2).contiguous(at::MemoryFormat::ChannelsLast)}) {
-    const kernels::ChannelLayout l = kernels::channel_layout(x, 1);
     for (const auto act : {ops::Activation::Linear, ops::Activation::Relu, ops::Activation::LRelu}) {
       for (const double clamp : {-1.0, 0.5}) {
         ops::BiasActParams p;
@@ -257,10 +267,9 @@ TEST(CudaKernelArithmetic, BiasActElementsMatchTheReferenceOnTheHost) {
         const cuda::ActivationParams a{static_cast<int>(act), static_cast<float>(ops::default_alpha(act)),
                                        static_cast<float>(ops::default_gain(act)), static_cast<float>(clamp)};
         const at::Tensor expected = ops::bias_act_reference(x, b, p);
-        at::Tensor y = at::empty_like(x), slope = at::empty_like(x);
+        const at::Tensor y = bias_act_by_elements(x, b, a);
+        at::Tensor slope = at::empty_like(x);
         for (int64_t i = 0; i < x.numel(); ++i) {
-          const float v = x.data_ptr<float>()[i] + b.data_ptr<float>()[cuda::bias_channel<int64_t>(i, l.channels, l.inner)];
-          y.data_ptr<float>()[i] = cuda::activate(v, a);
           slope.data_ptr<float>()[i] = cuda::activation_slope(y.data_ptr<float>()[i], a);
         }
         EXPECT_LT(max_relative_error(y, expected), 1e-6) << ops::to_string(act) << " clamp " << clamp << " " << x.strides();
@@ -287,16 +296,6 @@ at::Tensor bias_act_by_packs(const at::Tensor& x, const at::Tensor& b, const cud
     std::copy(px + first, px + first + Lanes, v);
     cuda::bias_act_lanes<Lanes, Index>(v, first, Index(l.channels), Index(l.inner), a, bias_at);
     std::copy(v, v + Lanes, y.data_ptr<float>() + first);
-  }
-  return y;
-}
-
-at::Tensor bias_act_by_elements(const at::Tensor& x, const at::Tensor& b, const cuda::ActivationParams& a) {
-  const kernels::ChannelLayout l = kernels::channel_layout(x, 1);
-  at::Tensor y = at::empty_like(x);
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const float bias = b.defined() ? b.data_ptr<float>()[cuda::bias_channel<int64_t>(i, l.channels, l.inner)] : 0.0f;
-    y.data_ptr<float>()[i] = cuda::activate(x.data_ptr<float>()[i] + bias, a);
   }
   return y;
 }
