@@ -32,7 +32,8 @@ for function in re.split(r"\n\s*Function : ", open(sys.argv[1]).read())[1:]:
     opcodes = re.findall(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P[0-9T] )?([A-Z][A-Z0-9_.]*)", function)
     ops = [o.split(".")[0] for o in opcodes]
     kernel = re.search(r"\d\d(upfirdn2d_kernel|upfirdn2d_tiled_kernel|bias_act_kernel|bias_act_grad_kernel|"
-                       r"bias_act_lanes_kernel|bias_act_grad_lanes_kernel)I(.*)", name)
+                       r"bias_act_lanes_kernel|bias_act_grad_lanes_kernel|conv_epilogue_kernel|"
+                       r"conv_epilogue_grad_kernel)I(.*)", name)
     label = name
     if kernel:  # the template arguments, demangled enough to read: storage type, then index type or the fixed shape
         args = kernel.group(2)

@@ -4,6 +4,7 @@
 #include "sg2/cli/command_line.h"
 #include "sg2/core/error.h"
 #include "sg2/nn/bias_act.h"
+#include "sg2/nn/conv_epilogue.h"
 #include "sg2/nn/upfirdn2d.h"
 #include "sg2/train/trainer.h"
 
@@ -15,6 +16,8 @@
 #include <functional>
 #include <optional>
 #include <sstream>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace sg2::cli {
@@ -70,10 +73,11 @@ struct OpTimings {
   double generic = 0, reference = 0, bytes = 0;
 };
 
-std::string table_header(const std::string& fastest) {
-  return fmt::format("| op | x | layout | {} ms | generic ms | reference ms | best GB/s | floor ms | best / floor | "
-                     "generic / {} | reference / best |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
-                     fastest, fastest);
+// fastest and generic name the first two columns (OpTimings' fastest and generic).
+std::string table_header(const std::string& fastest, const std::string& generic = "generic") {
+  return fmt::format("| op | x | layout | {0} ms | {1} ms | reference ms | best GB/s | floor ms | best / floor | "
+                     "{1} / {0} | reference / best |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+                     fastest, generic);
 }
 
 std::string milliseconds(std::optional<double> seconds) {
@@ -170,6 +174,74 @@ OpTimings time_bias_act(const Timer& time, const at::Tensor& x, const at::Tensor
   return t;
 }
 
+// The epilogue of G's convolution layers at resolution r (demodulation, per-sample noise, bias,
+// lrelu, G's clamp), forward and gradient: the fused kernels (where they run), the composition with
+// bias_act's kernel (what the layers ran before) and the reference's composition. The gradients are
+// those of every input, as training takes them (the kernel's plane sums reduced as the op does).
+std::string epilogue_rows(const Timer& time, const at::TensorOptions& on_device, int64_t batch, int64_t r,
+                          const train::TrainConfig& config) {
+  const at::Tensor x = at::randn({batch, config.G.channels_at(r), r, r}, on_device);
+  const at::TensorOptions floats = on_device.dtype(at::kFloat);
+  const at::Tensor demod = at::rand({batch, x.size(1)}, floats) + 0.5, noise = at::randn({batch, 1, r, r}, floats);
+  const at::Tensor strength = at::full({}, 0.1, floats), b = at::randn({x.size(1)}, floats);
+  const BiasActParams p{1, nn::ops::Activation::LRelu, -1, -1, config.G.conv_clamp};
+  const kernels::EpilogueTensors t{x, demod, noise, strength, b};
+  const bool fused = kernels::conv_epilogue_runs_fused(x, noise, nn::ops::Impl::Fast);
+  const auto composed = [&](nn::ops::Impl impl, const std::vector<at::Tensor>& v) {
+    return nn::ops::demodulate_noise_bias_act_composed(v[0], v[1], noise, v[2], v[3], p, impl);
+  };
+  OpTimings forward;
+  forward.bytes = 2.0 * static_cast<double>(x.nbytes());
+  if (fused) forward.fastest = time([&] { kernels::conv_epilogue_forward(t, p); });
+  forward.generic = time([&] { composed(nn::ops::Impl::Fast, {x, demod, strength, b}); });
+  forward.reference = time([&] { composed(nn::ops::Impl::Reference, {x, demod, strength, b}); });
+
+  OpTimings gradient;
+  gradient.bytes = 4.0 * static_cast<double>(x.nbytes());
+  const at::Tensor y = composed(nn::ops::Impl::Fast, {x, demod, strength, b}), dy = at::randn_like(y);
+  if (fused) {
+    gradient.fastest = time([&] {
+      const kernels::EpilogueGradient g = kernels::conv_epilogue_gradient(dy, y, t, p);
+      g.plane_sums.sum(0);  // the bias's and the noise strength's sums, as the op takes them
+    });
+  }
+  const auto autograd = [&](nn::ops::Impl impl) {
+    std::vector<at::Tensor> v{x, demod, strength, b};
+    for (at::Tensor& leaf : v) leaf = leaf.detach().requires_grad_(true);
+    const at::Tensor out = composed(impl, v);
+    return time([&] { torch::autograd::grad({out}, v, {dy}, /*retain_graph=*/true); });
+  };
+  gradient.generic = autograd(nn::ops::Impl::Fast);
+  gradient.reference = autograd(nn::ops::Impl::Reference);
+  return table_row("G: epilogue (demodulation, noise, bias, lrelu)", x, forward, time.bandwidth) +
+         table_row("G: epilogue, gradient", x, gradient, time.bandwidth);
+}
+
+// The modulation of G's layer inputs at resolution r (x * styles, ops::scale_planes) and its
+// gradient, to x and the styles: the epilogue's kernels against the product (the composition and
+// the reference alike).
+std::string modulation_rows(const Timer& time, const at::TensorOptions& on_device, int64_t batch, int64_t r,
+                            const train::TrainConfig& config) {
+  const at::Tensor x = at::randn({batch, config.G.channels_at(r), r, r}, on_device);
+  const at::Tensor styles = at::randn({batch, x.size(1)}, on_device.dtype(at::kFloat)), dy = at::randn_like(x);
+  const bool fused = kernels::conv_epilogue_runs_fused(x, at::Tensor(), nn::ops::Impl::Fast);
+  OpTimings forward, gradient;
+  forward.bytes = 2.0 * static_cast<double>(x.nbytes());
+  gradient.bytes = 3.0 * static_cast<double>(x.nbytes());
+  const auto timings = [&](nn::ops::Impl impl) {
+    const at::Tensor xr = x.detach().requires_grad_(true), sr = styles.detach().requires_grad_(true);
+    const at::Tensor y = nn::ops::scale_planes(xr, sr, impl);
+    return std::make_pair(time([&] { nn::ops::scale_planes(x, styles, impl); }),
+                          time([&] { torch::autograd::grad({y}, {xr, sr}, {dy}, /*retain_graph=*/true); }));
+  };
+  if (fused) std::tie(forward.fastest, gradient.fastest) = timings(nn::ops::Impl::Fast);
+  std::tie(forward.generic, gradient.generic) = timings(nn::ops::Impl::Reference);
+  forward.reference = forward.generic;
+  gradient.reference = gradient.generic;
+  return table_row("G: input modulation", x, forward, time.bandwidth) +
+         table_row("G: input modulation, gradient", x, gradient, time.bandwidth);
+}
+
 const std::vector<at::MemoryFormat> kLayouts{at::MemoryFormat::Contiguous, at::MemoryFormat::ChannelsLast};
 
 }  // namespace
@@ -202,7 +274,12 @@ std::string run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOp
       out << table_row(c.name, x, time_bias_act(time, x, b, c), time.bandwidth);
     }
   }
-  if (!device.is_cuda()) out << "\n(On the CPU the kernel column is 'generic': one kernel, no CUDA variant.)\n";
+  out << fmt::format("\n## The synthesis layers' epilogue (clamp {})\n\n", config.G.conv_clamp)
+      << table_header("fused", "composed") << epilogue_rows(time, on_device, options.batch, r, config)
+      << modulation_rows(time, on_device, options.batch, r, config);
+  if (!device.is_cuda()) {
+    out << "\n(On the CPU the upfirdn2d and bias_act kernel column is 'generic': one kernel, no CUDA variant.)\n";
+  }
   return out.str();
 }
 

@@ -2,6 +2,7 @@
 // kernels it runs are in bias_act_cpu.cpp and cuda/; both compute with bias_act_elements.h.
 #include "sg2/nn/bias_act.h"
 
+#include "bias_act_autograd.h"
 #include "cpu_kernels.h"
 #include "sg2/core/enum_names.h"
 #include "sg2/core/error.h"
@@ -66,26 +67,27 @@ at::Tensor bias_act(const at::Tensor& x, const at::Tensor& b, const BiasActParam
 
 namespace kernels {
 
-namespace {
-
-// The parameters with the activation's default alpha and gain filled in.
 ActivationParams resolve(const ops::BiasActParams& p) {
   return {static_cast<int>(p.act), static_cast<float>(p.alpha >= 0 ? p.alpha : ops::default_alpha(p.act)),
           static_cast<float>(p.gain >= 0 ? p.gain : ops::default_gain(p.act)), static_cast<float>(p.clamp)};
 }
 
-// The output is needed in backward unless the slope is constant (linear, no clamp).
 bool needs_output(const ActivationParams& a) {
   return a.act != static_cast<int>(ops::Activation::Linear) || a.clamp >= 0;
 }
 
-// The activation as the autograd functions keep it (saved_data holds IValues).
 std::vector<double> to_saved(const ActivationParams& a) { return {static_cast<double>(a.act), a.alpha, a.gain, a.clamp}; }
 
 ActivationParams from_saved(const c10::IValue& saved) {
   const auto v = saved.toDoubleVector();
   return {static_cast<int>(v[0]), static_cast<float>(v[1]), static_cast<float>(v[2]), static_cast<float>(v[3])};
 }
+
+at::Tensor or_placeholder(const at::Tensor& t, const at::Tensor& like) {
+  return t.defined() ? t : at::empty({0}, like.options());
+}
+
+namespace {
 
 at::Tensor forward_on_device(const at::Tensor& x, const at::Tensor& b, int64_t dim, const ActivationParams& a,
                              [[maybe_unused]] KernelVariant variant = KernelVariant::Fastest) {
@@ -107,11 +109,6 @@ at::Tensor masked_gradient(const at::Tensor& dy, const at::Tensor& y, const Acti
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// LibTorch 1.13's custom functions take no undefined tensors: an empty placeholder stands in.
-at::Tensor or_placeholder(const at::Tensor& t, const at::Tensor& like) {
-  return t.defined() ? t : at::empty({0}, like.options());
-}
 
 // The functions take the activation as scalars: apply() counts every element of a vector argument
 // as an input that backward must answer.
@@ -168,6 +165,10 @@ struct BiasActFunction : public torch::autograd::Function<BiasActFunction> {
 };
 
 }  // namespace
+
+at::Tensor differentiable_bias_act_gradient(const at::Tensor& dy, const at::Tensor& y, const ActivationParams& a) {
+  return BiasActGradFunction::apply_grad(dy, needs_output(a) ? y : at::Tensor(), a);
+}
 
 bool bias_act_runs_packed([[maybe_unused]] const at::Tensor& x) {
 #if SG2_CUDA_KERNELS

@@ -48,4 +48,54 @@ SG2_HOST_DEVICE float activation_slope(float y, const ActivationParams& a) {
   return s;
 }
 
+// The end of a synthesis layer after its shared-weight convolution, on one [H, W] plane of sample n
+// and channel c (conv_epilogue.h): y = clamp(act(x * demod + noise * noise_strength + bias) * gain),
+// noise the plane of [N or 1, 1, H, W] for sample n. The sums are the reference's order in float32:
+// addcmul(noise * noise_strength, x, demod), then bias_act.
+struct EpiloguePlane {
+  float demod, bias, noise_strength;
+};
+
+SG2_HOST_DEVICE float epilogue_element(float x, float noise, const EpiloguePlane& plane, const ActivationParams& a) {
+  const float modulated = x * plane.demod + noise * plane.noise_strength;
+  return activate(modulated + plane.bias, a);
+}
+
+// A call of the epilogue's kernels (sg2/nn/conv_epilogue.h) over planes = N * C planes of
+// plane_elements each, in NCHW memory of the storage type (float32 on the CPU): plane p is sample
+// p / channels and channel p % channels, and reads the noise at (p / channels) * noise_batch_stride
+// (0: one noise plane for the batch). demod [planes], bias [channels] (or null), noise and the
+// noise strength (one value) are float32 on x's device.
+// Forward: out = y from x. Gradient: out = dx from dy, y and x, and sums [planes, 3] (EpilogueSums).
+struct EpilogueLaunch {
+  const void* x = nullptr;
+  const void* dy = nullptr;
+  const void* y = nullptr;
+  void* out = nullptr;
+  const float* demod = nullptr;
+  const float* bias = nullptr;
+  const float* noise = nullptr;
+  const float* noise_strength = nullptr;
+  float* sums = nullptr;
+  int64_t planes = 0, channels = 1, plane_elements = 0, noise_batch_stride = 0;
+};
+
+// What the epilogue's gradient sums over a plane, with g = dy * slope(y) the gradient of the
+// pre-activation: g * x (the plane's demodulation coefficient's gradient), g (the bias's, once
+// summed over the batch) and g * noise (the noise strength's, once summed over every plane).
+struct EpilogueSums {
+  float g_x = 0, g = 0, g_noise = 0;
+
+  SG2_HOST_DEVICE void add(float g_i, float x, float noise) {
+    g_x += g_i * x;
+    g += g_i;
+    g_noise += g_i * noise;
+  }
+  SG2_HOST_DEVICE void add(const EpilogueSums& other) {
+    g_x += other.g_x;
+    g += other.g;
+    g_noise += other.g_noise;
+  }
+};
+
 }  // namespace sg2::nn::kernels

@@ -1,9 +1,11 @@
 #pragma once
-// How the kernels see a tensor's memory (bias_act_cpu.cpp, cuda/kernels_cuda.cpp): any dense layout,
-// contiguous or channels_last alike, kept from input to output, so that a channels_last network
-// pays no transposes around them.
+// How the kernels see a tensor's memory (bias_act_cpu.cpp, conv_epilogue_cpu.cpp,
+// cuda/kernels_cuda.cpp): any dense layout, contiguous or channels_last alike, kept from input to
+// output, so that a channels_last network pays no transposes around them.
 
+#include "bias_act_elements.h"
 #include "sg2/core/error.h"
+#include "sg2/nn/conv_epilogue.h"
 
 #include <ATen/ATen.h>
 
@@ -41,6 +43,22 @@ inline ChannelLayout channel_layout(const at::Tensor& x, int64_t dim) {
 inline void check_bias(const at::Tensor& b, const at::Tensor& x, int64_t dim, const ChannelLayout& l) {
   SG2_CHECK(!b.defined() || (b.dim() == 1 && b.size(0) == l.channels),
             "bias_act: bias of shape {} does not match x {} at dim {}", b.sizes(), x.sizes(), dim);
+}
+
+// The epilogue's kernels' view of t (x contiguous NCHW); the caller sets out, and dy, y and sums
+// for the gradient.
+inline EpilogueLaunch epilogue_launch(const EpilogueTensors& t) {
+  EpilogueLaunch job;
+  job.x = t.x.data_ptr();
+  job.demod = t.demod.data_ptr<float>();
+  job.bias = t.bias.defined() ? t.bias.data_ptr<float>() : nullptr;
+  job.noise = t.noise.data_ptr<float>();
+  job.noise_strength = t.noise_strength.data_ptr<float>();
+  job.channels = t.x.size(1);
+  job.planes = t.x.size(0) * job.channels;
+  job.plane_elements = t.x.size(2) * t.x.size(3);
+  job.noise_batch_stride = t.noise.size(0) == 1 ? 0 : job.plane_elements;
+  return job;
 }
 
 }  // namespace sg2::nn::kernels

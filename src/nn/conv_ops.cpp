@@ -4,6 +4,9 @@
 #include "sg2/core/error.h"
 #include "sg2/nn/ops.h"
 
+#include <cmath>
+#include <utility>
+
 namespace sg2::nn::ops {
 
 namespace {
@@ -116,58 +119,71 @@ at::Tensor demodulation_coefficients(const at::Tensor& weight, const at::Tensor&
   return (styles.square().matmul(weight_energy.t()) + 1e-8).rsqrt();  // [N, O]
 }
 
-at::Tensor modulated_conv2d(const at::Tensor& x_in, const at::Tensor& weight_in, const at::Tensor& styles_in,
-                            const at::Tensor& noise, const at::Tensor& resample_filter, const ModConvParams& p,
-                            Impl impl) {
-  const int64_t batch = x_in.size(0);
-  const int64_t in_channels = weight_in.size(1);
-  const int64_t kh = weight_in.size(2), kw = weight_in.size(3);
-  SG2_CHECK(x_in.size(1) == in_channels, "modulated_conv2d: x has {} channels, weight expects {}", x_in.size(1),
+namespace {
+
+// The weight and styles as both forms of the modulated convolution use them: in reduced precision
+// pre-normalized so that the per-sample weights cannot overflow (the reference does it for float16;
+// bfloat16 is treated alike, float64 is not).
+std::pair<at::Tensor, at::Tensor> normalized_for(const at::Tensor& x, const at::Tensor& weight,
+                                                 const at::Tensor& styles, const ModConvParams& p) {
+  const int64_t batch = x.size(0), in_channels = weight.size(1), kh = weight.size(2), kw = weight.size(3);
+  SG2_CHECK(x.size(1) == in_channels, "modulated_conv2d: x has {} channels, weight expects {}", x.size(1),
             in_channels);
-  SG2_CHECK(styles_in.sizes() == at::IntArrayRef({batch, in_channels}), "modulated_conv2d: styles {} != [{}, {}]",
-            styles_in.sizes(), batch, in_channels);
-  at::Tensor weight = weight_in;
-  at::Tensor styles = styles_in;
+  SG2_CHECK(styles.sizes() == at::IntArrayRef({batch, in_channels}), "modulated_conv2d: styles {} != [{}, {}]",
+            styles.sizes(), batch, in_channels);
+  const at::ScalarType type = x.scalar_type();
+  if ((type != at::kHalf && type != at::kBFloat16) || !p.demodulate) return {weight, styles};
+  return {weight * (1.0 / std::sqrt(static_cast<double>(in_channels * kh * kw)) /
+                    weight.norm(INFINITY, {1, 2, 3}, /*keepdim=*/true)),
+          styles / styles.norm(INFINITY, {1}, /*keepdim=*/true)};
+}
 
-  // Pre-normalize for reduced precision so the per-sample weights cannot overflow (the reference
-  // does it for float16; bfloat16 is treated alike, float64 is not).
-  const at::ScalarType type = x_in.scalar_type();
-  if ((type == at::kHalf || type == at::kBFloat16) && p.demodulate) {
-    weight = weight * (1.0 / std::sqrt(static_cast<double>(in_channels * kh * kw)) /
-                       weight.norm(INFINITY, {1, 2, 3}, /*keepdim=*/true));
-    styles = styles / styles.norm(INFINITY, {1}, /*keepdim=*/true);
-  }
-
-  at::Tensor w, dcoefs;
-  if (p.demodulate) {
-    dcoefs = demodulation_coefficients(weight, styles, impl);  // [N, O]
-  }
-  if (p.fused) {
-    w = weight.unsqueeze(0) * styles.reshape({batch, 1, -1, 1, 1});  // [N, O, I, k, k]
-    if (p.demodulate) w = w * dcoefs.reshape({batch, -1, 1, 1, 1});
-  }
-
+ConvResampleParams resample_params(const ModConvParams& p) {
   ConvResampleParams conv;
   conv.up = p.up;
   conv.down = p.down;
   conv.padding = {p.padding, p.padding, p.padding, p.padding};
   conv.flip_weight = p.flip_weight;
+  return conv;
+}
 
+}  // namespace
+
+ModulatedConvParts modulated_conv2d_parts(const at::Tensor& x_in, const at::Tensor& weight_in,
+                                          const at::Tensor& styles_in, const at::Tensor& resample_filter,
+                                          const ModConvParams& p, Impl impl) {
+  const auto [weight, styles] = normalized_for(x_in, weight_in, styles_in, p);
+  ModulatedConvParts parts;
+  if (p.demodulate) parts.demod = demodulation_coefficients(weight, styles, impl);  // [N, O]
+  const at::Tensor x = scale_planes(x_in, styles, impl);
+  parts.y = conv2d_resample(x, weight_for(weight, x), resample_filter, resample_params(p), impl);
+  return parts;
+}
+
+at::Tensor modulated_conv2d(const at::Tensor& x_in, const at::Tensor& weight_in, const at::Tensor& styles_in,
+                            const at::Tensor& noise, const at::Tensor& resample_filter, const ModConvParams& p,
+                            Impl impl) {
+  const int64_t batch = x_in.size(0);
   if (!p.fused) {  // scale activations before and after a shared-weight convolution
-    at::Tensor x = x_in * styles.to(x_in.scalar_type()).reshape({batch, -1, 1, 1});
-    x = conv2d_resample(x, weight_for(weight, x), resample_filter, conv, impl);
+    const ModulatedConvParts parts = modulated_conv2d_parts(x_in, weight_in, styles_in, resample_filter, p, impl);
+    at::Tensor x = parts.y;
     if (p.demodulate && noise.defined()) {
-      return at::addcmul(noise.to(x.scalar_type()), x, dcoefs.to(x.scalar_type()).reshape({batch, -1, 1, 1}));
+      return at::addcmul(noise.to(x.scalar_type()), x, parts.demod.to(x.scalar_type()).reshape({batch, -1, 1, 1}));
     }
-    if (p.demodulate) return x * dcoefs.to(x.scalar_type()).reshape({batch, -1, 1, 1});
+    if (p.demodulate) return x * parts.demod.to(x.scalar_type()).reshape({batch, -1, 1, 1});
     if (noise.defined()) return x.add_(noise.to(x.scalar_type()));
     return x;
   }
 
   // One grouped convolution with the batch folded into the channels.
+  const auto [weight, styles] = normalized_for(x_in, weight_in, styles_in, p);
+  const int64_t in_channels = weight.size(1), kh = weight.size(2), kw = weight.size(3);
+  at::Tensor w = weight.unsqueeze(0) * styles.reshape({batch, 1, -1, 1, 1});  // [N, O, I, k, k]
+  if (p.demodulate) w = w * demodulation_coefficients(weight, styles, impl).reshape({batch, -1, 1, 1, 1});
+  ConvResampleParams conv = resample_params(p);
+  conv.groups = batch;
   at::Tensor x = x_in.reshape({1, -1, x_in.size(2), x_in.size(3)});  // [1, N*I, H, W]
   w = w.reshape({-1, in_channels, kh, kw});                          // [N*O, I, k, k]
-  conv.groups = batch;
   x = conv2d_resample(x, w.to(x.scalar_type()), resample_filter, conv, impl);
   x = x.reshape({batch, -1, x.size(2), x.size(3)});  // [N, O, H', W']
   if (noise.defined()) x = x.add_(noise);

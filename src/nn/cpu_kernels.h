@@ -1,8 +1,9 @@
 #pragma once
-// The raw CPU kernels (float32), the counterparts of cuda/kernels_cuda.h: upfirdn2d_cpu.cpp and
-// bias_act_cpu.cpp, called by the ops' files (upfirdn2d.cpp, bias_act.cpp) for CPU tensors.
+// The raw CPU kernels (float32), the counterparts of cuda/kernels_cuda.h: upfirdn2d_cpu.cpp,
+// bias_act_cpu.cpp and conv_epilogue_cpu.cpp, called by the ops' files (upfirdn2d.cpp, bias_act.cpp) for CPU tensors.
 
 #include "bias_act_elements.h"
+#include "sg2/nn/conv_epilogue.h"
 #include "sg2/nn/upfirdn2d.h"
 
 namespace sg2::nn::kernels::host {
@@ -18,5 +19,13 @@ at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, int64_t di
 
 // dx = dy * slope(y) in y's layout, y as bias_act_forward returned it.
 at::Tensor bias_act_grad(const at::Tensor& dy, const at::Tensor& y, const ActivationParams& a);
+
+// The synthesis layers' epilogue (sg2/nn/conv_epilogue.h) on float32 tensors: x contiguous NCHW,
+// noise contiguous; y contiguous.
+at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const ActivationParams& a);
+
+// dx and the plane sums through the forward's output y (contiguous, as dy is made).
+EpilogueGradient conv_epilogue_grad(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,
+                                    const ActivationParams& a);
 
 }  // namespace sg2::nn::kernels::host

@@ -82,25 +82,32 @@ at::Tensor SynthesisLayer::forward(const at::Tensor& x, const at::Tensor& w, con
             weight.size(1), in_resolution, in_resolution);
   at::Tensor styles = affine->forward(w);  // [N, I]
 
+  // The noise before its strength: drawn in float32 whatever x's type, as the reference (the same
+  // draws with or without mixed precision); [1, 1, H, W] for the constant noise.
   at::Tensor noise;
   if (options.use_noise && run.noise_mode == NoiseMode::Random) {
-    // Drawn in float32 whatever x's type, as the reference (the same draws with or without mixed precision).
-    noise = at::randn({x.size(0), 1, resolution, resolution}, run.rng, x.options().dtype(at::kFloat)) *
-            noise_strength;
+    noise = at::randn({x.size(0), 1, resolution, resolution}, run.rng, x.options().dtype(at::kFloat));
   }
-  if (options.use_noise && run.noise_mode == NoiseMode::Const) noise = noise_const * noise_strength;
+  if (options.use_noise && run.noise_mode == NoiseMode::Const) {
+    noise = noise_const.reshape({1, 1, resolution, resolution});
+  }
 
   ops::ModConvParams mc;
   mc.up = options.up;
   mc.padding = options.kernel_size / 2;
   mc.flip_weight = (options.up == 1);
   mc.fused = run.fused_modconv;
-  at::Tensor y = ops::modulated_conv2d(x, weight, styles, noise, resample_filter, mc);
-
   ops::BiasActParams p;
   p.act = options.activation;
   p.gain = ops::default_gain(options.activation) * gain;
   p.clamp = options.conv_clamp >= 0 ? options.conv_clamp * gain : -1;
+  if (!mc.fused) {
+    const ops::ModulatedConvParts conv = ops::modulated_conv2d_parts(x, weight, styles, resample_filter, mc);
+    return ops::demodulate_noise_bias_act(conv.y, conv.demod, noise, noise.defined() ? noise_strength : at::Tensor(),
+                                          bias, p);
+  }
+  if (noise.defined()) noise = noise * noise_strength;
+  at::Tensor y = ops::modulated_conv2d(x, weight, styles, noise, resample_filter, mc);
   return ops::bias_act(y, bias.to(y.scalar_type()), p);
 }
 

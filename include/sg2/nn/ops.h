@@ -1,11 +1,13 @@
 #pragma once
-// The StyleGAN2 ops: FIR resampling (upfirdn2d.h), fused bias + activation (bias_act.h),
+// The StyleGAN2 ops: FIR resampling (upfirdn2d.h), fused bias + activation (bias_act.h), the
+// synthesis layers' demodulation + noise + bias + activation (conv_epilogue.h),
 // convolution with resampling, modulated convolution, and the mapping/discriminator statistics.
 // Every op with a faster implementation also has a plain reference built from standard LibTorch ops
 // (`*_reference`, the definition the tests check against), and its last argument chooses between
 // them (op_impl.h).
 
 #include "sg2/nn/bias_act.h"
+#include "sg2/nn/conv_epilogue.h"
 #include "sg2/nn/op_impl.h"
 #include "sg2/nn/upfirdn2d.h"
 
@@ -62,6 +64,16 @@ at::Tensor demodulation_coefficients_reference(const at::Tensor& weight, const a
 at::Tensor modulated_conv2d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& styles,
                             const at::Tensor& noise, const at::Tensor& resample_filter, const ModConvParams& p,
                             Impl impl = default_impl());
+
+// The unfused modulated convolution up to its demodulation: y = (x * styles) convolved with the
+// shared weight, and the coefficients demod [N, O] (undefined without demodulate) that the caller
+// applies with the noise, e.g. in demodulate_noise_bias_act (conv_epilogue.h). p.fused is ignored.
+struct ModulatedConvParts {
+  at::Tensor y, demod;
+};
+ModulatedConvParts modulated_conv2d_parts(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& styles,
+                                          const at::Tensor& resample_filter, const ModConvParams& p,
+                                          Impl impl = default_impl());
 
 // x * rsqrt(mean(x^2, dim) + 1e-8)
 at::Tensor normalize_2nd_moment(const at::Tensor& x, int64_t dim = 1);

@@ -408,4 +408,71 @@ SG2_HOST_DEVICE void bias_act_lanes(float (&v)[Lanes], Index first, Index channe
   }
 }
 
+using kernels::EpiloguePlane;
+using kernels::EpilogueSums;
+
+inline int64_t element_bytes(ElementType type) { return type == ElementType::Float32 ? 4 : 2; }
+
+// Whether the epilogue's kernels take the launch: every plane a whole number of 16-byte packs (so no
+// pack straddles two planes), every pointer aligned, and 32-bit indices.
+inline bool epilogue_runs_in_lanes(const EpilogueLaunch& job, ElementType type) {
+  const int64_t lanes = kLaneBytes / element_bytes(type), numel = job.planes * job.plane_elements;
+  return job.plane_elements % lanes == 0 && fits_32bit_indices(numel) &&
+         runs_in_lanes(numel, static_cast<int>(lanes), {job.x, job.dy, job.y, job.out, job.noise});
+}
+
+// The plane's demodulation coefficient, bias and noise strength.
+template <typename Index>
+SG2_HOST_DEVICE EpiloguePlane epilogue_plane(const EpilogueLaunch& job, Index plane) {
+  const float bias = job.bias != nullptr ? job.bias[plane % static_cast<Index>(job.channels)] : 0.0f;
+  return {job.demod[plane], bias, *job.noise_strength};
+}
+
+// Where the noise of plane `plane` starts.
+template <typename Index>
+SG2_HOST_DEVICE Index epilogue_noise_start(const EpilogueLaunch& job, Index plane) {
+  return plane / static_cast<Index>(job.channels) * static_cast<Index>(job.noise_batch_stride);
+}
+
+// The forward pass on pack `pack` of Lanes elements, as one thread of its kernel runs it: the pack's
+// plane (one division), then epilogue_element on each. memory.load_x(pack, v) and
+// memory.load_noise(offset, v) read it; the values are left in v.
+template <int Lanes, typename Index, typename Memory>
+SG2_HOST_DEVICE void epilogue_pack(const EpilogueLaunch& job, const ActivationParams& a, Index pack,
+                                   const Memory& memory, float (&v)[Lanes]) {
+  const Index first = pack * Lanes, plane_elements = static_cast<Index>(job.plane_elements);
+  const Index plane = first / plane_elements;
+  const EpiloguePlane p = epilogue_plane(job, plane);
+  float noise[Lanes];
+  memory.load_x(pack, v);
+  memory.load_noise(epilogue_noise_start(job, plane) + (first - plane * plane_elements), noise);
+  for (int k = 0; k < Lanes; ++k) v[k] = epilogue_element(v[k], noise[k], p, a);
+}
+
+// The gradient's share of lane `lane` of the warp_size threads that run plane `plane`: its packs
+// lane, lane + warp_size, ... of the plane, dx stored through memory.store_dx(pack, v), and their
+// sums returned (the kernel adds the lanes' up with shuffles, the tests on the host).
+template <int Lanes, typename Index, typename Memory>
+SG2_HOST_DEVICE EpilogueSums epilogue_grad_lane(const EpilogueLaunch& job, const ActivationParams& a, Index plane,
+                                                int lane, int warp_size, const Memory& memory) {
+  const Index packs = static_cast<Index>(job.plane_elements) / Lanes, first_pack = plane * packs;
+  const Index noise_start = epilogue_noise_start(job, plane);
+  const float demod = job.demod[plane];
+  EpilogueSums sums;
+  for (Index k = lane; k < packs; k += warp_size) {
+    float g[Lanes], y[Lanes], x[Lanes], noise[Lanes];
+    memory.load_dy(first_pack + k, g);
+    memory.load_y(first_pack + k, y);
+    memory.load_x(first_pack + k, x);
+    memory.load_noise(noise_start + k * Lanes, noise);
+    for (int j = 0; j < Lanes; ++j) {
+      g[j] *= activation_slope(y[j], a);
+      sums.add(g[j], x[j], noise[j]);
+      g[j] *= demod;
+    }
+    memory.store_dx(first_pack + k, g);
+  }
+  return sums;
+}
+
 }  // namespace sg2::nn::cuda

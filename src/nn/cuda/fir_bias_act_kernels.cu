@@ -131,6 +131,77 @@ __global__ void bias_act_grad_lanes_kernel(const T* dy, const T* y, T* dx, Index
   }
 }
 
+// Lanes float32 values in 16-byte loads (p + offset aligned: epilogue_runs_in_lanes).
+template <int Lanes>
+__device__ __forceinline__ void load_floats(const float* p, int64_t offset, float (&v)[Lanes]) {
+  static_assert(Lanes % 4 == 0, "whole float4 loads");
+#pragma unroll
+  for (int k = 0; k < Lanes; k += 4) {
+    const float4 q = *reinterpret_cast<const float4*>(p + offset + k);
+    v[k] = q.x;
+    v[k + 1] = q.y;
+    v[k + 2] = q.z;
+    v[k + 3] = q.w;
+  }
+}
+
+// The epilogue's memory as epilogue_pack and epilogue_grad_lane read and write it.
+template <typename T>
+struct EpilogueMemory {
+  const T *x, *dy, *y;
+  T* dx;
+  const float* noise;
+
+  __device__ explicit EpilogueMemory(const EpilogueLaunch& job)
+      : x(static_cast<const T*>(job.x)), dy(static_cast<const T*>(job.dy)), y(static_cast<const T*>(job.y)),
+        dx(static_cast<T*>(job.out)), noise(job.noise) {}
+  __device__ void load_x(int64_t pack, float (&v)[kLanes<T>]) const { load_lanes(x, pack, v); }
+  __device__ void load_dy(int64_t pack, float (&v)[kLanes<T>]) const { load_lanes(dy, pack, v); }
+  __device__ void load_y(int64_t pack, float (&v)[kLanes<T>]) const { load_lanes(y, pack, v); }
+  __device__ void load_noise(int64_t offset, float (&v)[kLanes<T>]) const { load_floats(noise, offset, v); }
+  __device__ void store_dx(int64_t pack, const float (&v)[kLanes<T>]) const { store_lanes(dx, pack, v); }
+};
+
+template <typename T, typename Index>
+__global__ void conv_epilogue_kernel(EpilogueLaunch job, ActivationParams a, Index packs) {
+  const EpilogueMemory<T> memory(job);
+  T* y = static_cast<T*>(job.out);
+  for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < packs; i += Index(gridDim.x) * blockDim.x) {
+    float v[kLanes<T>];
+    epilogue_pack<kLanes<T>, Index>(job, a, i, memory, v);
+    store_lanes(y, i, v);
+  }
+}
+
+constexpr int kWarp = 32;
+
+__device__ __forceinline__ EpilogueSums warp_sum(EpilogueSums s) {
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    s.g_x += __shfl_xor_sync(0xffffffffu, s.g_x, offset);
+    s.g += __shfl_xor_sync(0xffffffffu, s.g, offset);
+    s.g_noise += __shfl_xor_sync(0xffffffffu, s.g_noise, offset);
+  }
+  return s;
+}
+
+// A warp per plane: every lane of a warp runs the same planes, so the shuffles see the whole warp.
+template <typename T, typename Index>
+__global__ void conv_epilogue_grad_kernel(EpilogueLaunch job, ActivationParams a) {
+  const EpilogueMemory<T> memory(job);
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  const Index warps = Index(gridDim.x) * (blockDim.x / kWarp);
+  for (Index plane = (blockIdx.x * Index(blockDim.x) + threadIdx.x) / kWarp; plane < Index(job.planes);
+       plane += warps) {
+    const EpilogueSums sums = warp_sum(epilogue_grad_lane<kLanes<T>, Index>(job, a, plane, lane, kWarp, memory));
+    if (lane == 0) {
+      job.sums[3 * plane] = sums.g_x;
+      job.sums[3 * plane + 1] = sums.g;
+      job.sums[3 * plane + 2] = sums.g_noise;
+    }
+  }
+}
+
 // Calls fn(T{}) with the storage type's tag.
 template <typename Fn>
 void with_type(ElementType type, Fn&& fn) {
@@ -214,6 +285,32 @@ void launch_bias_act_grad(const void* dy, const void* y, void* dx, int64_t numel
     }
   });
   check_launch("bias_act_grad");
+}
+
+void launch_conv_epilogue(const EpilogueLaunch& job, const ActivationParams& a, ElementType type, void* stream) {
+  if (!epilogue_runs_in_lanes(job, type)) {
+    throw std::runtime_error("conv_epilogue: a launch not in whole aligned packs");
+  }
+  if (job.planes == 0 || job.plane_elements == 0) return;
+  with_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t packs = job.planes * job.plane_elements / kLanes<T>;
+    conv_epilogue_kernel<T, int32_t><<<blocks_for(packs), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        job, a, static_cast<int32_t>(packs));
+  });
+  check_launch("conv_epilogue");
+}
+
+void launch_conv_epilogue_grad(const EpilogueLaunch& job, const ActivationParams& a, ElementType type, void* stream) {
+  if (!epilogue_runs_in_lanes(job, type)) {
+    throw std::runtime_error("conv_epilogue_grad: a launch not in whole aligned packs");
+  }
+  if (job.planes == 0) return;
+  with_type(type, [&](auto tag) {
+    conv_epilogue_grad_kernel<decltype(tag), int32_t>
+        <<<blocks_for(job.planes * kWarp), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(job, a);
+  });
+  check_launch("conv_epilogue_grad");
 }
 
 }  // namespace sg2::nn::cuda

@@ -11,6 +11,7 @@
 namespace sg2::nn::cuda {
 
 using kernels::ActivationParams;
+using kernels::EpilogueLaunch;
 
 enum class ElementType { Float32, Float16, BFloat16 };
 
@@ -46,5 +47,11 @@ void launch_bias_act(const void* x, const void* b, void* y, int64_t numel, int64
 // dx = dy * slope(y): the gradient of bias_act through its output (numel each, all in one layout).
 void launch_bias_act_grad(const void* dy, const void* y, void* dx, int64_t numel, const ActivationParams& a,
                           ElementType type, void* stream, bool allow_lanes = true);
+
+// The synthesis layers' epilogue (sg2/nn/conv_epilogue.h) on an EpilogueLaunch (../bias_act_elements.h).
+// Both run 16 bytes per thread and take only launches that epilogue_runs_in_lanes accepts (the op
+// composes bias_act and ATen's ops for the others). The gradient runs a warp per plane.
+void launch_conv_epilogue(const EpilogueLaunch& job, const ActivationParams& a, ElementType type, void* stream);
+void launch_conv_epilogue_grad(const EpilogueLaunch& job, const ActivationParams& a, ElementType type, void* stream);
 
 }  // namespace sg2::nn::cuda

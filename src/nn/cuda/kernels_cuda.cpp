@@ -8,6 +8,8 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <cstdint>
+
 namespace sg2::nn::kernels::gpu {
 
 namespace {
@@ -77,6 +79,40 @@ at::Tensor bias_act_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const 
   cuda::launch_bias_act_grad(dy.data_ptr(), y.data_ptr(), dx.data_ptr(), y.numel(), a, element_type(y),
                              current_stream(), variant == KernelVariant::Fastest);
   return dx;
+}
+
+bool epilogue_runs_packed(const at::Tensor& x) {
+  if (!supported(x) || x.dim() != 4 || !x.is_contiguous()) return false;
+  cuda::EpilogueLaunch job;
+  job.x = x.data_ptr();
+  job.planes = x.size(0) * x.size(1);
+  job.plane_elements = x.size(2) * x.size(3);
+  return cuda::epilogue_runs_in_lanes(job, element_type(x));
+}
+
+at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const cuda::ActivationParams& a) {
+  const c10::cuda::CUDAGuard guard(t.x.device());
+  at::Tensor y = at::empty_like(t.x, at::MemoryFormat::Contiguous);
+  cuda::EpilogueLaunch job = epilogue_launch(t);
+  job.out = y.data_ptr();
+  cuda::launch_conv_epilogue(job, a, element_type(t.x), current_stream());
+  return y;
+}
+
+EpilogueGradient conv_epilogue_grad(const at::Tensor& dy_in, const at::Tensor& y, const EpilogueTensors& t,
+                                    const cuda::ActivationParams& a) {
+  const c10::cuda::CUDAGuard guard(t.x.device());
+  // A view of dy at an odd offset is copied: the kernel reads whole aligned packs.
+  at::Tensor dy = laid_out_like(dy_in, y);
+  if (reinterpret_cast<std::uintptr_t>(dy.data_ptr()) % cuda::kLaneBytes != 0) dy = dy.clone();
+  EpilogueGradient grad{at::empty_like(y), at::empty({t.x.size(0), t.x.size(1), 3}, t.demod.options())};
+  cuda::EpilogueLaunch job = epilogue_launch(t);
+  job.dy = dy.data_ptr();
+  job.y = y.data_ptr();
+  job.out = grad.dx.data_ptr();
+  job.sums = grad.plane_sums.data_ptr<float>();
+  cuda::launch_conv_epilogue_grad(job, a, element_type(t.x), current_stream());
+  return grad;
 }
 
 }  // namespace sg2::nn::kernels::gpu

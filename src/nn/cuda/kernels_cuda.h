@@ -6,6 +6,7 @@
 // the GPU as well.
 
 #include "fir_bias_act_kernels.h"
+#include "sg2/nn/conv_epilogue.h"
 #include "sg2/nn/upfirdn2d.h"
 
 namespace sg2::nn::kernels::gpu {
@@ -59,5 +60,16 @@ at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, int64_t di
 // dx = dy * slope(y) in y's layout, y as bias_act_forward returned it.
 at::Tensor bias_act_grad(const at::Tensor& dy, const at::Tensor& y, const cuda::ActivationParams& a,
                          KernelVariant variant);
+
+// The synthesis layers' epilogue (sg2/nn/conv_epilogue.h): whether its kernels take x (contiguous,
+// planes of whole 16-byte packs, aligned: cuda::epilogue_runs_in_lanes); the op aligns the noise.
+bool epilogue_runs_packed(const at::Tensor& x);
+
+// t as conv_epilogue_runs_fused takes it; y contiguous in x's type.
+at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const cuda::ActivationParams& a);
+
+// dx and the plane sums through the forward's output y (contiguous, as dy is made).
+EpilogueGradient conv_epilogue_grad(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,
+                                    const cuda::ActivationParams& a);
 
 }  // namespace sg2::nn::kernels::gpu

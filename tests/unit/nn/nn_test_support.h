@@ -1,14 +1,39 @@
 #pragma once
 // Helpers shared by the nn unit tests.
 
+#include "sg2/core/cpu_level.h"
+#include "sg2/nn/kernels.h"
 #include "sg2/nn/ops.h"
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
 
 #include <algorithm>
 #include <vector>
 
+// For the tests of the CUDA kernels themselves: they skip where there is nothing to run them on,
+// and compare with TF32 off.
+#define SKIP_WITHOUT_CUDA_KERNELS()                                                         \
+  if (!kernels::cuda_kernels_built()) GTEST_SKIP() << "this build has no CUDA kernels";     \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";                       \
+  at::globalContext().setAllowTF32CuDNN(false);                                             \
+  at::globalContext().setAllowTF32CuBLAS(false)
+
 namespace sg2::nn::test {
+
+// The storage types of the CUDA kernels, each with the error allowed against a float32 definition.
+struct Precision {
+  at::ScalarType type;
+  double tolerance;  // relative to the largest output: a few units in the last place of the type
+};
+inline const std::vector<Precision> kPrecisions{{at::kFloat, 2e-6}, {at::kHalf, 2e-3}, {at::kBFloat16, 1.6e-2}};
+
+// Restores the CPU level at the end of a test.
+struct LevelGuard {
+  cpu::Level saved = cpu::cpu_level();
+  ~LevelGuard() { cpu::force_cpu_level(saved); }
+};
 
 // max |a - b| / max |b|, in double precision.
 inline double max_relative_error(const at::Tensor& a, const at::Tensor& b) {

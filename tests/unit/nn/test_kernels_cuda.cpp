@@ -25,14 +25,10 @@ namespace {
 
 using test::asymmetric_filter;
 using test::fir_cases;
+using test::kPrecisions;
+using test::Precision;
 using test::max_relative_error;
 using test::upfirdn2d_direct;
-
-#define SKIP_WITHOUT_CUDA_KERNELS()                                                         \
-  if (!kernels::cuda_kernels_built()) GTEST_SKIP() << "this build has no CUDA kernels";     \
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";                       \
-  at::globalContext().setAllowTF32CuDNN(false);                                             \
-  at::globalContext().setAllowTF32CuBLAS(false)
 
 // Every output element of the kernel's arithmetic, computed on the host with Index offsets, in the
 // output's memory order.
@@ -327,12 +323,6 @@ TEST(CudaKernelArithmetic, OnlyWholeAlignedPacksRunInLanes) {
   EXPECT_EQ(cuda::kLanes<float>, 4);
   EXPECT_EQ(cuda::kLanes<uint16_t>, 8);  // float16 and bfloat16
 }
-
-struct Precision {
-  at::ScalarType type;
-  double tolerance;  // relative to the largest output: a few units in the last place of the type
-};
-const std::vector<Precision> kPrecisions{{at::kFloat, 2e-6}, {at::kHalf, 2e-3}, {at::kBFloat16, 1.6e-2}};
 
 TEST(CudaKernels, Upfirdn2dMatchesTheDefinitionInEveryPrecision) {
   SKIP_WITHOUT_CUDA_KERNELS();

@@ -14,13 +14,8 @@
 namespace sg2::nn {
 namespace {
 
+using test::LevelGuard;
 using test::max_relative_error;
-
-// Restores the CPU level at the end of a test.
-struct LevelGuard {
-  cpu::Level saved = cpu::cpu_level();
-  ~LevelGuard() { cpu::force_cpu_level(saved); }
-};
 
 // An op of the networks: y = op(x, w); w may be undefined (pure FIR).
 struct NetworkOp {

@@ -57,7 +57,7 @@ TEST(Benchmark, DeviceKernelsProfileOneMoreCycleOfTheRealStep) {
 // stylegan2_bench ops on the CPU: upfirdn2d's seven calls (four forward, three gradients) and
 // bias_act's five (three forward, two gradients) in both layouts, the CPU kernels against the
 // reference ops, and no column for the CUDA kernels' specialised variants.
-TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayouts) {
+TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
   train::TrainConfig c = test::tiny_config();
   c.run.device = "cpu";
   c.G.conv_clamp = 256;
@@ -72,7 +72,7 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayouts) {
   for (std::string line; std::getline(table, line);) {
     if (line.rfind("| G:", 0) == 0 || line.rfind("| D:", 0) == 0) rows.push_back(line);
   }
-  ASSERT_EQ(rows.size(), 24u) << text;
+  ASSERT_EQ(rows.size(), 28u) << text;
   const std::string g = std::to_string(c.G.channels_at(16)), d = std::to_string(c.D.channels_at(16));
   EXPECT_NE(rows[0].find("| 2x" + g + "x17x17 | NCHW | - |"), std::string::npos) << rows[0];
   EXPECT_NE(rows[1].find("| NHWC | - |"), std::string::npos) << rows[1];
@@ -84,6 +84,16 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayouts) {
       << rows[19];
   EXPECT_NE(rows[23].find("D: conv output, lrelu, gradient | 2x" + d + "x16x16 | NHWC | - |"), std::string::npos)
       << rows[23];
+  EXPECT_NE(text.find("## The synthesis layers' epilogue (clamp 256)"), std::string::npos) << text;
+  // On the CPU (float32, NCHW) the fused kernels run: a number in the first column, not "-".
+  EXPECT_EQ(rows[24].find("G: epilogue (demodulation, noise, bias, lrelu) | 2x" + g + "x16x16 | NCHW | - |"), std::string::npos)
+      << rows[24];
+  EXPECT_NE(rows[24].find("G: epilogue (demodulation, noise, bias, lrelu) | 2x" + g + "x16x16 | NCHW | "), std::string::npos)
+      << rows[24];
+  EXPECT_NE(rows[25].find("G: epilogue, gradient | 2x" + g + "x16x16 | NCHW |"), std::string::npos) << rows[25];
+  EXPECT_NE(rows[26].find("G: input modulation | 2x" + g + "x16x16 | NCHW |"), std::string::npos) << rows[26];
+  EXPECT_NE(rows[27].find("G: input modulation, gradient | 2x" + g + "x16x16 | NCHW |"), std::string::npos) << rows[27];
+  EXPECT_EQ(rows[27].find("| NCHW | - |"), std::string::npos) << rows[27];
   options.dtype = "float8";
   EXPECT_THROW(run_ops_benchmark(c, options), Error);
 }

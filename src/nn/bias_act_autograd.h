@@ -1,0 +1,30 @@
+#pragma once
+// What bias_act.cpp's autograd functions share with the other ops built on bias_act's arithmetic
+// (conv_epilogue.cpp).
+
+#include "bias_act_elements.h"
+#include "sg2/nn/bias_act.h"
+
+#include <ATen/core/ivalue.h>
+
+#include <vector>
+
+namespace sg2::nn::kernels {
+
+// The parameters with the activation's default alpha and gain filled in.
+ActivationParams resolve(const ops::BiasActParams& p);
+
+// The output is needed in backward unless the slope is constant (linear, no clamp).
+bool needs_output(const ActivationParams& a);
+
+// The activation as the autograd functions keep it (saved_data holds IValues).
+std::vector<double> to_saved(const ActivationParams& a);
+ActivationParams from_saved(const c10::IValue& saved);
+
+// LibTorch 1.13's custom functions take no undefined tensors: an empty placeholder stands in.
+at::Tensor or_placeholder(const at::Tensor& t, const at::Tensor& like);
+
+// dx = dy * slope(y) through bias_act's gradient function, itself differentiable (to any order).
+at::Tensor differentiable_bias_act_gradient(const at::Tensor& dy, const at::Tensor& y, const ActivationParams& a);
+
+}  // namespace sg2::nn::kernels

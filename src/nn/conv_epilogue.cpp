@@ -1,0 +1,201 @@
+// The synthesis layers' epilogue (conv_epilogue.h): the op, its composition, and its kernels'
+// autograd function. The raw kernels are in conv_epilogue_cpu.cpp and cuda/; both compute with
+// bias_act_elements.h.
+#include "sg2/nn/conv_epilogue.h"
+
+#include "bias_act_autograd.h"
+#include "cpu_kernels.h"
+#include "sg2/core/error.h"
+#include "sg2/nn/kernels.h"
+#include "sg2/nn/kink_pinning.h"
+#if SG2_CUDA_KERNELS
+#include "cuda/kernels_cuda.h"
+#endif
+
+#include <ATen/core/grad_mode.h>
+#include <ATen/record_function.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <cstdint>
+
+namespace sg2::nn {
+
+namespace kernels {
+
+namespace {
+
+at::Tensor forward_on_device(const EpilogueTensors& t, const ActivationParams& a) {
+#if SG2_CUDA_KERNELS
+  if (t.x.is_cuda()) return gpu::conv_epilogue_forward(t, a);
+#endif
+  return host::conv_epilogue_forward(t, a);
+}
+
+EpilogueGradient gradient_on_device(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,
+                                    const ActivationParams& a) {
+#if SG2_CUDA_KERNELS
+  if (t.x.is_cuda()) return gpu::conv_epilogue_grad(dy, y, t, a);
+#endif
+  return host::conv_epilogue_grad(dy, y, t, a);
+}
+
+// t contiguous, its memory starting on a 16-byte boundary (the CUDA kernels read whole packs): t
+// itself where it is, else a copy.
+at::Tensor contiguous_aligned(const at::Tensor& t) {
+  const at::Tensor c = t.contiguous();
+  return reinterpret_cast<std::uintptr_t>(c.data_ptr()) % 16 == 0 ? c : c.clone();
+}
+
+// The gradients of x, demod, the noise strength and the bias, in that order.
+struct EpilogueInputGradients {
+  at::Tensor x, demod, noise_strength, bias;
+};
+
+// From the pre-activation's gradient g by LibTorch ops, which autograd records when backward runs
+// with create_graph (path length regularization's second order).
+EpilogueInputGradients composed_gradients(const at::Tensor& g, const EpilogueTensors& t) {
+  const at::Tensor demod = t.demod.to(g.scalar_type()).reshape({g.size(0), -1, 1, 1});
+  return {g * demod, (g * t.x).sum({2, 3}, false, at::kFloat), (g * t.noise.to(g.scalar_type())).sum(at::kFloat),
+          g.sum({0, 2, 3}, false, at::kFloat)};
+}
+
+// From the gradient kernel's plane sums [N, C, 3] (g * x, g, g * noise).
+EpilogueInputGradients kernel_gradients(const EpilogueGradient& grad) {
+  return {grad.dx, grad.plane_sums.select(2, 0), grad.plane_sums.select(2, 2).sum(),
+          grad.plane_sums.select(2, 1).sum(0)};
+}
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// y = clamp(act(x * demod + noise * noise_strength + b) * gain) on EpilogueTensors (bias: a
+// placeholder unless has_bias). Backward runs the gradient kernel, one pass that also takes the
+// sums, unless autograd records it (create_graph): then bias_act's differentiable gradient and
+// LibTorch's ops, so that the gradient has a gradient of its own.
+struct ConvEpilogueFunction : public torch::autograd::Function<ConvEpilogueFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
+                            const at::Tensor& noise_strength, const at::Tensor& b, bool has_bias, int64_t act,
+                            double alpha, double gain, double clamp) {
+    const ActivationParams a{static_cast<int>(act), static_cast<float>(alpha), static_cast<float>(gain),
+                             static_cast<float>(clamp)};
+    at::Tensor y = forward_on_device({x, demod, noise, noise_strength, has_bias ? b : at::Tensor()}, a);
+    ctx->save_for_backward({x, demod, noise, noise_strength, needs_output(a) ? y : at::Tensor()});
+    ctx->saved_data["has_bias"] = has_bias;
+    ctx->saved_data["activation"] = to_saved(a);
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    const EpilogueTensors t{saved[0], saved[1], saved[2], saved[3], at::Tensor()};
+    const at::Tensor& y = saved[4];  // undefined where the slope is constant (linear, no clamp)
+    const ActivationParams a = from_saved(ctx->saved_data["activation"]);
+    EpilogueInputGradients d;
+    if (at::GradMode::is_enabled()) {
+      d = composed_gradients(differentiable_bias_act_gradient(grads[0], y, a), t);
+    } else {  // without y the kernel reads dy in its place: any values give the constant slope
+      const at::Tensor dy = contiguous_aligned(grads[0]);
+      d = kernel_gradients(gradient_on_device(dy, y.defined() ? y : dy, t, a));
+    }
+    const at::Tensor none;
+    return {d.x,  d.demod, none, d.noise_strength.reshape(t.noise_strength.sizes()),
+            ctx->saved_data["has_bias"].toBool() ? d.bias : none,
+            none,  none,    none, none,             none};
+  }
+};
+
+
+// The op's arguments as the kernels take them: noise zeros of strength 0 where there is none.
+EpilogueTensors epilogue_tensors(const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
+                                 const at::Tensor& noise_strength, const at::Tensor& b) {
+  const at::TensorOptions floats = x.options().dtype(at::kFloat);
+  EpilogueTensors t{x, demod.to(floats).contiguous(), at::Tensor(), at::Tensor(),
+                    b.defined() ? b.to(floats).contiguous() : at::Tensor()};
+  t.noise = noise.defined() ? contiguous_aligned(noise.to(floats)) : at::zeros({1, 1, x.size(2), x.size(3)}, floats);
+  t.noise_strength = noise.defined() ? noise_strength.to(floats) : at::zeros({}, floats);
+  return t;
+}
+
+at::Tensor conv_epilogue(const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
+                         const at::Tensor& noise_strength, const at::Tensor& b, const ops::BiasActParams& p) {
+  RECORD_FUNCTION("sg2::conv_epilogue", std::vector<c10::IValue>());
+  const EpilogueTensors t = epilogue_tensors(x, demod, noise, noise_strength, b);
+  const ActivationParams a = resolve(p);
+  return ConvEpilogueFunction::apply(t.x, t.demod, t.noise, t.noise_strength, or_placeholder(t.bias, t.demod),
+                                     t.bias.defined(), a.act, a.alpha, a.gain, a.clamp);
+}
+
+}  // namespace
+
+bool conv_epilogue_runs_fused(const at::Tensor& x, const at::Tensor& noise, ops::Impl impl) {
+  if (!runs_kernel(impl, x) || x.dim() != 4 || !x.is_contiguous()) return false;
+  if (noise.defined() && noise.requires_grad()) return false;  // the kernels give the noise no gradient
+#if SG2_CUDA_KERNELS
+  if (x.is_cuda()) return gpu::epilogue_runs_packed(x);
+#endif
+  return true;
+}
+
+at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const ops::BiasActParams& p) {
+  return forward_on_device(t, resolve(p));
+}
+
+EpilogueGradient conv_epilogue_gradient(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,
+                                        const ops::BiasActParams& p) {
+  return gradient_on_device(dy, y, t, resolve(p));
+}
+
+}  // namespace kernels
+
+namespace ops {
+
+namespace {
+
+void check_epilogue_arguments(const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
+                              const at::Tensor& noise_strength, const BiasActParams& p) {
+  SG2_CHECK(x.dim() == 4 && p.dim == 1, "demodulate_noise_bias_act: expected x [N, C, H, W] and dim 1, got {} and {}",
+            x.sizes(), p.dim);
+  SG2_CHECK(demod.sizes() == at::IntArrayRef({x.size(0), x.size(1)}),
+            "demodulate_noise_bias_act: demodulation coefficients {} do not match x {}", demod.sizes(), x.sizes());
+  SG2_CHECK(noise.defined() == noise_strength.defined(),
+            "demodulate_noise_bias_act: noise and noise strength come together");
+  SG2_CHECK(!noise.defined() || (noise.dim() == 4 && (noise.size(0) == 1 || noise.size(0) == x.size(0)) &&
+                                 noise.size(1) == 1 && noise.size(2) == x.size(2) && noise.size(3) == x.size(3)),
+            "demodulate_noise_bias_act: noise {} is not [N or 1, 1, H, W] for x {}", noise.sizes(), x.sizes());
+  SG2_CHECK(!noise_strength.defined() || noise_strength.numel() == 1,
+            "demodulate_noise_bias_act: noise strength {} is not one value", noise_strength.sizes());
+}
+
+}  // namespace
+
+at::Tensor demodulate_noise_bias_act_composed(const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
+                                              const at::Tensor& noise_strength, const at::Tensor& b,
+                                              const BiasActParams& p, Impl impl) {
+  const at::Tensor scale = demod.to(x.scalar_type()).reshape({x.size(0), -1, 1, 1});
+  const at::Tensor y =
+      noise.defined() ? at::addcmul((noise * noise_strength).to(x.scalar_type()), x, scale) : x * scale;
+  return bias_act(y, b.defined() ? b.to(y.scalar_type()) : b, p, impl);
+}
+
+at::Tensor scale_planes(const at::Tensor& x, const at::Tensor& scale, Impl impl) {
+  SG2_CHECK(x.dim() == 4 && scale.sizes() == at::IntArrayRef({x.size(0), x.size(1)}),
+            "scale_planes: scale {} does not match x {} (expected [N, C] for [N, C, H, W])", scale.sizes(), x.sizes());
+  if (!kernels::conv_epilogue_runs_fused(x, at::Tensor(), impl)) {
+    return x * scale.to(x.scalar_type()).reshape({x.size(0), -1, 1, 1});
+  }
+  return kernels::conv_epilogue(x, scale, at::Tensor(), at::Tensor(), at::Tensor(), BiasActParams{});
+}
+
+at::Tensor demodulate_noise_bias_act(const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
+                                     const at::Tensor& noise_strength, const at::Tensor& b, const BiasActParams& p,
+                                     Impl impl) {
+  check_epilogue_arguments(x, demod, noise, noise_strength, p);
+  const bool pinned = p.act != Activation::Linear && kink_pinning() != KinkPinning::Off;
+  if (pinned || !kernels::conv_epilogue_runs_fused(x, noise, impl)) {
+    return demodulate_noise_bias_act_composed(x, demod, noise, noise_strength, b, p, impl);
+  }
+  return kernels::conv_epilogue(x, demod, noise, noise_strength, b, p);
+}
+
+}  // namespace ops
+
+}  // namespace sg2::nn

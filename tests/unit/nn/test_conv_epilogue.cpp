@@ -1,0 +1,289 @@
+// The synthesis layers' epilogue and input modulation (sg2/nn/conv_epilogue.h): their kernels
+// against the reference's composition (addcmul, then bias_act's reference ops; the product),
+// forward, the gradient kernel's pass and its sums, and second order through the composed gradient;
+// on the CPU at every CPU level, on a GPU in every precision; the CUDA kernels' per-pack and
+// per-lane arithmetic on the host; and where the ops compose instead.
+#include "sg2/nn/conv_epilogue.h"
+#include "sg2/nn/ops.h"
+#include "bias_act_autograd.h"
+#include "channel_layout.h"
+#include "cuda/fir_bias_act_elements.h"
+#include "nn_test_support.h"
+#include "test_support.h"
+
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/function.h>
+
+#include <string>
+#include <vector>
+
+namespace sg2::nn {
+namespace {
+
+using test::kPrecisions;
+using test::LevelGuard;
+using test::max_relative_error;
+using test::Precision;
+
+struct EpilogueCase {
+  std::string name;
+  std::vector<int64_t> x_shape;
+  int64_t noise_batch;  // 0: no noise
+  bool bias;
+  ops::Activation act;
+  double clamp;
+};
+
+// Planes of 25 (no whole number of vectors or packs), 64 (partial sums only) and 256 (more packs
+// than a warp has lanes); per-sample noise, one plane for the batch, none.
+std::vector<EpilogueCase> epilogue_cases() {
+  return {{"lrelu, clamp, per-sample noise, 5x5", {2, 3, 5, 5}, 2, true, ops::Activation::LRelu, 1.5},
+          {"lrelu, one noise plane, 8x8", {3, 4, 8, 8}, 1, true, ops::Activation::LRelu, -1},
+          {"linear, no noise, no bias, 4x4", {2, 2, 4, 4}, 0, false, ops::Activation::Linear, -1},
+          {"relu, clamp, 16x16", {2, 2, 16, 16}, 2, true, ops::Activation::Relu, 2.0}};
+}
+
+ops::BiasActParams params_of(const EpilogueCase& c) {
+  ops::BiasActParams p;
+  p.act = c.act;
+  p.clamp = c.clamp;
+  return p;
+}
+
+// The op's inputs: x in `type` on `device`, the rest float32 as the layers hold them.
+struct EpilogueInputs {
+  at::Tensor x, demod, noise, noise_strength, bias;
+};
+
+EpilogueInputs random_inputs(const EpilogueCase& c, at::ScalarType type, at::Device device) {
+  at::manual_seed(21);
+  const int64_t n = c.x_shape[0], channels = c.x_shape[1];
+  const at::TensorOptions floats = at::TensorOptions().device(device);
+  EpilogueInputs in;
+  in.x = at::randn(c.x_shape).to(device, type);
+  in.demod = (at::rand({n, channels}) + 0.5).to(floats);
+  if (c.noise_batch > 0) {
+    in.noise = at::randn({c.noise_batch, 1, c.x_shape[2], c.x_shape[3]}).to(floats);
+    in.noise_strength = at::tensor(0.7f).to(floats);
+  }
+  if (c.bias) in.bias = at::randn({channels}).to(floats);
+  return in;
+}
+
+// The inputs that take gradients, as leaves of their own.
+std::vector<at::Tensor> leaves(const EpilogueInputs& in) {
+  std::vector<at::Tensor> out{in.x.detach().clone().requires_grad_(true), in.demod.detach().clone().requires_grad_(true)};
+  if (in.noise_strength.defined()) out.push_back(in.noise_strength.detach().clone().requires_grad_(true));
+  if (in.bias.defined()) out.push_back(in.bias.detach().clone().requires_grad_(true));
+  return out;
+}
+
+at::Tensor run_op(const EpilogueCase& c, const EpilogueInputs& in, const std::vector<at::Tensor>& v, ops::Impl impl) {
+  const at::Tensor strength = in.noise_strength.defined() ? v[2] : at::Tensor();
+  const at::Tensor bias = in.bias.defined() ? v.back() : at::Tensor();
+  return ops::demodulate_noise_bias_act(v[0], v[1], in.noise, strength, bias, params_of(c), impl);
+}
+
+// y; the first derivatives of L = sum(y * g) without create_graph (the gradient kernel where the
+// kernels ran); with create_graph, the second derivatives of sum(dL/dx * u) + sum(dL/d demod) (the
+// composed gradient). g and u are rounded to `rounding` first, so that runs in different types see
+// the same ones.
+std::vector<at::Tensor> derivatives(const EpilogueCase& c, const EpilogueInputs& in, ops::Impl impl,
+                                    at::ScalarType rounding = at::kFloat, bool second_order = true) {
+  std::vector<at::Tensor> v = leaves(in);
+  at::Tensor y = run_op(c, in, v, impl);
+  at::manual_seed(22);
+  const at::Tensor g = at::randn(y.sizes()).to(rounding).to(y.device(), y.scalar_type());
+  const at::Tensor u = at::randn(y.sizes()).to(rounding).to(y.device(), y.scalar_type());
+  std::vector<at::Tensor> out{y.detach().to(at::kFloat).cpu()};
+  for (const auto& d : torch::autograd::grad({(y * g).sum()}, v)) out.push_back(d.to(at::kFloat).cpu());
+  if (!second_order) return out;
+  v = leaves(in);
+  y = run_op(c, in, v, impl);
+  const auto first = torch::autograd::grad({(y * g).sum()}, v, {}, true, /*create_graph=*/true);
+  const auto second = torch::autograd::grad({(first[0] * u).sum() + first[1].sum()}, v, {}, false, false, true);
+  for (const auto& d : second) {
+    if (d.defined()) out.push_back(d.to(at::kFloat).cpu());
+  }
+  return out;
+}
+
+TEST(ConvEpilogue, KernelsMatchTheComposedReferenceToSecondOrderAtEveryCpuLevel) {
+  LevelGuard guard;
+  for (const EpilogueCase& c : epilogue_cases()) {
+    const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU);
+    ASSERT_TRUE(kernels::conv_epilogue_runs_fused(in.x, in.noise, ops::Impl::Fast)) << c.name;
+    const auto reference = derivatives(c, in, ops::Impl::Reference);
+    for (cpu::Level level : cpu::supported_levels()) {
+      cpu::force_cpu_level(level);
+      const auto kernel = derivatives(c, in, ops::Impl::Fast);
+      ASSERT_EQ(kernel.size(), reference.size()) << c.name;
+      for (size_t i = 0; i < kernel.size(); ++i) {
+        EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5)
+            << c.name << ", " << cpu::to_string(level) << ", output " << i;
+      }
+    }
+  }
+}
+
+TEST(ConvEpilogue, RunsItsKernelsOnlyWhereTheyApply) {
+  const EpilogueCase c = epilogue_cases()[0];
+  const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU);
+  const auto made_by = [&](const at::Tensor& x, ops::Impl impl) {
+    const at::Tensor y = ops::demodulate_noise_bias_act(x.requires_grad_(true), in.demod, in.noise,
+                                                        in.noise_strength, in.bias, params_of(c), impl);
+    return y.grad_fn()->name();
+  };
+  EXPECT_NE(made_by(in.x.clone(), ops::Impl::Fast).find("ConvEpilogueFunction"), std::string::npos);
+  EXPECT_EQ(made_by(in.x.clone(), ops::Impl::Reference).find("ConvEpilogueFunction"), std::string::npos);
+  const at::Tensor channels_last = in.x.contiguous(at::MemoryFormat::ChannelsLast);
+  EXPECT_FALSE(kernels::conv_epilogue_runs_fused(channels_last, in.noise, ops::Impl::Fast));
+  EXPECT_EQ(made_by(channels_last.clone(), ops::Impl::Fast).find("ConvEpilogueFunction"), std::string::npos);
+  EXPECT_FALSE(kernels::conv_epilogue_runs_fused(in.x, in.noise.clone().requires_grad_(true), ops::Impl::Fast));
+  EXPECT_FALSE(kernels::conv_epilogue_runs_fused(in.x.to(at::kDouble), in.noise, ops::Impl::Fast));
+}
+
+TEST(ConvEpilogue, BadArgumentsNameWhatWasExpected) {
+  const EpilogueCase c = epilogue_cases()[0];
+  const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU);
+  const auto message = [&](const at::Tensor& demod, const at::Tensor& noise, const at::Tensor& strength) {
+    return sg2::test::error_message(
+        [&] { ops::demodulate_noise_bias_act(in.x, demod, noise, strength, in.bias, params_of(c)); });
+  };
+  EXPECT_NE(message(in.demod.t(), in.noise, in.noise_strength).find("demodulation coefficients [3, 2]"),
+            std::string::npos);
+  EXPECT_NE(message(in.demod, in.noise.expand({2, 2, 5, 5}), in.noise_strength).find("is not [N or 1, 1, H, W]"),
+            std::string::npos);
+  EXPECT_NE(message(in.demod, in.noise, at::Tensor()).find("come together"), std::string::npos);
+}
+
+// The modulation of a layer's input runs the epilogue's kernels (linear, no noise or bias); its
+// gradient kernel reads dy where y would be.
+TEST(ScalePlanes, KernelsMatchTheProductToSecondOrderAtEveryCpuLevel) {
+  LevelGuard guard;
+  at::manual_seed(23);
+  const at::Tensor x0 = at::randn({2, 3, 6, 6}), s0 = at::randn({2, 3}), g = at::randn({2, 3, 6, 6});
+  const auto run = [&](ops::Impl impl) {
+    at::Tensor x = x0.clone().requires_grad_(true), s = s0.clone().requires_grad_(true);
+    at::Tensor y = ops::scale_planes(x, s, impl);
+    std::vector<at::Tensor> out{y.detach()};
+    for (const auto& d : torch::autograd::grad({(y * g).sum()}, {x, s})) out.push_back(d);
+    y = ops::scale_planes(x, s, impl);
+    const auto first = torch::autograd::grad({(y.square() * g).sum()}, {x, s}, {}, true, /*create_graph=*/true);
+    for (const auto& d : torch::autograd::grad({(first[0] * g).sum() + first[1].sum()}, {x, s})) out.push_back(d);
+    return std::make_pair(out, std::string(y.grad_fn()->name()));
+  };
+  const auto [reference, reference_node] = run(ops::Impl::Reference);
+  EXPECT_EQ(reference_node.find("ConvEpilogueFunction"), std::string::npos) << reference_node;
+  for (cpu::Level level : cpu::supported_levels()) {
+    cpu::force_cpu_level(level);
+    const auto [kernel, kernel_node] = run(ops::Impl::Fast);
+    EXPECT_NE(kernel_node.find("ConvEpilogueFunction"), std::string::npos) << kernel_node;
+    for (size_t i = 0; i < kernel.size(); ++i) {
+      EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5) << cpu::to_string(level) << ", output " << i;
+    }
+  }
+  const at::Tensor channels_last = x0.contiguous(at::MemoryFormat::ChannelsLast);
+  EXPECT_TRUE(ops::scale_planes(channels_last, s0).equal(x0 * s0.reshape({2, 3, 1, 1})));
+  EXPECT_NE(sg2::test::error_message([&] { ops::scale_planes(x0, s0.t()); }).find("scale [3, 2] does not match x"),
+            std::string::npos);
+}
+
+// The CUDA kernels' memory as the host sees it: float32 packs of four.
+struct HostEpilogueMemory {
+  static constexpr int kLanes = 4;
+  const float *x, *dy, *y, *noise;
+  float* dx;
+  using Pack = float[kLanes];
+  static void copy(const float* from, Pack& to) {
+    for (int k = 0; k < kLanes; ++k) to[k] = from[k];
+  }
+  void load_x(int32_t pack, Pack& v) const { copy(x + pack * kLanes, v); }
+  void load_dy(int32_t pack, Pack& v) const { copy(dy + pack * kLanes, v); }
+  void load_y(int32_t pack, Pack& v) const { copy(y + pack * kLanes, v); }
+  void load_noise(int32_t offset, Pack& v) const { copy(noise + offset, v); }
+  void store_dx(int32_t pack, const Pack& v) const {
+    for (int k = 0; k < kLanes; ++k) dx[pack * kLanes + k] = v[k];
+  }
+};
+
+// Every pack of the forward kernel and every lane of every warp of the gradient kernel, run on the
+// host over float32 tensors, against the composed reference: y, dx, and the lanes' sums added up.
+TEST(CudaKernelArithmetic, EpiloguePacksAndWarpLanesMatchTheComposedReference) {
+  constexpr int kWarp = 32;
+  for (const EpilogueCase& c : epilogue_cases()) {
+    if (c.x_shape[2] * c.x_shape[3] % HostEpilogueMemory::kLanes != 0) continue;  // the kernels compose these
+    const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU);
+    const kernels::EpilogueTensors t{in.x, in.demod,
+                                     in.noise.defined() ? in.noise : at::zeros({1, 1, c.x_shape[2], c.x_shape[3]}),
+                                     in.noise.defined() ? in.noise_strength : at::zeros({}), in.bias};
+    const cuda::EpilogueLaunch job = kernels::epilogue_launch(t);
+    const kernels::ActivationParams a = kernels::resolve(params_of(c));
+
+    // Forward, pack by pack.
+    at::Tensor y = at::full(in.x.sizes(), NAN);
+    const at::Tensor dy = at::randn(in.x.sizes());
+    at::Tensor dx = at::full(in.x.sizes(), NAN);
+    const HostEpilogueMemory memory{t.x.data_ptr<float>(), dy.data_ptr<float>(), y.data_ptr<float>(),
+                                    t.noise.data_ptr<float>(), dx.data_ptr<float>()};
+    for (int32_t pack = 0; pack < in.x.numel() / HostEpilogueMemory::kLanes; ++pack) {
+      float v[HostEpilogueMemory::kLanes];
+      cuda::epilogue_pack<HostEpilogueMemory::kLanes, int32_t>(job, a, pack, memory, v);
+      for (int k = 0; k < HostEpilogueMemory::kLanes; ++k) y.data_ptr<float>()[pack * HostEpilogueMemory::kLanes + k] = v[k];
+    }
+    const std::vector<at::Tensor> v = leaves(in);
+    const at::Tensor expected = run_op(c, in, v, ops::Impl::Reference);
+    EXPECT_LT(max_relative_error(y, expected.detach()), 1e-6) << c.name;
+
+    // Gradient, warp by warp and lane by lane.
+    at::Tensor sums = at::zeros({job.planes, 3});
+    for (int32_t plane = 0; plane < job.planes; ++plane) {
+      kernels::EpilogueSums total;
+      for (int lane = 0; lane < kWarp; ++lane) {
+        total.add(cuda::epilogue_grad_lane<HostEpilogueMemory::kLanes, int32_t>(job, a, plane, lane, kWarp, memory));
+      }
+      sums[plane] = at::tensor({total.g_x, total.g, total.g_noise});
+    }
+    const auto grads = torch::autograd::grad({(expected * dy).sum()}, v);
+    EXPECT_LT(max_relative_error(dx, grads[0]), 1e-6) << c.name;
+    EXPECT_LT(max_relative_error(sums.select(1, 0).reshape({c.x_shape[0], -1}), grads[1]), 1e-5) << c.name;
+    if (in.noise_strength.defined()) {
+      EXPECT_LT(max_relative_error(sums.select(1, 2).sum(), grads[2]), 1e-5) << c.name;
+    }
+    if (in.bias.defined()) {
+      EXPECT_LT(max_relative_error(sums.select(1, 1).reshape({c.x_shape[0], -1}).sum(0), grads.back()), 1e-5) << c.name;
+    }
+  }
+}
+
+// On a GPU, in every precision: the kernels against the composed reference ops on the same
+// rounded inputs in float32 (second order only in float32: the composed gradient is LibTorch's).
+// With a clamp, a reduced-precision output that rounds onto it has slope 0, so those cases compare
+// the forward pass only.
+TEST(CudaKernels, EpilogueMatchesTheComposedReferenceInEveryPrecision) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  for (const EpilogueCase& c : epilogue_cases()) {
+    for (const Precision& precision : kPrecisions) {
+      const EpilogueInputs on_gpu = random_inputs(c, precision.type, at::kCUDA);
+      const auto cpu = [](const at::Tensor& t) { return t.defined() ? t.cpu() : at::Tensor(); };
+      const EpilogueInputs on_cpu{on_gpu.x.cpu().to(at::kFloat), cpu(on_gpu.demod), cpu(on_gpu.noise),
+                                  cpu(on_gpu.noise_strength), cpu(on_gpu.bias)};
+      const bool full = precision.type == at::kFloat;
+      const std::string where = c.name + ", " + c10::toString(precision.type);
+      EXPECT_EQ(kernels::conv_epilogue_runs_fused(on_gpu.x, on_gpu.noise, ops::Impl::Fast),
+                c.x_shape[2] * c.x_shape[3] % (16 / on_gpu.x.element_size()) == 0)
+          << where;
+      const auto kernel = derivatives(c, on_gpu, ops::Impl::Fast, precision.type, full);
+      const auto reference = derivatives(c, on_cpu, ops::Impl::Reference, precision.type, full);
+      ASSERT_EQ(kernel.size(), reference.size()) << where;
+      const size_t compared = full || c.clamp < 0 ? kernel.size() : 1;
+      for (size_t i = 0; i < compared; ++i) {
+        EXPECT_LT(max_relative_error(kernel[i], reference[i]), full ? 2e-5 : 4 * precision.tolerance)
+            << where << ", output " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sg2::nn
