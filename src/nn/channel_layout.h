@@ -52,12 +52,14 @@ inline EpilogueLaunch epilogue_launch(const EpilogueTensors& t) {
   job.x = t.x.data_ptr();
   job.demod = t.demod.data_ptr<float>();
   job.bias = t.bias.defined() ? t.bias.data_ptr<float>() : nullptr;
-  job.noise = t.noise.data_ptr<float>();
-  job.noise_strength = t.noise_strength.data_ptr<float>();
   job.channels = t.x.size(1);
   job.planes = t.x.size(0) * job.channels;
   job.plane_elements = t.x.size(2) * t.x.size(3);
-  job.noise_batch_stride = t.noise.size(0) == 1 ? 0 : job.plane_elements;
+  if (t.noise.defined()) {
+    job.noise = t.noise.data_ptr<float>();
+    job.noise_strength = t.noise_strength.data_ptr<float>();
+    job.noise_batch_stride = t.noise.size(0) == 1 ? 0 : job.plane_elements;
+  }
   return job;
 }
 

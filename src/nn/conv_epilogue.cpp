@@ -17,6 +17,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cstdint>
+#include <functional>
 
 namespace sg2::nn {
 
@@ -39,48 +40,61 @@ EpilogueGradient gradient_on_device(const at::Tensor& dy, const at::Tensor& y, c
   return host::conv_epilogue_grad(dy, y, t, a);
 }
 
-// t contiguous, its memory starting on a 16-byte boundary (the CUDA kernels read whole packs): t
-// itself where it is, else a copy.
+// The CUDA kernels read whole 16-byte packs (cuda::kLaneBytes).
+constexpr std::uintptr_t kPackBytes = 16;
+
+// t contiguous, its memory starting on a pack boundary: t itself where it is, else a copy.
 at::Tensor contiguous_aligned(const at::Tensor& t) {
   const at::Tensor c = t.contiguous();
-  return reinterpret_cast<std::uintptr_t>(c.data_ptr()) % 16 == 0 ? c : c.clone();
+  return reinterpret_cast<std::uintptr_t>(c.data_ptr()) % kPackBytes == 0 ? c : c.clone();
 }
 
-// The gradients of x, demod, the noise strength and the bias, in that order.
+// The inputs of ConvEpilogueFunction in order, and which of them backward must answer.
+enum EpilogueInput { kX, kDemod, kNoise, kNoiseStrength, kBias, kEpilogueTensorInputs };
+
+// The gradients of x, demod, the noise strength and the bias (undefined where not needed).
 struct EpilogueInputGradients {
   at::Tensor x, demod, noise_strength, bias;
 };
 
 // From the pre-activation's gradient g by LibTorch ops, which autograd records when backward runs
-// with create_graph (path length regularization's second order).
-EpilogueInputGradients composed_gradients(const at::Tensor& g, const EpilogueTensors& t) {
-  const at::Tensor demod = t.demod.to(g.scalar_type()).reshape({g.size(0), -1, 1, 1});
-  return {g * demod, (g * t.x).sum({2, 3}, false, at::kFloat), (g * t.noise.to(g.scalar_type())).sum(at::kFloat),
-          g.sum({0, 2, 3}, false, at::kFloat)};
+// with create_graph (path length regularization's second order); only those `needed`.
+EpilogueInputGradients composed_gradients(const at::Tensor& g, const EpilogueTensors& t,
+                                          const std::function<bool(EpilogueInput)>& needed) {
+  EpilogueInputGradients d;
+  if (needed(kX)) d.x = g * t.demod.to(g.scalar_type()).reshape({g.size(0), -1, 1, 1});
+  if (needed(kDemod)) d.demod = (g * t.x).sum({2, 3}, false, at::kFloat);
+  if (needed(kNoiseStrength)) d.noise_strength = (g * t.noise.to(g.scalar_type())).sum(at::kFloat);
+  if (needed(kBias)) d.bias = g.sum({0, 2, 3}, false, at::kFloat);
+  return d;
 }
 
 // From the gradient kernel's plane sums [N, C, 3] (g * x, g, g * noise).
-EpilogueInputGradients kernel_gradients(const EpilogueGradient& grad) {
-  return {grad.dx, grad.plane_sums.select(2, 0), grad.plane_sums.select(2, 2).sum(),
-          grad.plane_sums.select(2, 1).sum(0)};
+EpilogueInputGradients kernel_gradients(const EpilogueGradient& grad,
+                                        const std::function<bool(EpilogueInput)>& needed) {
+  EpilogueInputGradients d{grad.dx, grad.plane_sums.select(2, 0), at::Tensor(), at::Tensor()};
+  if (needed(kNoiseStrength)) d.noise_strength = grad.plane_sums.select(2, 2).sum();
+  if (needed(kBias)) d.bias = grad.plane_sums.select(2, 1).sum(0);
+  return d;
 }
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// y = clamp(act(x * demod + noise * noise_strength + b) * gain) on EpilogueTensors (bias: a
-// placeholder unless has_bias). Backward runs the gradient kernel, one pass that also takes the
-// sums, unless autograd records it (create_graph): then bias_act's differentiable gradient and
-// LibTorch's ops, so that the gradient has a gradient of its own.
+// y = clamp(act(x * demod + noise * noise_strength + b) * gain) on EpilogueTensors (noise, its
+// strength and b: placeholders unless has_noise / has_bias). Backward runs the gradient kernel, one
+// pass that also takes the sums, unless autograd records it (create_graph): then bias_act's
+// differentiable gradient and LibTorch's ops, so that the gradient has a gradient of its own.
 struct ConvEpilogueFunction : public torch::autograd::Function<ConvEpilogueFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
-                            const at::Tensor& noise_strength, const at::Tensor& b, bool has_bias, int64_t act,
-                            double alpha, double gain, double clamp) {
+                            const at::Tensor& noise_strength, const at::Tensor& b, bool has_noise, bool has_bias,
+                            int64_t act, double alpha, double gain, double clamp) {
     const ActivationParams a{static_cast<int>(act), static_cast<float>(alpha), static_cast<float>(gain),
                              static_cast<float>(clamp)};
-    at::Tensor y = forward_on_device({x, demod, noise, noise_strength, has_bias ? b : at::Tensor()}, a);
-    ctx->save_for_backward({x, demod, noise, noise_strength, needs_output(a) ? y : at::Tensor()});
-    ctx->saved_data["has_bias"] = has_bias;
+    const EpilogueTensors t{x, demod, has_noise ? noise : at::Tensor(), has_noise ? noise_strength : at::Tensor(),
+                            has_bias ? b : at::Tensor()};
+    at::Tensor y = forward_on_device(t, a);
+    ctx->save_for_backward({x, demod, t.noise, t.noise_strength, needs_output(a) ? y : at::Tensor()});
     ctx->saved_data["activation"] = to_saved(a);
     return y;
   }
@@ -89,30 +103,30 @@ struct ConvEpilogueFunction : public torch::autograd::Function<ConvEpilogueFunct
     const EpilogueTensors t{saved[0], saved[1], saved[2], saved[3], at::Tensor()};
     const at::Tensor& y = saved[4];  // undefined where the slope is constant (linear, no clamp)
     const ActivationParams a = from_saved(ctx->saved_data["activation"]);
+    const auto needed = [&](EpilogueInput input) { return ctx->needs_input_grad(input); };
     EpilogueInputGradients d;
     if (at::GradMode::is_enabled()) {
-      d = composed_gradients(differentiable_bias_act_gradient(grads[0], y, a), t);
+      d = composed_gradients(differentiable_bias_act_gradient(grads[0], y, a), t, needed);
     } else {  // without y the kernel reads dy in its place: any values give the constant slope
       const at::Tensor dy = contiguous_aligned(grads[0]);
-      d = kernel_gradients(gradient_on_device(dy, y.defined() ? y : dy, t, a));
+      d = kernel_gradients(gradient_on_device(dy, y.defined() ? y : dy, t, a), needed);
     }
-    const at::Tensor none;
-    return {d.x,  d.demod, none, d.noise_strength.reshape(t.noise_strength.sizes()),
-            ctx->saved_data["has_bias"].toBool() ? d.bias : none,
-            none,  none,    none, none,             none};
+    variable_list out(kEpilogueTensorInputs + 6);  // the tensors', then the flags' and the activation's
+    out[kX] = d.x;
+    out[kDemod] = d.demod;
+    if (d.noise_strength.defined()) out[kNoiseStrength] = d.noise_strength.reshape(t.noise_strength.sizes());
+    out[kBias] = d.bias;
+    return out;
   }
 };
 
-
-// The op's arguments as the kernels take them: noise zeros of strength 0 where there is none.
+// The op's arguments as the kernels take them: float32 and contiguous but for x, the noise aligned.
 EpilogueTensors epilogue_tensors(const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
                                  const at::Tensor& noise_strength, const at::Tensor& b) {
   const at::TensorOptions floats = x.options().dtype(at::kFloat);
-  EpilogueTensors t{x, demod.to(floats).contiguous(), at::Tensor(), at::Tensor(),
-                    b.defined() ? b.to(floats).contiguous() : at::Tensor()};
-  t.noise = noise.defined() ? contiguous_aligned(noise.to(floats)) : at::zeros({1, 1, x.size(2), x.size(3)}, floats);
-  t.noise_strength = noise.defined() ? noise_strength.to(floats) : at::zeros({}, floats);
-  return t;
+  const auto as_floats = [&](const at::Tensor& t) { return t.defined() ? t.to(floats).contiguous() : t; };
+  return {x, as_floats(demod), noise.defined() ? contiguous_aligned(noise.to(floats)) : noise,
+          as_floats(noise_strength), as_floats(b)};
 }
 
 at::Tensor conv_epilogue(const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
@@ -120,8 +134,9 @@ at::Tensor conv_epilogue(const at::Tensor& x, const at::Tensor& demod, const at:
   RECORD_FUNCTION("sg2::conv_epilogue", std::vector<c10::IValue>());
   const EpilogueTensors t = epilogue_tensors(x, demod, noise, noise_strength, b);
   const ActivationParams a = resolve(p);
-  return ConvEpilogueFunction::apply(t.x, t.demod, t.noise, t.noise_strength, or_placeholder(t.bias, t.demod),
-                                     t.bias.defined(), a.act, a.alpha, a.gain, a.clamp);
+  return ConvEpilogueFunction::apply(t.x, t.demod, or_placeholder(t.noise, t.demod),
+                                     or_placeholder(t.noise_strength, t.demod), or_placeholder(t.bias, t.demod),
+                                     t.noise.defined(), t.bias.defined(), a.act, a.alpha, a.gain, a.clamp);
 }
 
 }  // namespace
@@ -151,9 +166,11 @@ namespace ops {
 namespace {
 
 void check_epilogue_arguments(const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
-                              const at::Tensor& noise_strength, const BiasActParams& p) {
+                              const at::Tensor& noise_strength, const at::Tensor& b, const BiasActParams& p) {
   SG2_CHECK(x.dim() == 4 && p.dim == 1, "demodulate_noise_bias_act: expected x [N, C, H, W] and dim 1, got {} and {}",
             x.sizes(), p.dim);
+  SG2_CHECK(demod.defined(), "demodulate_noise_bias_act: no demodulation coefficients (a modulated convolution "
+                             "without demodulate has none)");
   SG2_CHECK(demod.sizes() == at::IntArrayRef({x.size(0), x.size(1)}),
             "demodulate_noise_bias_act: demodulation coefficients {} do not match x {}", demod.sizes(), x.sizes());
   SG2_CHECK(noise.defined() == noise_strength.defined(),
@@ -163,6 +180,8 @@ void check_epilogue_arguments(const at::Tensor& x, const at::Tensor& demod, cons
             "demodulate_noise_bias_act: noise {} is not [N or 1, 1, H, W] for x {}", noise.sizes(), x.sizes());
   SG2_CHECK(!noise_strength.defined() || noise_strength.numel() == 1,
             "demodulate_noise_bias_act: noise strength {} is not one value", noise_strength.sizes());
+  SG2_CHECK(!b.defined() || (b.dim() == 1 && b.size(0) == x.size(1)),
+            "demodulate_noise_bias_act: bias {} does not match x {} (expected [C])", b.sizes(), x.sizes());
 }
 
 }  // namespace
@@ -177,6 +196,7 @@ at::Tensor demodulate_noise_bias_act_composed(const at::Tensor& x, const at::Ten
 }
 
 at::Tensor scale_planes(const at::Tensor& x, const at::Tensor& scale, Impl impl) {
+  SG2_CHECK(scale.defined(), "scale_planes: no scale");
   SG2_CHECK(x.dim() == 4 && scale.sizes() == at::IntArrayRef({x.size(0), x.size(1)}),
             "scale_planes: scale {} does not match x {} (expected [N, C] for [N, C, H, W])", scale.sizes(), x.sizes());
   if (!kernels::conv_epilogue_runs_fused(x, at::Tensor(), impl)) {
@@ -188,7 +208,7 @@ at::Tensor scale_planes(const at::Tensor& x, const at::Tensor& scale, Impl impl)
 at::Tensor demodulate_noise_bias_act(const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
                                      const at::Tensor& noise_strength, const at::Tensor& b, const BiasActParams& p,
                                      Impl impl) {
-  check_epilogue_arguments(x, demod, noise, noise_strength, p);
+  check_epilogue_arguments(x, demod, noise, noise_strength, b, p);
   const bool pinned = p.act != Activation::Linear && kink_pinning() != KinkPinning::Off;
   if (pinned || !kernels::conv_epilogue_runs_fused(x, noise, impl)) {
     return demodulate_noise_bias_act_composed(x, demod, noise, noise_strength, b, p, impl);

@@ -40,8 +40,9 @@ at::Tensor scale_planes(const at::Tensor& x, const at::Tensor& scale, Impl impl 
 
 namespace sg2::nn::kernels {
 
-// The kernels' arguments: x in its storage type, the rest float32 on x's device; noise always
-// defined ([N or 1, 1, H, W]; zeros when the op has none), bias [C] or undefined.
+// The kernels' arguments: x in its storage type (contiguous NCHW), the rest float32 and contiguous
+// on x's device: demod [N, C]; noise [N or 1, 1, H, W] and its strength (one value), both undefined
+// without noise; bias [C] or undefined.
 struct EpilogueTensors {
   at::Tensor x, demod, noise, noise_strength, bias;
 };

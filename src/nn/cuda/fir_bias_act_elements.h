@@ -421,11 +421,27 @@ inline bool epilogue_runs_in_lanes(const EpilogueLaunch& job, ElementType type) 
          runs_in_lanes(numel, static_cast<int>(lanes), {job.x, job.dy, job.y, job.out, job.noise});
 }
 
-// The plane's demodulation coefficient, bias and noise strength.
+// How many warps share a plane of the gradient: enough for about 8192 warps in all (a few per SM of
+// the largest GPUs, also at 1024x1024 with a handful of 32-channel planes), each with 64 packs or more.
+inline int64_t epilogue_grad_chunks(int64_t planes, int64_t packs_per_plane) {
+  constexpr int64_t kGradientWarps = 8192, kMinPacksPerWarp = 64;
+  const int64_t wanted = (kGradientWarps + planes - 1) / std::max<int64_t>(planes, 1);
+  return std::max<int64_t>(1, std::min(wanted, packs_per_plane / kMinPacksPerWarp));
+}
+
+// The plane's demodulation coefficient, bias and noise strength (0 without noise).
 template <typename Index>
 SG2_HOST_DEVICE EpiloguePlane epilogue_plane(const EpilogueLaunch& job, Index plane) {
   const float bias = job.bias != nullptr ? job.bias[plane % static_cast<Index>(job.channels)] : 0.0f;
-  return {job.demod[plane], bias, *job.noise_strength};
+  return {job.demod[plane], bias, job.noise != nullptr ? *job.noise_strength : 0.0f};
+}
+
+// Lanes noise values from offset, or zeros without noise.
+template <int Lanes, typename Index, typename Memory>
+SG2_HOST_DEVICE void epilogue_noise(const EpilogueLaunch& job, Index offset, const Memory& memory,
+                                    float (&noise)[Lanes]) {
+  if (job.noise != nullptr) return memory.load_noise(offset, noise);
+  for (int k = 0; k < Lanes; ++k) noise[k] = 0.0f;
 }
 
 // Where the noise of plane `plane` starts.
@@ -445,26 +461,29 @@ SG2_HOST_DEVICE void epilogue_pack(const EpilogueLaunch& job, const ActivationPa
   const EpiloguePlane p = epilogue_plane(job, plane);
   float noise[Lanes];
   memory.load_x(pack, v);
-  memory.load_noise(epilogue_noise_start(job, plane) + (first - plane * plane_elements), noise);
+  epilogue_noise(job, epilogue_noise_start(job, plane) + (first - plane * plane_elements), memory, noise);
   for (int k = 0; k < Lanes; ++k) v[k] = epilogue_element(v[k], noise[k], p, a);
 }
 
-// The gradient's share of lane `lane` of the warp_size threads that run plane `plane`: its packs
-// lane, lane + warp_size, ... of the plane, dx stored through memory.store_dx(pack, v), and their
-// sums returned (the kernel adds the lanes' up with shuffles, the tests on the host).
+// The gradient's share of lane `lane` of the warp_size threads that run chunk `chunk` of plane
+// `plane` (job.chunks runs of packs per plane: epilogue_grad_chunks): its packs lane, lane +
+// warp_size, ... of the chunk, dx stored through memory.store_dx(pack, v), and their sums returned
+// (the kernel adds the lanes' up with shuffles, the tests on the host).
 template <int Lanes, typename Index, typename Memory>
 SG2_HOST_DEVICE EpilogueSums epilogue_grad_lane(const EpilogueLaunch& job, const ActivationParams& a, Index plane,
-                                                int lane, int warp_size, const Memory& memory) {
+                                                Index chunk, int lane, int warp_size, const Memory& memory) {
   const Index packs = static_cast<Index>(job.plane_elements) / Lanes, first_pack = plane * packs;
+  const Index chunk_packs = (packs + static_cast<Index>(job.chunks) - 1) / static_cast<Index>(job.chunks);
+  const Index end = chunk_packs * (chunk + 1) < packs ? chunk_packs * (chunk + 1) : packs;
   const Index noise_start = epilogue_noise_start(job, plane);
   const float demod = job.demod[plane];
   EpilogueSums sums;
-  for (Index k = lane; k < packs; k += warp_size) {
+  for (Index k = chunk * chunk_packs + lane; k < end; k += warp_size) {
     float g[Lanes], y[Lanes], x[Lanes], noise[Lanes];
     memory.load_dy(first_pack + k, g);
     memory.load_y(first_pack + k, y);
     memory.load_x(first_pack + k, x);
-    memory.load_noise(noise_start + k * Lanes, noise);
+    epilogue_noise(job, noise_start + k * Lanes, memory, noise);
     for (int j = 0; j < Lanes; ++j) {
       g[j] *= activation_slope(y[j], a);
       sums.add(g[j], x[j], noise[j]);

@@ -185,19 +185,21 @@ __device__ __forceinline__ EpilogueSums warp_sum(EpilogueSums s) {
   return s;
 }
 
-// A warp per plane: every lane of a warp runs the same planes, so the shuffles see the whole warp.
+// A warp per chunk of a plane (job.chunks per plane): every lane of a warp runs the same chunks, so
+// the shuffles see the whole warp. sums: [planes, chunks, 3].
 template <typename T, typename Index>
 __global__ void conv_epilogue_grad_kernel(EpilogueLaunch job, ActivationParams a) {
   const EpilogueMemory<T> memory(job);
   const int lane = static_cast<int>(threadIdx.x % kWarp);
-  const Index warps = Index(gridDim.x) * (blockDim.x / kWarp);
-  for (Index plane = (blockIdx.x * Index(blockDim.x) + threadIdx.x) / kWarp; plane < Index(job.planes);
-       plane += warps) {
-    const EpilogueSums sums = warp_sum(epilogue_grad_lane<kLanes<T>, Index>(job, a, plane, lane, kWarp, memory));
+  const Index warps = Index(gridDim.x) * (blockDim.x / kWarp), chunks = Index(job.chunks);
+  for (Index w = (blockIdx.x * Index(blockDim.x) + threadIdx.x) / kWarp; w < Index(job.planes) * chunks; w += warps) {
+    const Index plane = w / chunks;
+    const EpilogueSums sums =
+        warp_sum(epilogue_grad_lane<kLanes<T>, Index>(job, a, plane, w - plane * chunks, lane, kWarp, memory));
     if (lane == 0) {
-      job.sums[3 * plane] = sums.g_x;
-      job.sums[3 * plane + 1] = sums.g;
-      job.sums[3 * plane + 2] = sums.g_noise;
+      job.sums[3 * w] = sums.g_x;
+      job.sums[3 * w + 1] = sums.g;
+      job.sums[3 * w + 2] = sums.g_noise;
     }
   }
 }
@@ -308,7 +310,7 @@ void launch_conv_epilogue_grad(const EpilogueLaunch& job, const ActivationParams
   if (job.planes == 0) return;
   with_type(type, [&](auto tag) {
     conv_epilogue_grad_kernel<decltype(tag), int32_t>
-        <<<blocks_for(job.planes * kWarp), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(job, a);
+        <<<blocks_for(job.planes * job.chunks * kWarp), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(job, a);
   });
   check_launch("conv_epilogue_grad");
 }

@@ -99,20 +99,24 @@ at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const cuda::Activatio
   return y;
 }
 
-EpilogueGradient conv_epilogue_grad(const at::Tensor& dy_in, const at::Tensor& y, const EpilogueTensors& t,
+EpilogueGradient conv_epilogue_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const EpilogueTensors& t,
                                     const cuda::ActivationParams& a) {
   const c10::cuda::CUDAGuard guard(t.x.device());
-  // A view of dy at an odd offset is copied: the kernel reads whole aligned packs.
-  at::Tensor dy = laid_out_like(dy_in, y);
-  if (reinterpret_cast<std::uintptr_t>(dy.data_ptr()) % cuda::kLaneBytes != 0) dy = dy.clone();
-  EpilogueGradient grad{at::empty_like(y), at::empty({t.x.size(0), t.x.size(1), 3}, t.demod.options())};
+  // Views at an odd offset are copied: the kernel reads whole aligned packs.
+  const auto aligned = [](const at::Tensor& v) {
+    return reinterpret_cast<std::uintptr_t>(v.data_ptr()) % cuda::kLaneBytes == 0 ? v : v.clone();
+  };
+  const at::Tensor y = aligned(y_in.contiguous()), dy = aligned(laid_out_like(dy_in, y));
   cuda::EpilogueLaunch job = epilogue_launch(t);
+  job.chunks = cuda::epilogue_grad_chunks(job.planes, job.plane_elements * t.x.element_size() / cuda::kLaneBytes);
+  const at::Tensor partial_sums = at::empty({t.x.size(0), t.x.size(1), job.chunks, 3}, t.demod.options());
+  at::Tensor dx = at::empty_like(y);
   job.dy = dy.data_ptr();
   job.y = y.data_ptr();
-  job.out = grad.dx.data_ptr();
-  job.sums = grad.plane_sums.data_ptr<float>();
+  job.out = dx.data_ptr();
+  job.sums = partial_sums.data_ptr<float>();
   cuda::launch_conv_epilogue_grad(job, a, element_type(t.x), current_stream());
-  return grad;
+  return {dx, job.chunks == 1 ? partial_sums.squeeze(2) : partial_sums.sum(2)};
 }
 
 }  // namespace sg2::nn::kernels::gpu

@@ -155,6 +155,10 @@ TEST(ConvEpilogue, BadArgumentsNameWhatWasExpected) {
   EXPECT_NE(message(in.demod, in.noise.expand({2, 2, 5, 5}), in.noise_strength).find("is not [N or 1, 1, H, W]"),
             std::string::npos);
   EXPECT_NE(message(in.demod, in.noise, at::Tensor()).find("come together"), std::string::npos);
+  EXPECT_NE(sg2::test::error_message([&] {
+              ops::demodulate_noise_bias_act(in.x, in.demod, in.noise, in.noise_strength, at::ones({4}), params_of(c));
+            }).find("bias [4] does not match x [2, 3, 5, 5]"),
+            std::string::npos);
 }
 
 // The modulation of a layer's input runs the epilogue's kernels (linear, no noise or bias); its
@@ -214,18 +218,16 @@ TEST(CudaKernelArithmetic, EpiloguePacksAndWarpLanesMatchTheComposedReference) {
   for (const EpilogueCase& c : epilogue_cases()) {
     if (c.x_shape[2] * c.x_shape[3] % HostEpilogueMemory::kLanes != 0) continue;  // the kernels compose these
     const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU);
-    const kernels::EpilogueTensors t{in.x, in.demod,
-                                     in.noise.defined() ? in.noise : at::zeros({1, 1, c.x_shape[2], c.x_shape[3]}),
-                                     in.noise.defined() ? in.noise_strength : at::zeros({}), in.bias};
-    const cuda::EpilogueLaunch job = kernels::epilogue_launch(t);
+    const kernels::EpilogueTensors t{in.x, in.demod, in.noise, in.noise_strength, in.bias};
+    cuda::EpilogueLaunch job = kernels::epilogue_launch(t);
     const kernels::ActivationParams a = kernels::resolve(params_of(c));
 
     // Forward, pack by pack.
     at::Tensor y = at::full(in.x.sizes(), NAN);
     const at::Tensor dy = at::randn(in.x.sizes());
     at::Tensor dx = at::full(in.x.sizes(), NAN);
-    const HostEpilogueMemory memory{t.x.data_ptr<float>(), dy.data_ptr<float>(), y.data_ptr<float>(),
-                                    t.noise.data_ptr<float>(), dx.data_ptr<float>()};
+    const HostEpilogueMemory memory{t.x.data_ptr<float>(), dy.data_ptr<float>(), y.data_ptr<float>(), job.noise,
+                                    dx.data_ptr<float>()};
     for (int32_t pack = 0; pack < in.x.numel() / HostEpilogueMemory::kLanes; ++pack) {
       float v[HostEpilogueMemory::kLanes];
       cuda::epilogue_pack<HostEpilogueMemory::kLanes, int32_t>(job, a, pack, memory, v);
@@ -235,25 +237,41 @@ TEST(CudaKernelArithmetic, EpiloguePacksAndWarpLanesMatchTheComposedReference) {
     const at::Tensor expected = run_op(c, in, v, ops::Impl::Reference);
     EXPECT_LT(max_relative_error(y, expected.detach()), 1e-6) << c.name;
 
-    // Gradient, warp by warp and lane by lane.
-    at::Tensor sums = at::zeros({job.planes, 3});
-    for (int32_t plane = 0; plane < job.planes; ++plane) {
-      kernels::EpilogueSums total;
-      for (int lane = 0; lane < kWarp; ++lane) {
-        total.add(cuda::epilogue_grad_lane<HostEpilogueMemory::kLanes, int32_t>(job, a, plane, lane, kWarp, memory));
-      }
-      sums[plane] = at::tensor({total.g_x, total.g, total.g_noise});
-    }
+    // Gradient, chunk by chunk of each plane (5: more chunks than some planes fill), lane by lane.
     const auto grads = torch::autograd::grad({(expected * dy).sum()}, v);
-    EXPECT_LT(max_relative_error(dx, grads[0]), 1e-6) << c.name;
-    EXPECT_LT(max_relative_error(sums.select(1, 0).reshape({c.x_shape[0], -1}), grads[1]), 1e-5) << c.name;
-    if (in.noise_strength.defined()) {
-      EXPECT_LT(max_relative_error(sums.select(1, 2).sum(), grads[2]), 1e-5) << c.name;
-    }
-    if (in.bias.defined()) {
-      EXPECT_LT(max_relative_error(sums.select(1, 1).reshape({c.x_shape[0], -1}).sum(0), grads.back()), 1e-5) << c.name;
+    for (const int32_t chunks : {1, 3, 5}) {
+      const std::string where = c.name + ", " + std::to_string(chunks) + " chunks";
+      job.chunks = chunks;
+      dx.fill_(NAN);
+      at::Tensor sums = at::zeros({job.planes, 3});
+      for (int32_t plane = 0; plane < job.planes; ++plane) {
+        kernels::EpilogueSums total;
+        for (int32_t chunk = 0; chunk < chunks; ++chunk) {
+          for (int lane = 0; lane < kWarp; ++lane) {
+            total.add(cuda::epilogue_grad_lane<HostEpilogueMemory::kLanes, int32_t>(job, a, plane, chunk, lane, kWarp,
+                                                                                    memory));
+          }
+        }
+        sums[plane] = at::tensor({total.g_x, total.g, total.g_noise});
+      }
+      EXPECT_LT(max_relative_error(dx, grads[0]), 1e-6) << where;
+      EXPECT_LT(max_relative_error(sums.select(1, 0).reshape({c.x_shape[0], -1}), grads[1]), 1e-5) << where;
+      if (in.noise_strength.defined()) {
+        EXPECT_LT(max_relative_error(sums.select(1, 2).sum(), grads[2]), 1e-5) << where;
+      }
+      if (in.bias.defined()) {
+        EXPECT_LT(max_relative_error(sums.select(1, 1).reshape({c.x_shape[0], -1}).sum(0), grads.back()), 1e-5)
+            << where;
+      }
     }
   }
+}
+
+TEST(CudaKernelArithmetic, EpilogueGradientSplitsPlanesAcrossEnoughWarps) {
+  EXPECT_EQ(cuda::epilogue_grad_chunks(4096, 8192), 2);  // config-f 256x256, batch 32: 4096 planes already
+  EXPECT_EQ(cuda::epilogue_grad_chunks(128, 131072), 64);  // 1024x1024, 4 x 32 planes
+  EXPECT_EQ(cuda::epilogue_grad_chunks(16384, 2), 1);      // 4x4 planes: one warp each
+  EXPECT_EQ(cuda::epilogue_grad_chunks(8, 100), 1);        // small planes stay whole
 }
 
 // On a GPU, in every precision: the kernels against the composed reference ops on the same
@@ -280,6 +298,32 @@ TEST(CudaKernels, EpilogueMatchesTheComposedReferenceInEveryPrecision) {
       for (size_t i = 0; i < compared; ++i) {
         EXPECT_LT(max_relative_error(kernel[i], reference[i]), full ? 2e-5 : 4 * precision.tolerance)
             << where << ", output " << i;
+      }
+    }
+  }
+}
+
+// On a GPU, in every precision: the modulation against the product in float32 of the same rounded
+// inputs, forward and both gradients, with planes of whole packs (fused) and of 9 elements (composed).
+TEST(CudaKernels, ScalePlanesMatchesTheProductInEveryPrecision) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  at::manual_seed(24);
+  for (const int64_t side : {8, 3}) {
+    for (const Precision& precision : kPrecisions) {
+      const at::Tensor x = at::randn({3, 4, side, side}).to(precision.type), s = at::randn({3, 4});
+      const at::Tensor dy = at::randn({3, 4, side, side}).to(precision.type);
+      const auto run = [&](const at::Tensor& x_in, const at::Tensor& s_in, ops::Impl impl) {
+        at::Tensor xv = x_in.detach().requires_grad_(true), sv = s_in.detach().requires_grad_(true);
+        const at::Tensor y = ops::scale_planes(xv, sv, impl);
+        const auto grads = torch::autograd::grad({y}, {xv, sv}, {dy.to(y.device(), y.scalar_type())});
+        return std::vector<at::Tensor>{y.detach().cpu().to(at::kFloat), grads[0].cpu().to(at::kFloat),
+                                       grads[1].cpu()};
+      };
+      const auto kernel = run(x.cuda(), s.cuda(), ops::Impl::Fast);
+      const auto expected = run(x.to(at::kFloat), s, ops::Impl::Reference);
+      for (size_t i = 0; i < kernel.size(); ++i) {
+        EXPECT_LT(max_relative_error(kernel[i], expected[i]), 4 * precision.tolerance)
+            << side << "x" << side << ", " << c10::toString(precision.type) << ", output " << i;
       }
     }
   }
