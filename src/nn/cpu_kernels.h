@@ -1,6 +1,7 @@
 #pragma once
 // The raw CPU kernels (float32), the counterparts of cuda/kernels_cuda.h: upfirdn2d_cpu.cpp,
-// bias_act_cpu.cpp and conv_epilogue_cpu.cpp, called by the ops' files (upfirdn2d.cpp, bias_act.cpp) for CPU tensors.
+// bias_act_cpu.cpp and conv_epilogue_cpu.cpp, called by the ops' files (upfirdn2d.cpp, bias_act.cpp,
+// conv_epilogue.cpp) for CPU tensors.
 
 #include "bias_act_elements.h"
 #include "sg2/nn/conv_epilogue.h"
