@@ -9,6 +9,8 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdint>
+
 namespace sg2::nn::kernels {
 
 // x itself when its elements fill its memory without gaps or overlaps (any order of dimensions),
@@ -43,6 +45,15 @@ inline ChannelLayout channel_layout(const at::Tensor& x, int64_t dim) {
 inline void check_bias(const at::Tensor& b, const at::Tensor& x, int64_t dim, const ChannelLayout& l) {
   SG2_CHECK(!b.defined() || (b.dim() == 1 && b.size(0) == l.channels),
             "bias_act: bias of shape {} does not match x {} at dim {}", b.sizes(), x.sizes(), dim);
+}
+
+// The CUDA kernels read and write whole 16-byte packs (cuda::kLaneBytes).
+constexpr std::uintptr_t kPackBytes = 16;
+
+// t contiguous, its memory starting on a pack boundary: t itself where it is, else a copy.
+inline at::Tensor contiguous_aligned(const at::Tensor& t) {
+  const at::Tensor c = t.contiguous();
+  return reinterpret_cast<std::uintptr_t>(c.data_ptr()) % kPackBytes == 0 ? c : c.clone();
 }
 
 // The epilogue's kernels' view of t (x contiguous NCHW); the caller sets out, and dy, y and sums

@@ -4,6 +4,7 @@
 #include "sg2/nn/conv_epilogue.h"
 
 #include "bias_act_autograd.h"
+#include "channel_layout.h"
 #include "cpu_kernels.h"
 #include "sg2/core/error.h"
 #include "sg2/nn/kernels.h"
@@ -38,15 +39,6 @@ EpilogueGradient gradient_on_device(const at::Tensor& dy, const at::Tensor& y, c
   if (t.x.is_cuda()) return gpu::conv_epilogue_grad(dy, y, t, a);
 #endif
   return host::conv_epilogue_grad(dy, y, t, a);
-}
-
-// The CUDA kernels read whole 16-byte packs (cuda::kLaneBytes).
-constexpr std::uintptr_t kPackBytes = 16;
-
-// t contiguous, its memory starting on a pack boundary: t itself where it is, else a copy.
-at::Tensor contiguous_aligned(const at::Tensor& t) {
-  const at::Tensor c = t.contiguous();
-  return reinterpret_cast<std::uintptr_t>(c.data_ptr()) % kPackBytes == 0 ? c : c.clone();
 }
 
 // The inputs of ConvEpilogueFunction in order, and which of them backward must answer.

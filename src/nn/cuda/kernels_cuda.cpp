@@ -103,10 +103,9 @@ EpilogueGradient conv_epilogue_grad(const at::Tensor& dy_in, const at::Tensor& y
                                     const cuda::ActivationParams& a) {
   const c10::cuda::CUDAGuard guard(t.x.device());
   // Views at an odd offset are copied: the kernel reads whole aligned packs.
-  const auto aligned = [](const at::Tensor& v) {
-    return reinterpret_cast<std::uintptr_t>(v.data_ptr()) % cuda::kLaneBytes == 0 ? v : v.clone();
-  };
-  const at::Tensor y = aligned(y_in.contiguous()), dy = aligned(laid_out_like(dy_in, y));
+  static_assert(kPackBytes == static_cast<std::uintptr_t>(cuda::kLaneBytes),
+                "one pack size for the op and the kernels");
+  const at::Tensor y = contiguous_aligned(y_in), dy = contiguous_aligned(laid_out_like(dy_in, y));
   cuda::EpilogueLaunch job = epilogue_launch(t);
   job.chunks = cuda::epilogue_grad_chunks(job.planes, job.plane_elements * t.x.element_size() / cuda::kLaneBytes);
   const at::Tensor partial_sums = at::empty({t.x.size(0), t.x.size(1), job.chunks, 3}, t.demod.options());
