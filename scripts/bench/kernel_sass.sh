@@ -33,7 +33,7 @@ for function in re.split(r"\n\s*Function : ", open(sys.argv[1]).read())[1:]:
     ops = [o.split(".")[0] for o in opcodes]
     kernel = re.search(r"\d\d(upfirdn2d_kernel|upfirdn2d_tiled_kernel|bias_act_kernel|bias_act_grad_kernel|"
                        r"bias_act_lanes_kernel|bias_act_grad_lanes_kernel|conv_epilogue_kernel|"
-                       r"conv_epilogue_grad_kernel)I(.*)", name)
+                       r"conv_epilogue_grad_kernel|conv_epilogue_grad_pixels_kernel)I(.*)", name)
     label = name
     if kernel:  # the template arguments, demangled enough to read: storage type, then index type or the fixed shape
         args = kernel.group(2)
@@ -41,8 +41,11 @@ for function in re.split(r"\n\s*Function : ", open(sys.argv[1]).read())[1:]:
         storage = next(t for t in types if args.startswith(t))
         rest = args[len(storage):]
         shape = re.match(r"NS1_8FixedFirILi(\d)ELi(\d)ELi(\d)E", rest)
-        detail = f"up {shape[1]} down {shape[2]} taps {shape[3]}" if shape else {"i": "int32", "l": "int64"}[rest[0]]
-        label = f"{kernel.group(1)}<{types[storage]}, {detail}>"
+        index_or_layout = {"i": "int32", "l": "int64", "Lb0E": "NCHW", "Lb1E": "channels_last"}
+        detail = next((d for code, d in index_or_layout.items() if rest.startswith(code)), None)
+        if shape:
+            detail = f"up {shape[1]} down {shape[2]} taps {shape[3]}"
+        label = f"{kernel.group(1)}<{types[storage]}{', ' + detail if detail else ''}>"
     count = lambda op: sum(1 for o in ops if o == op)
     wide = sum(1 for o in opcodes if o.split(".")[0] in ("LDG", "STG") and ".128" in o)
     print(f"| {label} | {len(ops)} | {count('LDG')} | {count('MUFU')} | {count('LDL') + count('STL')} | {count('FFMA')} | {wide} |")

@@ -179,8 +179,8 @@ OpTimings time_bias_act(const Timer& time, const at::Tensor& x, const at::Tensor
 // bias_act's kernel (what the layers ran before) and the reference's composition. The gradients are
 // those of every input, as training takes them (the kernel's plane sums reduced as the op does).
 std::string epilogue_rows(const Timer& time, const at::TensorOptions& on_device, int64_t batch, int64_t r,
-                          const train::TrainConfig& config) {
-  const at::Tensor x = at::randn({batch, config.G.channels_at(r), r, r}, on_device);
+                          const train::TrainConfig& config, at::MemoryFormat layout) {
+  const at::Tensor x = at::randn({batch, config.G.channels_at(r), r, r}, on_device).contiguous(layout);
   const at::TensorOptions floats = on_device.dtype(at::kFloat);
   const at::Tensor demod = at::rand({batch, x.size(1)}, floats) + 0.5, noise = at::randn({batch, 1, r, r}, floats);
   const at::Tensor strength = at::full({}, 0.1, floats), b = at::randn({x.size(1)}, floats);
@@ -221,8 +221,8 @@ std::string epilogue_rows(const Timer& time, const at::TensorOptions& on_device,
 // gradient, to x and the styles: the epilogue's kernels against the product (the composition and
 // the reference alike).
 std::string modulation_rows(const Timer& time, const at::TensorOptions& on_device, int64_t batch, int64_t r,
-                            const train::TrainConfig& config) {
-  const at::Tensor x = at::randn({batch, config.G.channels_at(r), r, r}, on_device);
+                            const train::TrainConfig& config, at::MemoryFormat layout) {
+  const at::Tensor x = at::randn({batch, config.G.channels_at(r), r, r}, on_device).contiguous(layout);
   const at::Tensor styles = at::randn({batch, x.size(1)}, on_device.dtype(at::kFloat)), dy = at::randn_like(x);
   const bool fused = kernels::conv_epilogue_runs_fused(x, at::Tensor(), nn::ops::Impl::Fast);
   OpTimings forward, gradient;
@@ -275,8 +275,11 @@ std::string run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOp
     }
   }
   out << fmt::format("\n## The synthesis layers' epilogue (clamp {})\n\n", config.G.conv_clamp)
-      << table_header("fused", "composed") << epilogue_rows(time, on_device, options.batch, r, config)
-      << modulation_rows(time, on_device, options.batch, r, config);
+      << table_header("fused", "composed");
+  for (const auto layout : kLayouts) {
+    out << epilogue_rows(time, on_device, options.batch, r, config, layout)
+        << modulation_rows(time, on_device, options.batch, r, config, layout);
+  }
   if (!device.is_cuda()) {
     out << "\n(On the CPU the upfirdn2d and bias_act kernel column is 'generic': one kernel, no CUDA variant.)\n";
   }

@@ -62,11 +62,12 @@ SG2_HOST_DEVICE float epilogue_element(float x, float noise, const EpiloguePlane
 }
 
 // A call of the epilogue's kernels (sg2/nn/conv_epilogue.h) over planes = N * C planes of
-// plane_elements each, in NCHW memory of the storage type (float32 on the CPU): plane p is sample
-// p / channels and channel p % channels, and reads the noise at (p / channels) * noise_batch_stride
-// (0: one noise plane for the batch). demod [planes], bias [channels] (or null: none), noise (or
-// null: none) and the noise strength (one value) are float32 on x's device. The CUDA gradient
-// splits each plane into `chunks` runs, a warp each, and writes sums [planes, chunks, 3].
+// plane_elements each (the pixels), in memory of the storage type (float32 on the CPU): NCHW, or
+// NHWC where channels_last. Plane p is sample p / channels and channel p % channels, and reads the
+// noise of its sample from (p / channels) * noise_batch_stride (0: one noise plane for the batch).
+// demod [planes], bias [channels] (or null: none), noise (or null: none) and the noise strength
+// (one value) are float32 on x's device. The gradient may split each plane (NCHW) or sample's
+// pixels (channels_last) into `chunks` runs and write sums per run (cuda/epilogue_elements.h).
 // Forward: out = y from x. Gradient: out = dx from dy, y and x, and sums [planes, 3] (EpilogueSums).
 struct EpilogueLaunch {
   const void* x = nullptr;
@@ -79,6 +80,7 @@ struct EpilogueLaunch {
   const float* noise_strength = nullptr;
   float* sums = nullptr;
   int64_t planes = 0, channels = 1, plane_elements = 0, noise_batch_stride = 0, chunks = 1;
+  bool channels_last = false;
 };
 
 // What the epilogue's gradient sums over a plane, with g = dy * slope(y) the gradient of the

@@ -50,16 +50,26 @@ inline void check_bias(const at::Tensor& b, const at::Tensor& x, int64_t dim, co
 // The CUDA kernels read and write whole 16-byte packs (cuda::kLaneBytes).
 constexpr std::uintptr_t kPackBytes = 16;
 
-// t contiguous, its memory starting on a pack boundary: t itself where it is, else a copy.
-inline at::Tensor contiguous_aligned(const at::Tensor& t) {
-  const at::Tensor c = t.contiguous();
-  return reinterpret_cast<std::uintptr_t>(c.data_ptr()) % kPackBytes == 0 ? c : c.clone();
+// t (dense) with its memory starting on a pack boundary: t itself where it does, else a copy in
+// t's layout.
+inline at::Tensor aligned(const at::Tensor& t) {
+  return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % kPackBytes == 0 ? t : t.clone();
 }
 
-// The epilogue's kernels' view of t (x contiguous NCHW); the caller sets out, and dy, y and sums
-// for the gradient.
+// t contiguous, its memory starting on a pack boundary.
+inline at::Tensor contiguous_aligned(const at::Tensor& t) { return aligned(t.contiguous()); }
+
+// Whether the epilogue's kernels see x's memory as NHWC: channels_last and not also contiguous
+// (one channel, or one pixel, is both, and runs as NCHW).
+inline bool epilogue_channels_last(const at::Tensor& x) {
+  return !x.is_contiguous() && x.is_contiguous(at::MemoryFormat::ChannelsLast);
+}
+
+// The epilogue's kernels' view of t (x contiguous NCHW or channels_last); the caller sets out, and
+// dy, y and sums for the gradient, all laid out as x.
 inline EpilogueLaunch epilogue_launch(const EpilogueTensors& t) {
   EpilogueLaunch job;
+  job.channels_last = epilogue_channels_last(t.x);
   job.x = t.x.data_ptr();
   job.demod = t.demod.data_ptr<float>();
   job.bias = t.bias.defined() ? t.bias.data_ptr<float>() : nullptr;

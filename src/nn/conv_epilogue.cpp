@@ -100,7 +100,7 @@ struct ConvEpilogueFunction : public torch::autograd::Function<ConvEpilogueFunct
     if (at::GradMode::is_enabled()) {
       d = composed_gradients(differentiable_bias_act_gradient(grads[0], y, a), t, needed);
     } else {  // without y the kernel reads dy in its place: any values give the constant slope
-      const at::Tensor dy = contiguous_aligned(grads[0]);
+      const at::Tensor dy = aligned(laid_out_like(grads[0], t.x));  // x's type and layout
       d = kernel_gradients(gradient_on_device(dy, y.defined() ? y : dy, t, a), needed);
     }
     variable_list out(kEpilogueTensorInputs + 6);  // the tensors', then the flags' and the activation's
@@ -112,13 +112,12 @@ struct ConvEpilogueFunction : public torch::autograd::Function<ConvEpilogueFunct
   }
 };
 
-// The op's arguments as the kernels take them: float32 and contiguous but for x, the noise aligned.
+// The op's arguments as the kernels take them: float32, contiguous and aligned but for x.
 EpilogueTensors epilogue_tensors(const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
                                  const at::Tensor& noise_strength, const at::Tensor& b) {
   const at::TensorOptions floats = x.options().dtype(at::kFloat);
-  const auto as_floats = [&](const at::Tensor& t) { return t.defined() ? t.to(floats).contiguous() : t; };
-  return {x, as_floats(demod), noise.defined() ? contiguous_aligned(noise.to(floats)) : noise,
-          as_floats(noise_strength), as_floats(b)};
+  const auto as_floats = [&](const at::Tensor& t) { return t.defined() ? contiguous_aligned(t.to(floats)) : t; };
+  return {x, as_floats(demod), as_floats(noise), as_floats(noise_strength), as_floats(b)};
 }
 
 at::Tensor conv_epilogue(const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
@@ -134,7 +133,8 @@ at::Tensor conv_epilogue(const at::Tensor& x, const at::Tensor& demod, const at:
 }  // namespace
 
 bool conv_epilogue_runs_fused(const at::Tensor& x, const at::Tensor& noise, ops::Impl impl) {
-  if (!runs_kernel(impl, x) || x.dim() != 4 || !x.is_contiguous()) return false;
+  if (!runs_kernel(impl, x) || x.dim() != 4) return false;
+  if (!x.is_contiguous() && !x.is_contiguous(at::MemoryFormat::ChannelsLast)) return false;
   if (noise.defined() && noise.requires_grad()) return false;  // the kernels give the noise no gradient
 #if SG2_CUDA_KERNELS
   if (x.is_cuda()) return gpu::epilogue_runs_packed(x);

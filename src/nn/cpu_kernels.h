@@ -21,11 +21,11 @@ at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, int64_t di
 // dx = dy * slope(y) in y's layout, y as bias_act_forward returned it.
 at::Tensor bias_act_grad(const at::Tensor& dy, const at::Tensor& y, const ActivationParams& a);
 
-// The synthesis layers' epilogue (sg2/nn/conv_epilogue.h) on float32 tensors: x contiguous NCHW,
-// noise contiguous; y contiguous.
+// The synthesis layers' epilogue (sg2/nn/conv_epilogue.h) on float32 tensors: x contiguous or
+// channels_last, the rest contiguous; y in x's layout.
 at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const ActivationParams& a);
 
-// dx and the plane sums through the forward's output y (contiguous, as dy is made).
+// dx (in x's layout) and the plane sums through the forward's output y (dy is laid out as y).
 EpilogueGradient conv_epilogue_grad(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,
                                     const ActivationParams& a);
 

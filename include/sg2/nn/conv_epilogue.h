@@ -15,11 +15,12 @@
 
 namespace sg2::nn::ops {
 
-// y = clamp(act(x * demod[n, c] + noise[n, 0] * noise_strength + b[c]) * gain), for NCHW activations.
-// x: [N, C, H, W]; demod: [N, C]; noise: [N or 1, 1, H, W] or undefined (none); noise_strength: a
-// scalar tensor (undefined with the noise); b: [C] or undefined; p.dim is 1. Fast runs the kernels
-// where conv_epilogue_runs_fused holds and the composition otherwise; Reference, or kink pinning,
-// the composition of reference ops (bit for bit the reference's modulated_conv2d + bias_act).
+// y = clamp(act(x * demod[n, c] + noise[n, 0] * noise_strength + b[c]) * gain), in x's layout.
+// x: [N, C, H, W] (the kernels take it contiguous or channels_last); demod: [N, C]; noise: [N or 1,
+// 1, H, W] or undefined (none); noise_strength: a scalar tensor (undefined with the noise); b: [C]
+// or undefined; p.dim is 1. Fast runs the kernels where conv_epilogue_runs_fused holds and the
+// composition otherwise; Reference, or kink pinning, the composition of reference ops (bit for bit
+// the reference's modulated_conv2d + bias_act).
 at::Tensor demodulate_noise_bias_act(const at::Tensor& x, const at::Tensor& demod, const at::Tensor& noise,
                                      const at::Tensor& noise_strength, const at::Tensor& b, const BiasActParams& p,
                                      Impl impl = default_impl());
@@ -40,9 +41,9 @@ at::Tensor scale_planes(const at::Tensor& x, const at::Tensor& scale, Impl impl 
 
 namespace sg2::nn::kernels {
 
-// The kernels' arguments: x in its storage type (contiguous NCHW), the rest float32 and contiguous
-// on x's device: demod [N, C]; noise [N or 1, 1, H, W] and its strength (one value), both undefined
-// without noise; bias [C] or undefined.
+// The kernels' arguments: x in its storage type (contiguous, or channels_last: NHWC memory), the
+// rest float32, contiguous and 16-byte aligned on x's device: demod [N, C]; noise [N or 1, 1, H, W]
+// and its strength (one value), both undefined without noise; bias [C] or undefined.
 struct EpilogueTensors {
   at::Tensor x, demod, noise, noise_strength, bias;
 };
@@ -53,11 +54,12 @@ struct EpilogueGradient {
   at::Tensor dx, plane_sums;
 };
 
-// Whether demodulate_noise_bias_act runs its kernels on x and noise (x contiguous NCHW of a type
-// the kernels take; on CUDA, planes of whole 16-byte packs).
+// Whether demodulate_noise_bias_act runs its kernels on x and noise (x contiguous or channels_last,
+// of a type the kernels take; on CUDA, NCHW planes or NHWC pixels of whole 16-byte packs).
 bool conv_epilogue_runs_fused(const at::Tensor& x, const at::Tensor& noise, ops::Impl impl);
 
-// The raw kernels, no autograd (for the op benchmark and the tests): y, and the gradient through y.
+// The raw kernels, no autograd (for the op benchmark and the tests): y in x's layout, and the
+// gradient through y (dx in x's layout).
 at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const ops::BiasActParams& p);
 EpilogueGradient conv_epilogue_gradient(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,
                                         const ops::BiasActParams& p);

@@ -5,7 +5,9 @@
 // StyleGAN2's shapes of upfirdn2d (4x4 filter; up 2, down 2 or neither) run a tiled kernel with
 // those fixed at compile time, and bias_act runs 16 bytes per thread wherever the memory is whole
 // aligned packs (runs_in_lanes); any other launch runs the generic kernel. The references are in
-// ops_reference.cpp; the CPU kernels compute the same sums in the same tap order.
+// ops_reference.cpp; the CPU kernels compute the same sums in the same tap order. The synthesis
+// layers' epilogue runs 16 bytes per thread in NCHW or channels_last (epilogue_elements.h).
+#include "epilogue_elements.h"
 #include "fir_bias_act_elements.h"
 
 #include <cuda_bf16.h>
@@ -133,7 +135,7 @@ __global__ void bias_act_grad_lanes_kernel(const T* dy, const T* y, T* dx, Index
 
 // Lanes float32 values in 16-byte loads (p + offset aligned: epilogue_runs_in_lanes).
 template <int Lanes>
-__device__ __forceinline__ void load_floats(const float* p, int64_t offset, float (&v)[Lanes]) {
+__device__ __forceinline__ void load_float4s(const float* p, int64_t offset, float (&v)[Lanes]) {
   static_assert(Lanes % 4 == 0, "whole float4 loads");
 #pragma unroll
   for (int k = 0; k < Lanes; k += 4) {
@@ -145,30 +147,36 @@ __device__ __forceinline__ void load_floats(const float* p, int64_t offset, floa
   }
 }
 
-// The epilogue's memory as epilogue_pack and epilogue_grad_lane read and write it.
+// The epilogue's memory as epilogue_elements.h's functions read and write it.
 template <typename T>
 struct EpilogueMemory {
   const T *x, *dy, *y;
   T* dx;
-  const float* noise;
 
   __device__ explicit EpilogueMemory(const EpilogueLaunch& job)
       : x(static_cast<const T*>(job.x)), dy(static_cast<const T*>(job.dy)), y(static_cast<const T*>(job.y)),
-        dx(static_cast<T*>(job.out)), noise(job.noise) {}
+        dx(static_cast<T*>(job.out)) {}
   __device__ void load_x(int64_t pack, float (&v)[kLanes<T>]) const { load_lanes(x, pack, v); }
   __device__ void load_dy(int64_t pack, float (&v)[kLanes<T>]) const { load_lanes(dy, pack, v); }
   __device__ void load_y(int64_t pack, float (&v)[kLanes<T>]) const { load_lanes(y, pack, v); }
-  __device__ void load_noise(int64_t offset, float (&v)[kLanes<T>]) const { load_floats(noise, offset, v); }
+  __device__ void load_floats(const float* p, int64_t offset, float (&v)[kLanes<T>]) const {
+    load_float4s(p, offset, v);
+  }
   __device__ void store_dx(int64_t pack, const float (&v)[kLanes<T>]) const { store_lanes(dx, pack, v); }
 };
 
-template <typename T, typename Index>
-__global__ void conv_epilogue_kernel(EpilogueLaunch job, ActivationParams a, Index packs) {
+// A thread per pack: NCHW (epilogue_pack) or channels_last (epilogue_pixel_pack).
+template <typename T, bool ChannelsLast>
+__global__ void conv_epilogue_kernel(EpilogueLaunch job, ActivationParams a, int32_t packs) {
   const EpilogueMemory<T> memory(job);
   T* y = static_cast<T*>(job.out);
-  for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < packs; i += Index(gridDim.x) * blockDim.x) {
+  for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < packs; i += gridDim.x * blockDim.x) {
     float v[kLanes<T>];
-    epilogue_pack<kLanes<T>, Index>(job, a, i, memory, v);
+    if constexpr (ChannelsLast) {
+      epilogue_pixel_pack<kLanes<T>, int32_t>(job, a, i, memory, v);
+    } else {
+      epilogue_pack<kLanes<T>, int32_t>(job, a, i, memory, v);
+    }
     store_lanes(y, i, v);
   }
 }
@@ -201,6 +209,40 @@ __global__ void conv_epilogue_grad_kernel(EpilogueLaunch job, ActivationParams a
       job.sums[3 * w + 1] = sums.g;
       job.sums[3 * w + 2] = sums.g_noise;
     }
+  }
+}
+
+// channels_last: a block of kEpilogueBlockThreads per run of a sample's pixels (job.chunks runs:
+// epilogue_grad_pixel_chunks), a thread per pack of channels and row group (epilogue_grad_pixels);
+// the row groups' sums are added up in shared memory, laid out [3 * Lanes][threads] so that
+// neither the stores nor the first row group's reads conflict. sums: [N, chunks, channels, 3].
+template <typename T>
+__global__ void __launch_bounds__(kEpilogueBlockThreads) conv_epilogue_grad_pixels_kernel(EpilogueLaunch job,
+                                                                                          ActivationParams a) {
+  constexpr int kPackLanes = kLanes<T>, kBlock = kEpilogueBlockThreads;
+  __shared__ float shared[3 * kPackLanes * kBlock];
+  const EpilogueMemory<T> memory(job);
+  const int32_t packs_per_pixel = static_cast<int32_t>(job.channels) / kPackLanes;
+  const int32_t row_groups = kBlock / packs_per_pixel, chunks = static_cast<int32_t>(job.chunks);
+  const int32_t n = blockIdx.x / chunks, chunk = blockIdx.x - n * chunks;
+  const int32_t t = threadIdx.x, channel_pack = t % packs_per_pixel, row_group = t / packs_per_pixel;
+  EpilogueSums sums[kPackLanes];
+  if (row_group < row_groups) {
+    epilogue_grad_pixels<kPackLanes, int32_t>(job, a, n, chunk, channel_pack, row_group, row_groups, memory, sums);
+  }
+#pragma unroll
+  for (int k = 0; k < kPackLanes; ++k) {
+    shared[(3 * k) * kBlock + t] = sums[k].g_x;
+    shared[(3 * k + 1) * kBlock + t] = sums[k].g;
+    shared[(3 * k + 2) * kBlock + t] = sums[k].g_noise;
+  }
+  __syncthreads();
+  if (row_group != 0) return;
+  float* out = job.sums + ((int64_t{n} * chunks + chunk) * job.channels + channel_pack * kPackLanes) * 3;
+  for (int j = 0; j < 3 * kPackLanes; ++j) {
+    float total = 0.0f;
+    for (int32_t group = 0; group < row_groups; ++group) total += shared[j * kBlock + group * packs_per_pixel + t];
+    out[j] = total;  // j = 3 * lane + which sum, as [channels, 3]
   }
 }
 
@@ -297,8 +339,15 @@ void launch_conv_epilogue(const EpilogueLaunch& job, const ActivationParams& a, 
   with_type(type, [&](auto tag) {
     using T = decltype(tag);
     const int64_t packs = job.planes * job.plane_elements / kLanes<T>;
-    conv_epilogue_kernel<T, int32_t><<<blocks_for(packs), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        job, a, static_cast<int32_t>(packs));
+    const auto cuda_stream = static_cast<cudaStream_t>(stream);
+    const auto launch = [&](auto kernel) {
+      kernel<<<blocks_for(packs), kThreads, 0, cuda_stream>>>(job, a, static_cast<int32_t>(packs));
+    };
+    if (job.channels_last) {
+      launch(conv_epilogue_kernel<T, true>);
+    } else {
+      launch(conv_epilogue_kernel<T, false>);
+    }
   });
   check_launch("conv_epilogue");
 }
@@ -309,8 +358,14 @@ void launch_conv_epilogue_grad(const EpilogueLaunch& job, const ActivationParams
   }
   if (job.planes == 0) return;
   with_type(type, [&](auto tag) {
-    conv_epilogue_grad_kernel<decltype(tag), int32_t>
-        <<<blocks_for(job.planes * job.chunks * kWarp), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(job, a);
+    const auto cuda_stream = static_cast<cudaStream_t>(stream);
+    if (job.channels_last) {
+      const auto blocks = static_cast<unsigned int>(job.planes / job.channels * job.chunks);
+      conv_epilogue_grad_pixels_kernel<decltype(tag)><<<blocks, kEpilogueBlockThreads, 0, cuda_stream>>>(job, a);
+    } else {
+      conv_epilogue_grad_kernel<decltype(tag), int32_t>
+          <<<blocks_for(job.planes * job.chunks * kWarp), kThreads, 0, cuda_stream>>>(job, a);
+    }
   });
   check_launch("conv_epilogue_grad");
 }

@@ -50,7 +50,8 @@ void launch_bias_act_grad(const void* dy, const void* y, void* dx, int64_t numel
 
 // The synthesis layers' epilogue (sg2/nn/conv_epilogue.h) on an EpilogueLaunch (../bias_act_elements.h).
 // Both run 16 bytes per thread and take only launches that epilogue_runs_in_lanes accepts (the op
-// composes bias_act and ATen's ops for the others). The gradient runs a warp per plane.
+// composes bias_act and ATen's ops for the others). The gradient runs a warp per run of an NCHW
+// plane, or a block per run of a channels_last sample's pixels (epilogue_elements.h).
 void launch_conv_epilogue(const EpilogueLaunch& job, const ActivationParams& a, ElementType type, void* stream);
 void launch_conv_epilogue_grad(const EpilogueLaunch& job, const ActivationParams& a, ElementType type, void* stream);
 

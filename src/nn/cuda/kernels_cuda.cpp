@@ -2,6 +2,7 @@
 #include "kernels_cuda.h"
 
 #include "../channel_layout.h"
+#include "epilogue_elements.h"
 #include "fir_bias_act_elements.h"
 #include "sg2/core/error.h"
 
@@ -82,9 +83,12 @@ at::Tensor bias_act_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const 
 }
 
 bool epilogue_runs_packed(const at::Tensor& x) {
-  if (!supported(x) || x.dim() != 4 || !x.is_contiguous()) return false;
+  if (!supported(x) || x.dim() != 4) return false;
+  if (!x.is_contiguous() && !x.is_contiguous(at::MemoryFormat::ChannelsLast)) return false;
   cuda::EpilogueLaunch job;
+  job.channels_last = epilogue_channels_last(x);
   job.x = x.data_ptr();
+  job.channels = x.size(1);
   job.planes = x.size(0) * x.size(1);
   job.plane_elements = x.size(2) * x.size(3);
   return cuda::epilogue_runs_in_lanes(job, element_type(x));
@@ -92,7 +96,7 @@ bool epilogue_runs_packed(const at::Tensor& x) {
 
 at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const cuda::ActivationParams& a) {
   const c10::cuda::CUDAGuard guard(t.x.device());
-  at::Tensor y = at::empty_like(t.x, at::MemoryFormat::Contiguous);
+  at::Tensor y = at::empty_like(t.x);  // x's layout
   cuda::EpilogueLaunch job = epilogue_launch(t);
   job.out = y.data_ptr();
   cuda::launch_conv_epilogue(job, a, element_type(t.x), current_stream());
@@ -102,20 +106,25 @@ at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const cuda::Activatio
 EpilogueGradient conv_epilogue_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const EpilogueTensors& t,
                                     const cuda::ActivationParams& a) {
   const c10::cuda::CUDAGuard guard(t.x.device());
-  // Views at an odd offset are copied: the kernel reads whole aligned packs.
+  // Views at an odd offset are copied: the kernel reads whole aligned packs, in x's layout.
   static_assert(kPackBytes == static_cast<std::uintptr_t>(cuda::kLaneBytes),
                 "one pack size for the op and the kernels");
-  const at::Tensor y = contiguous_aligned(y_in), dy = contiguous_aligned(laid_out_like(dy_in, y));
+  const at::Tensor y = aligned(laid_out_like(y_in, t.x)), dy = aligned(laid_out_like(dy_in, t.x));
   cuda::EpilogueLaunch job = epilogue_launch(t);
-  job.chunks = cuda::epilogue_grad_chunks(job.planes, job.plane_elements * t.x.element_size() / cuda::kLaneBytes);
-  const at::Tensor partial_sums = at::empty({t.x.size(0), t.x.size(1), job.chunks, 3}, t.demod.options());
-  at::Tensor dx = at::empty_like(y);
+  const int64_t samples = t.x.size(0), channels = t.x.size(1), lanes = cuda::kLaneBytes / t.x.element_size();
+  job.chunks = job.channels_last ? cuda::epilogue_grad_pixel_chunks(samples, job.plane_elements, channels / lanes)
+                                 : cuda::epilogue_grad_chunks(job.planes, job.plane_elements / lanes);
+  // [N, chunks, C, 3] (channels_last) or [N, C, chunks, 3]
+  const int64_t chunk_dim = job.channels_last ? 1 : 2;
+  const at::Tensor partial_sums = job.channels_last ? at::empty({samples, job.chunks, channels, 3}, t.demod.options())
+                                                    : at::empty({samples, channels, job.chunks, 3}, t.demod.options());
+  at::Tensor dx = at::empty_like(t.x);
   job.dy = dy.data_ptr();
   job.y = y.data_ptr();
   job.out = dx.data_ptr();
   job.sums = partial_sums.data_ptr<float>();
   cuda::launch_conv_epilogue_grad(job, a, element_type(t.x), current_stream());
-  return {dx, job.chunks == 1 ? partial_sums.squeeze(2) : partial_sums.sum(2)};
+  return {dx, job.chunks == 1 ? partial_sums.squeeze(chunk_dim) : partial_sums.sum(chunk_dim)};
 }
 
 }  // namespace sg2::nn::kernels::gpu

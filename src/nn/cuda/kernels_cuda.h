@@ -61,14 +61,15 @@ at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, int64_t di
 at::Tensor bias_act_grad(const at::Tensor& dy, const at::Tensor& y, const cuda::ActivationParams& a,
                          KernelVariant variant);
 
-// The synthesis layers' epilogue (sg2/nn/conv_epilogue.h): whether its kernels take x (contiguous,
-// planes of whole 16-byte packs, aligned: cuda::epilogue_runs_in_lanes); the op aligns the noise.
+// The synthesis layers' epilogue (sg2/nn/conv_epilogue.h): whether its kernels take x (contiguous
+// with NCHW planes, or channels_last with pixels, of whole 16-byte packs, aligned:
+// cuda::epilogue_runs_in_lanes); the op aligns the other tensors.
 bool epilogue_runs_packed(const at::Tensor& x);
 
-// t as conv_epilogue_runs_fused takes it; y contiguous in x's type.
+// t as conv_epilogue_runs_fused takes it; y in x's type and layout.
 at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const cuda::ActivationParams& a);
 
-// dx and the plane sums through the forward's output y (contiguous, as dy is made).
+// dx (x's layout) and the plane sums through the forward's output y (dy and y are laid out as x).
 EpilogueGradient conv_epilogue_grad(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,
                                     const cuda::ActivationParams& a);
 

@@ -2,12 +2,13 @@
 // against the reference's composition (addcmul, then bias_act's reference ops; the product),
 // forward, the gradient kernel's pass and its sums, and second order through the composed gradient;
 // on the CPU at every CPU level, on a GPU in every precision; the CUDA kernels' per-pack and
-// per-lane arithmetic on the host; and where the ops compose instead.
+// per-lane arithmetic on the host; and where the ops compose instead. Both layouts throughout:
+// NCHW, and channels_last (NHWC memory, kept from x to y and dx).
 #include "sg2/nn/conv_epilogue.h"
 #include "sg2/nn/ops.h"
 #include "bias_act_autograd.h"
 #include "channel_layout.h"
-#include "cuda/fir_bias_act_elements.h"
+#include "cuda/epilogue_elements.h"
 #include "nn_test_support.h"
 #include "test_support.h"
 
@@ -34,13 +35,32 @@ struct EpilogueCase {
   double clamp;
 };
 
-// Planes of 25 (no whole number of vectors or packs), 64 (partial sums only) and 256 (more packs
-// than a warp has lanes); per-sample noise, one plane for the batch, none.
+// Planes of 25 (no whole number of vectors or packs), 64 (partial sums only), 256 (more packs than
+// a warp has lanes) and 1600 (channels_last: more pixels than the CPU's runs); per-sample noise, one
+// plane for the batch, none; 3, 2 and 4 channels (no whole packs of channels), 8 and 16 (packs of
+// 4 and 8).
 std::vector<EpilogueCase> epilogue_cases() {
   return {{"lrelu, clamp, per-sample noise, 5x5", {2, 3, 5, 5}, 2, true, ops::Activation::LRelu, 1.5},
           {"lrelu, one noise plane, 8x8", {3, 4, 8, 8}, 1, true, ops::Activation::LRelu, -1},
           {"linear, no noise, no bias, 4x4", {2, 2, 4, 4}, 0, false, ops::Activation::Linear, -1},
-          {"relu, clamp, 16x16", {2, 2, 16, 16}, 2, true, ops::Activation::Relu, 2.0}};
+          {"relu, clamp, 16x16", {2, 2, 16, 16}, 2, true, ops::Activation::Relu, 2.0},
+          {"lrelu, clamp, per-sample noise, 16 channels, 5x5", {2, 16, 5, 5}, 2, true, ops::Activation::LRelu, 1.5},
+          {"linear, no noise, no bias, 8 channels, 3x3", {3, 8, 3, 3}, 0, false, ops::Activation::Linear, -1},
+          {"lrelu, one noise plane, 8 channels, 40x40", {1, 8, 40, 40}, 1, true, ops::Activation::LRelu, -1}};
+}
+
+constexpr at::MemoryFormat kLayouts[] = {at::MemoryFormat::Contiguous, at::MemoryFormat::ChannelsLast};
+
+std::string layout_name(at::MemoryFormat layout) {
+  return layout == at::MemoryFormat::ChannelsLast ? "channels_last" : "NCHW";
+}
+
+std::vector<std::pair<EpilogueCase, at::MemoryFormat>> cases_in_both_layouts() {
+  std::vector<std::pair<EpilogueCase, at::MemoryFormat>> out;
+  for (const EpilogueCase& c : epilogue_cases()) {
+    for (const at::MemoryFormat layout : kLayouts) out.emplace_back(c, layout);
+  }
+  return out;
 }
 
 ops::BiasActParams params_of(const EpilogueCase& c) {
@@ -55,12 +75,13 @@ struct EpilogueInputs {
   at::Tensor x, demod, noise, noise_strength, bias;
 };
 
-EpilogueInputs random_inputs(const EpilogueCase& c, at::ScalarType type, at::Device device) {
+EpilogueInputs random_inputs(const EpilogueCase& c, at::ScalarType type, at::Device device,
+                             at::MemoryFormat layout = at::MemoryFormat::Contiguous) {
   at::manual_seed(21);
   const int64_t n = c.x_shape[0], channels = c.x_shape[1];
   const at::TensorOptions floats = at::TensorOptions().device(device);
   EpilogueInputs in;
-  in.x = at::randn(c.x_shape).to(device, type);
+  in.x = at::randn(c.x_shape).to(device, type).contiguous(layout);
   in.demod = (at::rand({n, channels}) + 0.5).to(floats);
   if (c.noise_batch > 0) {
     in.noise = at::randn({c.noise_batch, 1, c.x_shape[2], c.x_shape[3]}).to(floats);
@@ -110,19 +131,33 @@ std::vector<at::Tensor> derivatives(const EpilogueCase& c, const EpilogueInputs&
 
 TEST(ConvEpilogue, KernelsMatchTheComposedReferenceToSecondOrderAtEveryCpuLevel) {
   LevelGuard guard;
-  for (const EpilogueCase& c : epilogue_cases()) {
-    const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU);
-    ASSERT_TRUE(kernels::conv_epilogue_runs_fused(in.x, in.noise, ops::Impl::Fast)) << c.name;
+  for (const auto& [c, layout] : cases_in_both_layouts()) {
+    const std::string where = c.name + ", " + layout_name(layout);
+    const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU, layout);
+    ASSERT_TRUE(kernels::conv_epilogue_runs_fused(in.x, in.noise, ops::Impl::Fast)) << where;
     const auto reference = derivatives(c, in, ops::Impl::Reference);
     for (cpu::Level level : cpu::supported_levels()) {
       cpu::force_cpu_level(level);
       const auto kernel = derivatives(c, in, ops::Impl::Fast);
-      ASSERT_EQ(kernel.size(), reference.size()) << c.name;
+      ASSERT_EQ(kernel.size(), reference.size()) << where;
       for (size_t i = 0; i < kernel.size(); ++i) {
         EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5)
-            << c.name << ", " << cpu::to_string(level) << ", output " << i;
+            << where << ", " << cpu::to_string(level) << ", output " << i;
       }
     }
+  }
+}
+
+// y and dx keep x's layout, so that a channels_last network pays no transposes around the op.
+TEST(ConvEpilogue, OutputAndGradientKeepTheInputsLayout) {
+  const EpilogueCase c = epilogue_cases()[4];
+  for (const at::MemoryFormat layout : kLayouts) {
+    const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU, layout);
+    const std::vector<at::Tensor> v = leaves(in);
+    const at::Tensor y = run_op(c, in, v, ops::Impl::Fast);
+    const at::Tensor dx = torch::autograd::grad({y}, {v[0]}, {at::ones_like(y)})[0];
+    EXPECT_TRUE(y.is_contiguous(layout)) << layout_name(layout);
+    EXPECT_TRUE(dx.is_contiguous(layout)) << layout_name(layout);
   }
 }
 
@@ -137,8 +172,10 @@ TEST(ConvEpilogue, RunsItsKernelsOnlyWhereTheyApply) {
   EXPECT_NE(made_by(in.x.clone(), ops::Impl::Fast).find("ConvEpilogueFunction"), std::string::npos);
   EXPECT_EQ(made_by(in.x.clone(), ops::Impl::Reference).find("ConvEpilogueFunction"), std::string::npos);
   const at::Tensor channels_last = in.x.contiguous(at::MemoryFormat::ChannelsLast);
-  EXPECT_FALSE(kernels::conv_epilogue_runs_fused(channels_last, in.noise, ops::Impl::Fast));
-  EXPECT_EQ(made_by(channels_last.clone(), ops::Impl::Fast).find("ConvEpilogueFunction"), std::string::npos);
+  EXPECT_NE(made_by(channels_last.clone(), ops::Impl::Fast).find("ConvEpilogueFunction"), std::string::npos);
+  const at::Tensor strided = at::randn({2, 3, 5, 10}).slice(3, 0, 10, 2);  // neither layout: composed
+  EXPECT_FALSE(kernels::conv_epilogue_runs_fused(strided, in.noise, ops::Impl::Fast));
+  EXPECT_EQ(made_by(strided, ops::Impl::Fast).find("ConvEpilogueFunction"), std::string::npos);
   EXPECT_FALSE(kernels::conv_epilogue_runs_fused(in.x, in.noise.clone().requires_grad_(true), ops::Impl::Fast));
   EXPECT_FALSE(kernels::conv_epilogue_runs_fused(in.x.to(at::kDouble), in.noise, ops::Impl::Fast));
 }
@@ -167,8 +204,8 @@ TEST(ScalePlanes, KernelsMatchTheProductToSecondOrderAtEveryCpuLevel) {
   LevelGuard guard;
   at::manual_seed(23);
   const at::Tensor x0 = at::randn({2, 3, 6, 6}), s0 = at::randn({2, 3}), g = at::randn({2, 3, 6, 6});
-  const auto run = [&](ops::Impl impl) {
-    at::Tensor x = x0.clone().requires_grad_(true), s = s0.clone().requires_grad_(true);
+  const auto run = [&](const at::Tensor& x_in, ops::Impl impl) {
+    at::Tensor x = x_in.clone().requires_grad_(true), s = s0.clone().requires_grad_(true);
     at::Tensor y = ops::scale_planes(x, s, impl);
     std::vector<at::Tensor> out{y.detach()};
     for (const auto& d : torch::autograd::grad({(y * g).sum()}, {x, s})) out.push_back(d);
@@ -177,18 +214,21 @@ TEST(ScalePlanes, KernelsMatchTheProductToSecondOrderAtEveryCpuLevel) {
     for (const auto& d : torch::autograd::grad({(first[0] * g).sum() + first[1].sum()}, {x, s})) out.push_back(d);
     return std::make_pair(out, std::string(y.grad_fn()->name()));
   };
-  const auto [reference, reference_node] = run(ops::Impl::Reference);
+  const auto [reference, reference_node] = run(x0, ops::Impl::Reference);
   EXPECT_EQ(reference_node.find("ConvEpilogueFunction"), std::string::npos) << reference_node;
-  for (cpu::Level level : cpu::supported_levels()) {
-    cpu::force_cpu_level(level);
-    const auto [kernel, kernel_node] = run(ops::Impl::Fast);
-    EXPECT_NE(kernel_node.find("ConvEpilogueFunction"), std::string::npos) << kernel_node;
-    for (size_t i = 0; i < kernel.size(); ++i) {
-      EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5) << cpu::to_string(level) << ", output " << i;
+  for (const at::MemoryFormat layout : kLayouts) {
+    const at::Tensor x = x0.contiguous(layout);
+    for (cpu::Level level : cpu::supported_levels()) {
+      cpu::force_cpu_level(level);
+      const auto [kernel, kernel_node] = run(x, ops::Impl::Fast);
+      const std::string where = layout_name(layout) + ", " + cpu::to_string(level);
+      EXPECT_NE(kernel_node.find("ConvEpilogueFunction"), std::string::npos) << kernel_node;
+      EXPECT_TRUE(kernel[0].equal(reference[0])) << where;  // the product, bit for bit
+      for (size_t i = 0; i < kernel.size(); ++i) {
+        EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5) << where << ", output " << i;
+      }
     }
   }
-  const at::Tensor channels_last = x0.contiguous(at::MemoryFormat::ChannelsLast);
-  EXPECT_TRUE(ops::scale_planes(channels_last, s0).equal(x0 * s0.reshape({2, 3, 1, 1})));
   EXPECT_NE(sg2::test::error_message([&] { ops::scale_planes(x0, s0.t()); }).find("scale [3, 2] does not match x"),
             std::string::npos);
 }
@@ -196,7 +236,7 @@ TEST(ScalePlanes, KernelsMatchTheProductToSecondOrderAtEveryCpuLevel) {
 // The CUDA kernels' memory as the host sees it: float32 packs of four.
 struct HostEpilogueMemory {
   static constexpr int kLanes = 4;
-  const float *x, *dy, *y, *noise;
+  const float *x, *dy, *y;
   float* dx;
   using Pack = float[kLanes];
   static void copy(const float* from, Pack& to) {
@@ -205,66 +245,143 @@ struct HostEpilogueMemory {
   void load_x(int32_t pack, Pack& v) const { copy(x + pack * kLanes, v); }
   void load_dy(int32_t pack, Pack& v) const { copy(dy + pack * kLanes, v); }
   void load_y(int32_t pack, Pack& v) const { copy(y + pack * kLanes, v); }
-  void load_noise(int32_t offset, Pack& v) const { copy(noise + offset, v); }
+  void load_floats(const float* p, int32_t offset, Pack& v) const { copy(p + offset, v); }
   void store_dx(int32_t pack, const Pack& v) const {
     for (int k = 0; k < kLanes; ++k) dx[pack * kLanes + k] = v[k];
   }
 };
 
-// Every pack of the forward kernel and every lane of every warp of the gradient kernel, run on the
-// host over float32 tensors, against the composed reference: y, dx, and the lanes' sums added up.
-TEST(CudaKernelArithmetic, EpiloguePacksAndWarpLanesMatchTheComposedReference) {
-  constexpr int kWarp = 32;
-  for (const EpilogueCase& c : epilogue_cases()) {
-    if (c.x_shape[2] * c.x_shape[3] % HostEpilogueMemory::kLanes != 0) continue;  // the kernels compose these
-    const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU);
-    const kernels::EpilogueTensors t{in.x, in.demod, in.noise, in.noise_strength, in.bias};
-    cuda::EpilogueLaunch job = kernels::epilogue_launch(t);
-    const kernels::ActivationParams a = kernels::resolve(params_of(c));
+// A case on the host for the CUDA kernels' functions: float32 x in `layout`, dy, y and dx laid out
+// alike (y and dx NaN until written), and the reference's y and gradients of sum(y * dy).
+struct HostKernelRun {
+  EpilogueInputs in;
+  cuda::EpilogueLaunch job;
+  kernels::ActivationParams a{};
+  at::Tensor y, dy, dx, expected_y;
+  std::vector<at::Tensor> expected_grads;  // x, demod, then the noise strength and bias where present
 
-    // Forward, pack by pack.
-    at::Tensor y = at::full(in.x.sizes(), NAN);
-    const at::Tensor dy = at::randn(in.x.sizes());
-    at::Tensor dx = at::full(in.x.sizes(), NAN);
-    const HostEpilogueMemory memory{t.x.data_ptr<float>(), dy.data_ptr<float>(), y.data_ptr<float>(), job.noise,
-                                    dx.data_ptr<float>()};
-    for (int32_t pack = 0; pack < in.x.numel() / HostEpilogueMemory::kLanes; ++pack) {
-      float v[HostEpilogueMemory::kLanes];
-      cuda::epilogue_pack<HostEpilogueMemory::kLanes, int32_t>(job, a, pack, memory, v);
-      for (int k = 0; k < HostEpilogueMemory::kLanes; ++k) y.data_ptr<float>()[pack * HostEpilogueMemory::kLanes + k] = v[k];
-    }
-    const std::vector<at::Tensor> v = leaves(in);
-    const at::Tensor expected = run_op(c, in, v, ops::Impl::Reference);
-    EXPECT_LT(max_relative_error(y, expected.detach()), 1e-6) << c.name;
+  HostEpilogueMemory memory() const {
+    return {in.x.data_ptr<float>(), dy.data_ptr<float>(), y.data_ptr<float>(), dx.data_ptr<float>()};
+  }
+  int64_t packs() const { return in.x.numel() / HostEpilogueMemory::kLanes; }
+};
+
+HostKernelRun host_kernel_run(const EpilogueCase& c, at::MemoryFormat layout) {
+  HostKernelRun r;
+  r.in = random_inputs(c, at::kFloat, at::kCPU, layout);
+  r.job = kernels::epilogue_launch({r.in.x, r.in.demod, r.in.noise, r.in.noise_strength, r.in.bias});
+  r.a = kernels::resolve(params_of(c));
+  r.y = at::full(c.x_shape, NAN).contiguous(layout);
+  r.dx = at::full(c.x_shape, NAN).contiguous(layout);
+  r.dy = at::randn(c.x_shape).contiguous(layout);
+  const std::vector<at::Tensor> v = leaves(r.in);
+  const at::Tensor y = run_op(c, r.in, v, ops::Impl::Reference);
+  r.expected_y = y.detach();
+  r.expected_grads = torch::autograd::grad({(y * r.dy).sum()}, v);
+  return r;
+}
+
+// Runs pack_values(pack, v) over every pack and stores v into r.y's memory.
+template <typename PackValues>
+void host_forward(HostKernelRun& r, PackValues pack_values) {
+  float* y = r.y.data_ptr<float>();
+  for (int32_t pack = 0; pack < r.packs(); ++pack) {
+    float v[HostEpilogueMemory::kLanes];
+    pack_values(pack, v);
+    for (int k = 0; k < HostEpilogueMemory::kLanes; ++k) y[pack * HostEpilogueMemory::kLanes + k] = v[k];
+  }
+}
+
+// dx and the kernels' plane sums [N * C, 3] (g * x, g, g * noise) against the reference's gradients.
+void expect_gradient_matches(const HostKernelRun& r, const at::Tensor& sums, const std::string& where) {
+  const int64_t n = r.in.x.size(0);
+  const std::vector<at::Tensor>& grads = r.expected_grads;
+  EXPECT_LT(max_relative_error(r.dx, grads[0]), 1e-6) << where;
+  EXPECT_LT(max_relative_error(sums.select(1, 0).reshape({n, -1}), grads[1]), 1e-5) << where;
+  if (r.in.noise_strength.defined()) {
+    EXPECT_LT(max_relative_error(sums.select(1, 2).sum(), grads[2]), 1e-5) << where;
+  }
+  if (r.in.bias.defined()) {
+    EXPECT_LT(max_relative_error(sums.select(1, 1).reshape({n, -1}).sum(0), grads.back()), 1e-5) << where;
+  }
+}
+
+at::Tensor sums_tensor(const std::vector<kernels::EpilogueSums>& sums) {
+  at::Tensor out = at::empty({static_cast<int64_t>(sums.size()), 3});
+  for (size_t p = 0; p < sums.size(); ++p) out[p] = at::tensor({sums[p].g_x, sums[p].g, sums[p].g_noise});
+  return out;
+}
+
+// NCHW: every pack of the forward kernel and every lane of every warp of the gradient kernel, run on
+// the host, against the composed reference: y, dx, and the lanes' sums added up.
+TEST(CudaKernelArithmetic, EpiloguePacksAndWarpLanesMatchTheComposedReference) {
+  constexpr int kWarp = 32, kLanes = HostEpilogueMemory::kLanes;
+  for (const EpilogueCase& c : epilogue_cases()) {
+    if (c.x_shape[2] * c.x_shape[3] % kLanes != 0) continue;  // the kernels compose these
+    HostKernelRun r = host_kernel_run(c, at::MemoryFormat::Contiguous);
+    const HostEpilogueMemory memory = r.memory();
+    host_forward(r, [&](int32_t pack, float (&v)[kLanes]) {
+      cuda::epilogue_pack<kLanes, int32_t>(r.job, r.a, pack, memory, v);
+    });
+    EXPECT_LT(max_relative_error(r.y, r.expected_y), 1e-6) << c.name;
 
     // Gradient, chunk by chunk of each plane (5: more chunks than some planes fill), lane by lane.
-    const auto grads = torch::autograd::grad({(expected * dy).sum()}, v);
     for (const int32_t chunks : {1, 3, 5}) {
-      const std::string where = c.name + ", " + std::to_string(chunks) + " chunks";
-      job.chunks = chunks;
-      dx.fill_(NAN);
-      at::Tensor sums = at::zeros({job.planes, 3});
-      for (int32_t plane = 0; plane < job.planes; ++plane) {
-        kernels::EpilogueSums total;
+      r.job.chunks = chunks;
+      r.dx.fill_(NAN);
+      std::vector<kernels::EpilogueSums> sums(r.job.planes);
+      for (int32_t plane = 0; plane < r.job.planes; ++plane) {
         for (int32_t chunk = 0; chunk < chunks; ++chunk) {
           for (int lane = 0; lane < kWarp; ++lane) {
-            total.add(cuda::epilogue_grad_lane<HostEpilogueMemory::kLanes, int32_t>(job, a, plane, chunk, lane, kWarp,
-                                                                                    memory));
+            sums[plane].add(cuda::epilogue_grad_lane<kLanes, int32_t>(r.job, r.a, plane, chunk, lane, kWarp, memory));
           }
         }
-        sums[plane] = at::tensor({total.g_x, total.g, total.g_noise});
       }
-      EXPECT_LT(max_relative_error(dx, grads[0]), 1e-6) << where;
-      EXPECT_LT(max_relative_error(sums.select(1, 0).reshape({c.x_shape[0], -1}), grads[1]), 1e-5) << where;
-      if (in.noise_strength.defined()) {
-        EXPECT_LT(max_relative_error(sums.select(1, 2).sum(), grads[2]), 1e-5) << where;
-      }
-      if (in.bias.defined()) {
-        EXPECT_LT(max_relative_error(sums.select(1, 1).reshape({c.x_shape[0], -1}).sum(0), grads.back()), 1e-5)
-            << where;
-      }
+      expect_gradient_matches(r, sums_tensor(sums), c.name + ", " + std::to_string(chunks) + " chunks");
     }
   }
+}
+
+// channels_last: every pack of the forward kernel (a pixel's channels), and every thread of every
+// block of the gradient kernel for a few shapes of block (row groups) and splits of the pixels
+// (chunks: 5 is more than some samples fill), run on the host against the composed reference.
+TEST(CudaKernelArithmetic, EpiloguePixelPacksAndBlockThreadsMatchTheComposedReference) {
+  constexpr int kLanes = HostEpilogueMemory::kLanes;
+  int cases = 0;
+  for (const EpilogueCase& c : epilogue_cases()) {
+    const int32_t channels = static_cast<int32_t>(c.x_shape[1]), packs_per_pixel = channels / kLanes;
+    if (channels % kLanes != 0) continue;  // the kernels compose these
+    ++cases;
+    HostKernelRun r = host_kernel_run(c, at::MemoryFormat::ChannelsLast);
+    ASSERT_TRUE(r.job.channels_last) << c.name;
+    const HostEpilogueMemory memory = r.memory();
+    host_forward(r, [&](int32_t pack, float (&v)[kLanes]) {
+      cuda::epilogue_pixel_pack<kLanes, int32_t>(r.job, r.a, pack, memory, v);
+    });
+    EXPECT_LT(max_relative_error(r.y, r.expected_y), 1e-6) << c.name;
+
+    for (const auto& [row_groups, chunks] : {std::pair{1, 1}, std::pair{3, 2}, std::pair{64, 5}}) {
+      r.job.chunks = chunks;
+      r.dx.fill_(NAN);
+      std::vector<kernels::EpilogueSums> sums(r.job.planes);
+      for (int32_t n = 0; n < c.x_shape[0]; ++n) {
+        for (int32_t chunk = 0; chunk < chunks; ++chunk) {
+          for (int32_t group = 0; group < row_groups; ++group) {
+            for (int32_t pack = 0; pack < packs_per_pixel; ++pack) {
+              kernels::EpilogueSums thread[kLanes];
+              cuda::epilogue_grad_pixels<kLanes, int32_t>(r.job, r.a, n, chunk, pack, group, row_groups, memory,
+                                                          thread);
+              for (int k = 0; k < kLanes; ++k) sums[n * channels + pack * kLanes + k].add(thread[k]);
+            }
+          }
+        }
+      }
+      expect_gradient_matches(r, sums_tensor(sums),
+                              c.name + ", " + std::to_string(row_groups) + " row groups, " + std::to_string(chunks) +
+                                  " chunks");
+    }
+  }
+  EXPECT_EQ(cases, 4);
 }
 
 TEST(CudaKernelArithmetic, EpilogueGradientSplitsPlanesAcrossEnoughWarps) {
@@ -272,6 +389,13 @@ TEST(CudaKernelArithmetic, EpilogueGradientSplitsPlanesAcrossEnoughWarps) {
   EXPECT_EQ(cuda::epilogue_grad_chunks(128, 131072), 64);  // 1024x1024, 4 x 32 planes
   EXPECT_EQ(cuda::epilogue_grad_chunks(16384, 2), 1);      // 4x4 planes: one warp each
   EXPECT_EQ(cuda::epilogue_grad_chunks(8, 100), 1);        // small planes stay whole
+  // channels_last, float16 (packs of 8 channels): 256x256 with 128 channels, batch 32: 16 threads a
+  // pixel, 16 row groups, 32 blocks a sample; 1024x1024 with 32 channels, batch 4: 256 blocks a
+  // sample; 4x4 with 512 channels: one block a sample.
+  EXPECT_EQ(cuda::epilogue_row_groups(16), 16);
+  EXPECT_EQ(cuda::epilogue_grad_pixel_chunks(32, 65536, 16), 32);
+  EXPECT_EQ(cuda::epilogue_grad_pixel_chunks(4, 1048576, 4), 256);
+  EXPECT_EQ(cuda::epilogue_grad_pixel_chunks(32, 16, 64), 1);
 }
 
 // On a GPU, in every precision: the kernels against the composed reference ops on the same
@@ -280,16 +404,17 @@ TEST(CudaKernelArithmetic, EpilogueGradientSplitsPlanesAcrossEnoughWarps) {
 // the forward pass only.
 TEST(CudaKernels, EpilogueMatchesTheComposedReferenceInEveryPrecision) {
   SKIP_WITHOUT_CUDA_KERNELS();
-  for (const EpilogueCase& c : epilogue_cases()) {
+  for (const auto& [c, layout] : cases_in_both_layouts()) {
     for (const Precision& precision : kPrecisions) {
-      const EpilogueInputs on_gpu = random_inputs(c, precision.type, at::kCUDA);
+      const EpilogueInputs on_gpu = random_inputs(c, precision.type, at::kCUDA, layout);
       const auto cpu = [](const at::Tensor& t) { return t.defined() ? t.cpu() : at::Tensor(); };
       const EpilogueInputs on_cpu{on_gpu.x.cpu().to(at::kFloat), cpu(on_gpu.demod), cpu(on_gpu.noise),
                                   cpu(on_gpu.noise_strength), cpu(on_gpu.bias)};
       const bool full = precision.type == at::kFloat;
-      const std::string where = c.name + ", " + c10::toString(precision.type);
-      EXPECT_EQ(kernels::conv_epilogue_runs_fused(on_gpu.x, on_gpu.noise, ops::Impl::Fast),
-                c.x_shape[2] * c.x_shape[3] % (16 / on_gpu.x.element_size()) == 0)
+      const std::string where = c.name + ", " + layout_name(layout) + ", " + c10::toString(precision.type);
+      const int64_t lanes = 16 / on_gpu.x.element_size();
+      const int64_t packed_dim = layout == at::MemoryFormat::ChannelsLast ? c.x_shape[1] : c.x_shape[2] * c.x_shape[3];
+      EXPECT_EQ(kernels::conv_epilogue_runs_fused(on_gpu.x, on_gpu.noise, ops::Impl::Fast), packed_dim % lanes == 0)
           << where;
       const auto kernel = derivatives(c, on_gpu, ops::Impl::Fast, precision.type, full);
       const auto reference = derivatives(c, on_cpu, ops::Impl::Reference, precision.type, full);
@@ -304,13 +429,16 @@ TEST(CudaKernels, EpilogueMatchesTheComposedReferenceInEveryPrecision) {
 }
 
 // On a GPU, in every precision: the modulation against the product in float32 of the same rounded
-// inputs, forward and both gradients, with planes of whole packs (fused) and of 9 elements (composed).
+// inputs, forward and both gradients: NCHW planes of whole packs (fused) and of 9 elements
+// (composed); channels_last pixels of 4 channels (fused in float32, composed in 16 bits).
 TEST(CudaKernels, ScalePlanesMatchesTheProductInEveryPrecision) {
   SKIP_WITHOUT_CUDA_KERNELS();
   at::manual_seed(24);
-  for (const int64_t side : {8, 3}) {
+  using at::MemoryFormat;
+  for (const auto& [side, layout] : {std::pair{8, MemoryFormat::Contiguous}, std::pair{3, MemoryFormat::Contiguous},
+                                      std::pair{3, MemoryFormat::ChannelsLast}}) {
     for (const Precision& precision : kPrecisions) {
-      const at::Tensor x = at::randn({3, 4, side, side}).to(precision.type), s = at::randn({3, 4});
+      const at::Tensor x = at::randn({3, 4, side, side}).to(precision.type).contiguous(layout), s = at::randn({3, 4});
       const at::Tensor dy = at::randn({3, 4, side, side}).to(precision.type);
       const auto run = [&](const at::Tensor& x_in, const at::Tensor& s_in, ops::Impl impl) {
         at::Tensor xv = x_in.detach().requires_grad_(true), sv = s_in.detach().requires_grad_(true);
@@ -323,7 +451,8 @@ TEST(CudaKernels, ScalePlanesMatchesTheProductInEveryPrecision) {
       const auto expected = run(x.to(at::kFloat), s, ops::Impl::Reference);
       for (size_t i = 0; i < kernel.size(); ++i) {
         EXPECT_LT(max_relative_error(kernel[i], expected[i]), 4 * precision.tolerance)
-            << side << "x" << side << ", " << c10::toString(precision.type) << ", output " << i;
+            << side << "x" << side << ", " << layout_name(layout) << ", " << c10::toString(precision.type)
+            << ", output " << i;
       }
     }
   }

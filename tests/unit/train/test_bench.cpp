@@ -54,9 +54,10 @@ TEST(Benchmark, DeviceKernelsProfileOneMoreCycleOfTheRealStep) {
   EXPECT_NE(text.find("most expensive ops per step under the profiler"), std::string::npos) << text;
 }
 
-// stylegan2_bench ops on the CPU: upfirdn2d's seven calls (four forward, three gradients) and
-// bias_act's five (three forward, two gradients) in both layouts, the CPU kernels against the
-// reference ops, and no column for the CUDA kernels' specialised variants.
+// stylegan2_bench ops on the CPU: upfirdn2d's seven calls (four forward, three gradients),
+// bias_act's five (three forward, two gradients) and the synthesis layers' epilogue and input
+// modulation (forward and gradient each) in both layouts, the CPU kernels against the reference
+// ops, and no column for the CUDA kernels' specialised variants.
 TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
   train::TrainConfig c = test::tiny_config();
   c.run.device = "cpu";
@@ -72,7 +73,7 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
   for (std::string line; std::getline(table, line);) {
     if (line.rfind("| G:", 0) == 0 || line.rfind("| D:", 0) == 0) rows.push_back(line);
   }
-  ASSERT_EQ(rows.size(), 28u) << text;
+  ASSERT_EQ(rows.size(), 32u) << text;
   const std::string g = std::to_string(c.G.channels_at(16)), d = std::to_string(c.D.channels_at(16));
   EXPECT_NE(rows[0].find("| 2x" + g + "x17x17 | NCHW | - |"), std::string::npos) << rows[0];
   EXPECT_NE(rows[1].find("| NHWC | - |"), std::string::npos) << rows[1];
@@ -94,6 +95,13 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
   EXPECT_NE(rows[26].find("G: input modulation | 2x" + g + "x16x16 | NCHW |"), std::string::npos) << rows[26];
   EXPECT_NE(rows[27].find("G: input modulation, gradient | 2x" + g + "x16x16 | NCHW |"), std::string::npos) << rows[27];
   EXPECT_EQ(rows[27].find("| NCHW | - |"), std::string::npos) << rows[27];
+  // ... and in channels_last too.
+  EXPECT_NE(rows[28].find("G: epilogue (demodulation, noise, bias, lrelu) | 2x" + g + "x16x16 | NHWC | "),
+            std::string::npos)
+      << rows[28];
+  EXPECT_EQ(rows[28].find("| NHWC | - |"), std::string::npos) << rows[28];
+  EXPECT_NE(rows[31].find("G: input modulation, gradient | 2x" + g + "x16x16 | NHWC |"), std::string::npos) << rows[31];
+  EXPECT_EQ(rows[31].find("| NHWC | - |"), std::string::npos) << rows[31];
   options.dtype = "float8";
   EXPECT_THROW(run_ops_benchmark(c, options), Error);
 }
