@@ -68,7 +68,8 @@ SG2_HOST_DEVICE float epilogue_element(float x, float noise, const EpiloguePlane
 // demod [planes], bias [channels] (or null: none), noise (or null: none) and the noise strength
 // (one value) are float32 on x's device. The gradient may split each plane (NCHW) or sample's
 // pixels (channels_last) into `chunks` runs and write sums per run (cuda/epilogue_elements.h).
-// Forward: out = y from x. Gradient: out = dx from dy, y and x, and sums [planes, 3] (EpilogueSums).
+// Forward: out = y from x. Gradient: out = dx from dy, y and x, and the sums (EpilogueSums) per
+// plane, or per run where it splits them.
 struct EpilogueLaunch {
   const void* x = nullptr;
   const void* dy = nullptr;

@@ -219,9 +219,9 @@ at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const ActivationParam
   return y;
 }
 
-EpilogueGradient conv_epilogue_grad(const at::Tensor& dy_in, const at::Tensor& y, const EpilogueTensors& t,
+EpilogueGradient conv_epilogue_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const EpilogueTensors& t,
                                     const ActivationParams& a) {
-  const at::Tensor dy = laid_out_like(dy_in, y);
+  const at::Tensor y = laid_out_like(y_in, t.x), dy = laid_out_like(dy_in, t.x);  // no copies from the op
   EpilogueGradient grad{at::empty_like(t.x), at::zeros({t.x.size(0), t.x.size(1), 3}, t.x.options())};
   if (t.x.numel() == 0) return grad;
   auto [job, zeros] = epilogue_job(t, a);

@@ -25,7 +25,7 @@ at::Tensor bias_act_grad(const at::Tensor& dy, const at::Tensor& y, const Activa
 // channels_last, the rest contiguous; y in x's layout.
 at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const ActivationParams& a);
 
-// dx (in x's layout) and the plane sums through the forward's output y (dy is laid out as y).
+// dx (in x's layout) and the plane sums through the forward's output y (y and dy are laid out as x).
 EpilogueGradient conv_epilogue_grad(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,
                                     const ActivationParams& a);
 

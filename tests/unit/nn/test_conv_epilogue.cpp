@@ -36,9 +36,11 @@ struct EpilogueCase {
 };
 
 // Planes of 25 (no whole number of vectors or packs), 64 (partial sums only), 256 (more packs than
-// a warp has lanes) and 1600 (channels_last: more pixels than the CPU's runs); per-sample noise, one
-// plane for the batch, none; 3, 2 and 4 channels (no whole packs of channels), 8 and 16 (packs of
-// 4 and 8).
+// a warp has lanes), 1024 (channels_last on a GPU: several blocks a sample), 1600 (channels_last:
+// more pixels than the CPU's runs) and 1 (channels_last and contiguous at once: runs as NCHW);
+// per-sample noise, one plane for the batch, none; 3 and 2 channels (no whole packs of channels), 4
+// (one float32 pack), 8, 16 and 64 (whole packs in every precision) and 24 (packs of 8 or 4 that
+// leave threads of a channels_last gradient block idle).
 std::vector<EpilogueCase> epilogue_cases() {
   return {{"lrelu, clamp, per-sample noise, 5x5", {2, 3, 5, 5}, 2, true, ops::Activation::LRelu, 1.5},
           {"lrelu, one noise plane, 8x8", {3, 4, 8, 8}, 1, true, ops::Activation::LRelu, -1},
@@ -46,7 +48,10 @@ std::vector<EpilogueCase> epilogue_cases() {
           {"relu, clamp, 16x16", {2, 2, 16, 16}, 2, true, ops::Activation::Relu, 2.0},
           {"lrelu, clamp, per-sample noise, 16 channels, 5x5", {2, 16, 5, 5}, 2, true, ops::Activation::LRelu, 1.5},
           {"linear, no noise, no bias, 8 channels, 3x3", {3, 8, 3, 3}, 0, false, ops::Activation::Linear, -1},
-          {"lrelu, one noise plane, 8 channels, 40x40", {1, 8, 40, 40}, 1, true, ops::Activation::LRelu, -1}};
+          {"lrelu, per-sample noise, 8 channels, 40x40", {2, 8, 40, 40}, 2, true, ops::Activation::LRelu, -1},
+          {"lrelu, clamp, one noise plane, 24 channels, 6x6", {2, 24, 6, 6}, 1, true, ops::Activation::LRelu, 1.0},
+          {"lrelu, per-sample noise, 64 channels, 32x32", {2, 64, 32, 32}, 2, true, ops::Activation::LRelu, -1},
+          {"relu, per-sample noise, 8 channels, 1x1", {3, 8, 1, 1}, 3, true, ops::Activation::Relu, -1}};
 }
 
 constexpr at::MemoryFormat kLayouts[] = {at::MemoryFormat::Contiguous, at::MemoryFormat::ChannelsLast};
@@ -350,7 +355,8 @@ TEST(CudaKernelArithmetic, EpiloguePixelPacksAndBlockThreadsMatchTheComposedRefe
   int cases = 0;
   for (const EpilogueCase& c : epilogue_cases()) {
     const int32_t channels = static_cast<int32_t>(c.x_shape[1]), packs_per_pixel = channels / kLanes;
-    if (channels % kLanes != 0) continue;  // the kernels compose these
+    if (channels % kLanes != 0) continue;             // the kernels compose these
+    if (c.x_shape[2] * c.x_shape[3] == 1) continue;  // contiguous as well: runs as NCHW
     ++cases;
     HostKernelRun r = host_kernel_run(c, at::MemoryFormat::ChannelsLast);
     ASSERT_TRUE(r.job.channels_last) << c.name;
@@ -381,7 +387,7 @@ TEST(CudaKernelArithmetic, EpiloguePixelPacksAndBlockThreadsMatchTheComposedRefe
                                   " chunks");
     }
   }
-  EXPECT_EQ(cases, 4);
+  EXPECT_EQ(cases, 6);
 }
 
 TEST(CudaKernelArithmetic, EpilogueGradientSplitsPlanesAcrossEnoughWarps) {
@@ -413,7 +419,7 @@ TEST(CudaKernels, EpilogueMatchesTheComposedReferenceInEveryPrecision) {
       const bool full = precision.type == at::kFloat;
       const std::string where = c.name + ", " + layout_name(layout) + ", " + c10::toString(precision.type);
       const int64_t lanes = 16 / on_gpu.x.element_size();
-      const int64_t packed_dim = layout == at::MemoryFormat::ChannelsLast ? c.x_shape[1] : c.x_shape[2] * c.x_shape[3];
+      const int64_t packed_dim = kernels::epilogue_channels_last(on_gpu.x) ? c.x_shape[1] : c.x_shape[2] * c.x_shape[3];
       EXPECT_EQ(kernels::conv_epilogue_runs_fused(on_gpu.x, on_gpu.noise, ops::Impl::Fast), packed_dim % lanes == 0)
           << where;
       const auto kernel = derivatives(c, on_gpu, ops::Impl::Fast, precision.type, full);
