@@ -84,6 +84,31 @@ struct EpilogueLaunch {
   bool channels_last = false;
 };
 
+// The launch's per-plane and per-pixel values, for the CPU kernel and the CUDA kernels alike.
+// The noise strength, 0 without noise.
+SG2_HOST_DEVICE float strength_of(const EpilogueLaunch& job) {
+  return job.noise != nullptr ? *job.noise_strength : 0.0f;
+}
+
+// The plane's demodulation coefficient, bias and noise strength.
+template <typename Index>
+SG2_HOST_DEVICE EpiloguePlane epilogue_plane(const EpilogueLaunch& job, Index plane) {
+  const float bias = job.bias != nullptr ? job.bias[plane % static_cast<Index>(job.channels)] : 0.0f;
+  return {job.demod[plane], bias, strength_of(job)};
+}
+
+// Where the noise of sample `sample` starts.
+template <typename Index>
+SG2_HOST_DEVICE Index epilogue_noise_start(const EpilogueLaunch& job, Index sample) {
+  return sample * static_cast<Index>(job.noise_batch_stride);
+}
+
+// The noise at `pixel` of sample n (0 without noise): one value for a channels_last pixel's channels.
+template <typename Index>
+SG2_HOST_DEVICE float pixel_noise(const EpilogueLaunch& job, Index n, Index pixel) {
+  return job.noise != nullptr ? job.noise[epilogue_noise_start(job, n) + pixel] : 0.0f;
+}
+
 // What the epilogue's gradient sums over a plane, with g = dy * slope(y) the gradient of the
 // pre-activation: g * x (the plane's demodulation coefficient's gradient), g (the bias's, once
 // summed over the batch) and g * noise (the noise strength's, once summed over every plane).

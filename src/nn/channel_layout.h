@@ -59,23 +59,34 @@ inline at::Tensor aligned(const at::Tensor& t) {
 // t contiguous, its memory starting on a pack boundary.
 inline at::Tensor contiguous_aligned(const at::Tensor& t) { return aligned(t.contiguous()); }
 
+// Whether the epilogue's kernels take x's layout: [N, C, H, W], contiguous or channels_last.
+inline bool epilogue_takes_layout(const at::Tensor& x) {
+  return x.dim() == 4 && (x.is_contiguous() || x.is_contiguous(at::MemoryFormat::ChannelsLast));
+}
+
 // Whether the epilogue's kernels see x's memory as NHWC: channels_last and not also contiguous
 // (one channel, or one pixel, is both, and runs as NCHW).
 inline bool epilogue_channels_last(const at::Tensor& x) {
   return !x.is_contiguous() && x.is_contiguous(at::MemoryFormat::ChannelsLast);
 }
 
-// The epilogue's kernels' view of t (x contiguous NCHW or channels_last); the caller sets out, and
-// dy, y and sums for the gradient, all laid out as x.
-inline EpilogueLaunch epilogue_launch(const EpilogueTensors& t) {
+// The launch's layout and shape from x (epilogue_takes_layout), and x itself.
+inline EpilogueLaunch epilogue_launch_for(const at::Tensor& x) {
   EpilogueLaunch job;
-  job.channels_last = epilogue_channels_last(t.x);
-  job.x = t.x.data_ptr();
+  job.channels_last = epilogue_channels_last(x);
+  job.x = x.data_ptr();
+  job.channels = x.size(1);
+  job.planes = x.size(0) * job.channels;
+  job.plane_elements = x.size(2) * x.size(3);
+  return job;
+}
+
+// The epilogue's kernels' view of t; the caller sets out, and dy, y and sums for the gradient, all
+// laid out as x.
+inline EpilogueLaunch epilogue_launch(const EpilogueTensors& t) {
+  EpilogueLaunch job = epilogue_launch_for(t.x);
   job.demod = t.demod.data_ptr<float>();
   job.bias = t.bias.defined() ? t.bias.data_ptr<float>() : nullptr;
-  job.channels = t.x.size(1);
-  job.planes = t.x.size(0) * job.channels;
-  job.plane_elements = t.x.size(2) * t.x.size(3);
   if (t.noise.defined()) {
     job.noise = t.noise.data_ptr<float>();
     job.noise_strength = t.noise_strength.data_ptr<float>();

@@ -133,8 +133,7 @@ at::Tensor conv_epilogue(const at::Tensor& x, const at::Tensor& demod, const at:
 }  // namespace
 
 bool conv_epilogue_runs_fused(const at::Tensor& x, const at::Tensor& noise, ops::Impl impl) {
-  if (!runs_kernel(impl, x) || x.dim() != 4) return false;
-  if (!x.is_contiguous() && !x.is_contiguous(at::MemoryFormat::ChannelsLast)) return false;
+  if (!runs_kernel(impl, x) || !epilogue_takes_layout(x)) return false;
   if (noise.defined() && noise.requires_grad()) return false;  // the kernels give the noise no gradient
 #if SG2_CUDA_KERNELS
   if (x.is_cuda()) return gpu::epilogue_runs_packed(x);

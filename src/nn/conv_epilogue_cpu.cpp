@@ -33,16 +33,8 @@ struct EpilogueJob {
   }
   float* out_row(int64_t row) const { return static_cast<float*>(launch.out) + row * launch.channels; }
   const float* biases() const { return launch.bias != nullptr ? launch.bias : zeros; }
-  float pixel_noise(int64_t n, int64_t pixel) const {
-    return launch.noise != nullptr ? launch.noise[n * launch.noise_batch_stride + pixel] : 0.0f;
-  }
-  float strength() const { return launch.noise != nullptr ? *launch.noise_strength : 0.0f; }
-  EpiloguePlane plane(int64_t p) const {
-    const float bias = launch.bias != nullptr ? launch.bias[p % launch.channels] : 0.0f;
-    return {launch.demod[p], bias, strength()};
-  }
   const float* noise_plane(int64_t p) const {
-    return launch.noise != nullptr ? launch.noise + (p / launch.channels) * launch.noise_batch_stride : zeros;
+    return launch.noise != nullptr ? launch.noise + epilogue_noise_start(launch, p / launch.channels) : zeros;
   }
   float* out_plane(int64_t p) const { return static_cast<float*>(launch.out) + p * launch.plane_elements; }
 };
@@ -51,7 +43,7 @@ SG2_INLINE_IN_CLONES void forward_planes_at_this_level(const EpilogueJob& job, i
   const ActivationParams a = job.a;  // a copy: no store below can change it, so the loops vectorise
   const int64_t n = job.launch.plane_elements;
   for (int64_t p = begin; p < end; ++p) {
-    const EpiloguePlane plane = job.plane(p);
+    const EpiloguePlane plane = epilogue_plane(job.launch, p);
     const float *x = job.plane_of(job.launch.x, p), *noise = job.noise_plane(p);
     float* y = job.out_plane(p);
     for (int64_t i = 0; i < n; ++i) y[i] = epilogue_element(x[i], noise[i], plane, a);
@@ -123,12 +115,12 @@ SG2_INLINE_IN_CLONES void gradient_planes_at_this_level(const EpilogueJob& job, 
 SG2_INLINE_IN_CLONES void forward_rows_at_this_level(const EpilogueJob& job, int64_t begin, int64_t end) {
   const ActivationParams a = job.a;
   const int64_t channels = job.launch.channels, pixels = job.launch.plane_elements;
-  const float strength = job.strength();
+  const float strength = strength_of(job.launch);
   const float* bias = job.biases();
   for (int64_t row = begin; row < end; ++row) {
     const int64_t n = row / pixels;
     const float *x = job.row_of(job.launch.x, row), *demod = job.launch.demod + n * channels;
-    const float noise = job.pixel_noise(n, row - n * pixels);
+    const float noise = pixel_noise(job.launch, n, row - n * pixels);
     float* y = job.out_row(row);
     for (int64_t c = 0; c < channels; ++c) {
       y[c] = epilogue_element(x[c], noise, EpiloguePlane{demod[c], bias[c], strength}, a);
@@ -173,7 +165,7 @@ SG2_INLINE_IN_CLONES void gradient_pixel_runs_at_this_level(const EpilogueJob& j
     const int64_t n = task / runs, first = (task - n * runs) * kRunPixels;
     ChannelSums sums(channels);
     for (int64_t pixel = first; pixel < std::min(pixels, first + kRunPixels); ++pixel) {
-      gradient_row(job, n * pixels + pixel, job.launch.demod + n * channels, job.pixel_noise(n, pixel), sums);
+      gradient_row(job, n * pixels + pixel, job.launch.demod + n * channels, pixel_noise(job.launch, n, pixel), sums);
     }
     float* out = job.launch.sums + task * channels * 3;
     for (int64_t c = 0; c < channels; ++c) {

@@ -17,8 +17,12 @@
 
 namespace sg2::nn::cuda {
 
+using kernels::epilogue_noise_start;
+using kernels::epilogue_plane;
 using kernels::EpiloguePlane;
 using kernels::EpilogueSums;
+using kernels::pixel_noise;
+using kernels::strength_of;
 
 inline int64_t element_bytes(ElementType type) { return type == ElementType::Float32 ? 4 : 2; }
 
@@ -72,24 +76,6 @@ template <typename Index>
 SG2_HOST_DEVICE Run<Index> chunk_run(Index count, Index chunks, Index chunk) {
   const Index size = (count + chunks - 1) / chunks, begin = chunk * size;
   return {begin, begin + size < count ? begin + size : count};
-}
-
-// The noise strength, 0 without noise.
-SG2_HOST_DEVICE float strength_of(const EpilogueLaunch& job) {
-  return job.noise != nullptr ? *job.noise_strength : 0.0f;
-}
-
-// The plane's demodulation coefficient, bias and noise strength.
-template <typename Index>
-SG2_HOST_DEVICE EpiloguePlane epilogue_plane(const EpilogueLaunch& job, Index plane) {
-  const float bias = job.bias != nullptr ? job.bias[plane % static_cast<Index>(job.channels)] : 0.0f;
-  return {job.demod[plane], bias, strength_of(job)};
-}
-
-// Where the noise of sample `sample` starts.
-template <typename Index>
-SG2_HOST_DEVICE Index epilogue_noise_start(const EpilogueLaunch& job, Index sample) {
-  return sample * static_cast<Index>(job.noise_batch_stride);
 }
 
 // Lanes noise values from offset, or zeros without noise.
@@ -150,12 +136,6 @@ SG2_HOST_DEVICE void channel_coefficients(const EpilogueLaunch& job, Index n, In
   memory.load_floats(job.demod, n * static_cast<Index>(job.channels) + c0, demod);
   if (job.bias != nullptr) return memory.load_floats(job.bias, c0, bias);
   for (int k = 0; k < Lanes; ++k) bias[k] = 0.0f;
-}
-
-// channels_last: the noise at `pixel` of sample n (0 without noise).
-template <typename Index>
-SG2_HOST_DEVICE float pixel_noise(const EpilogueLaunch& job, Index n, Index pixel) {
-  return job.noise != nullptr ? job.noise[epilogue_noise_start(job, n) + pixel] : 0.0f;
 }
 
 // channels_last: the forward pass on pack `pack`, Lanes channels of one pixel: its row (sample and

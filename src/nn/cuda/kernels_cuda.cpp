@@ -83,15 +83,8 @@ at::Tensor bias_act_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const 
 }
 
 bool epilogue_runs_packed(const at::Tensor& x) {
-  if (!supported(x) || x.dim() != 4) return false;
-  if (!x.is_contiguous() && !x.is_contiguous(at::MemoryFormat::ChannelsLast)) return false;
-  cuda::EpilogueLaunch job;
-  job.channels_last = epilogue_channels_last(x);
-  job.x = x.data_ptr();
-  job.channels = x.size(1);
-  job.planes = x.size(0) * x.size(1);
-  job.plane_elements = x.size(2) * x.size(3);
-  return cuda::epilogue_runs_in_lanes(job, element_type(x));
+  if (!supported(x) || !epilogue_takes_layout(x)) return false;
+  return cuda::epilogue_runs_in_lanes(epilogue_launch_for(x), element_type(x));
 }
 
 at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const cuda::ActivationParams& a) {
