@@ -5,6 +5,10 @@
 #include "sg2/core/enum_names.h"
 #include "sg2/core/error.h"
 
+#include <c10/util/Exception.h>
+#include <spdlog/spdlog.h>
+#include <torch/version.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -180,9 +184,79 @@ HostSyncAllowed::HostSyncAllowed() : previous_(current_host_sync_check()) { set_
 
 HostSyncAllowed::~HostSyncAllowed() { set_host_sync_check(previous_); }
 
-// LibTorch's message (c10::cuda::warn_or_error_on_sync), the same in 1.x and 2.x.
-bool is_host_sync_error(const std::exception& e) {
-  return std::strstr(e.what(), "called a synchronizing CUDA operation") != nullptr;
+namespace {
+
+// LibTorch's message (c10::cuda::warn_or_error_on_sync) as warning and as error, the same in 1.x and 2.x.
+constexpr const char* kHostSyncMessage = "called a synchronizing CUDA operation";
+
+bool is_host_sync_message(const std::string& message) { return message.find(kHostSyncMessage) != std::string::npos; }
+
+// Counts LibTorch's host synchronisation warnings raised on this thread while it is installed (the
+// autograd engine replays its device threads' warnings on the thread that ran backward) and passes
+// every other warning on to the handler before it. LibTorch 2.x hands a handler a c10::Warning,
+// 1.13 its parts.
+class HostSyncWarningCounter : public c10::WarningHandler {
+ public:
+  HostSyncWarningCounter() : previous_(current_handler()) { install(this); }
+  ~HostSyncWarningCounter() override { install(previous_); }
+  HostSyncWarningCounter(const HostSyncWarningCounter&) = delete;
+  HostSyncWarningCounter& operator=(const HostSyncWarningCounter&) = delete;
+
+  int64_t count() const { return count_; }
+
+#if TORCH_VERSION_MAJOR >= 2
+  void process(const c10::Warning& warning) override {
+    if (is_host_sync_message(warning.msg())) return void(++count_);
+    previous_->process(warning);
+  }
+
+ private:
+  static c10::WarningHandler* current_handler() { return c10::WarningUtils::get_warning_handler(); }
+  static void install(c10::WarningHandler* handler) { c10::WarningUtils::set_warning_handler(handler); }
+#else
+  void process(const c10::SourceLocation& where, const std::string& message, const bool verbatim) override {
+    if (is_host_sync_message(message)) return void(++count_);
+    previous_->process(where, message, verbatim);
+  }
+
+ private:
+  static c10::WarningHandler* current_handler() { return c10::Warning::get_warning_handler(); }
+  static void install(c10::WarningHandler* handler) { c10::Warning::set_warning_handler(handler); }
+#endif
+
+  c10::WarningHandler* previous_;
+  int64_t count_ = 0;
+};
+
+constexpr const char* kHostSyncCauses = "an op such as .item(), a blocking copy between host and device, nonzero or "
+                                        "a synchronize";
+
+void warn_of_host_syncs(const std::string& what, const at::Device& device, int64_t calls) {
+  spdlog::warn("{} made the host wait for {} {} time{} (run.host_sync_check = warn): {}; run.host_sync_check = "
+               "error stops at the first, and TORCH_SHOW_CPP_STACKTRACES=1 adds its stack",
+               what, device.str(), calls, calls == 1 ? "" : "s", kHostSyncCauses);
+}
+
+}  // namespace
+
+bool is_host_sync_error(const std::exception& e) { return std::strstr(e.what(), kHostSyncMessage) != nullptr; }
+
+void run_checked_for_host_sync(HostSyncCheck check, const std::string& what, const at::Device& device,
+                               const std::function<void()>& part) {
+  const HostSyncScope scope(check);
+  try {
+    if (check != HostSyncCheck::Warn) return part();
+    const HostSyncWarningCounter warnings;
+    part();
+    if (warnings.count() > 0) warn_of_host_syncs(what, device, warnings.count());
+  } catch (const std::exception& e) {
+    if (!is_host_sync_error(e)) throw;
+    const std::string detail = e.what();
+    const size_t stack = detail.find('\n');
+    SG2_FAIL("{} made the host wait for {} (run.host_sync_check = error): {}; TORCH_SHOW_CPP_STACKTRACES=1 shows "
+             "its stack{}",
+             what, device.str(), kHostSyncCauses, stack == std::string::npos ? "" : detail.substr(stack));
+  }
 }
 
 }  // namespace sg2

@@ -281,19 +281,8 @@ void Trainer::step() {
   progress_.batch_idx += 1;
 }
 
-// LibTorch's error for a host synchronisation says neither where nor what to do; this one does.
 void Trainer::checked_for_host_sync(const std::string& what, const std::function<void()>& part) {
-  const HostSyncScope scope(host_sync_check_);
-  try {
-    part();
-  } catch (const std::exception& e) {
-    if (!is_host_sync_error(e)) throw;
-    const std::string detail = e.what();
-    const size_t stack = detail.find('\n');
-    SG2_FAIL("{} made the host wait for {} (run.host_sync_check = error): an op such as .item(), a blocking copy "
-             "between host and device, nonzero or a synchronize; TORCH_SHOW_CPP_STACKTRACES=1 shows its stack{}",
-             what, device_.str(), stack == std::string::npos ? "" : detail.substr(stack));
-  }
+  run_checked_for_host_sync(host_sync_check_, what, device_, part);
 }
 
 // A batch in pageable memory is copied to the GPU through a staging buffer while the host waits,

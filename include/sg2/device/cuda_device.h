@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -81,5 +82,12 @@ class HostSyncAllowed {
 
 // Whether `e` is the error LibTorch throws under HostSyncCheck::Error.
 bool is_host_sync_error(const std::exception& e);
+
+// Runs `part` of a training step under `check` and says which part made the host wait for
+// `device`. Error: an error naming `what` replaces LibTorch's, which names neither the part nor
+// what to do. Warn: one warning naming `what` and how many calls waited replaces LibTorch's
+// warning per call, which says nothing of where; other warnings pass on unchanged.
+void run_checked_for_host_sync(HostSyncCheck check, const std::string& what, const at::Device& device,
+                               const std::function<void()>& part);
 
 }  // namespace sg2

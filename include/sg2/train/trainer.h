@@ -89,7 +89,7 @@ class Trainer {
   void average_running_means();         // dist.rng = rank, once per step
   void apply_deferred_running_means();  // dist.rng = global, once per phase
   void run_phase_unchecked(size_t phase_index, const StepInputs& inputs);
-  // Runs `part` of a step under run.host_sync_check; its error names `what`.
+  // Runs `part` of a step under run.host_sync_check; its error or warning names `what`.
   void checked_for_host_sync(const std::string& what, const std::function<void()>& part);
   void check_batch_is_pinned(const data::Batch& batch) const;
 

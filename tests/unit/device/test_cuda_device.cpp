@@ -1,7 +1,15 @@
 // The device module answers on every build: with a GPU, without one, without CUDA at all.
 #include "sg2/device/cuda_device.h"
 
+#include "sg2/core/error.h"
+
+#include <c10/util/Exception.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+#include <torch/version.h>
+
+#include <sstream>
 
 #if SG2_TORCH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
@@ -85,6 +93,58 @@ TEST(HostSyncCheck, AScopeSetsTheCheckAndRestoresTheOneBefore) {
   EXPECT_EQ(current_host_sync_check(), HostSyncCheck::Off);
 }
 
+// What spdlog's default logger writes while it lives.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text_);
+    sink->set_pattern("%v");
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+// The messages of the c10 warnings raised on this thread while it is installed.
+class WarningRecorder : public c10::WarningHandler {
+ public:
+#if TORCH_VERSION_MAJOR >= 2
+  WarningRecorder() : guard_(this) {}
+  void process(const c10::Warning& warning) override { messages.push_back(warning.msg()); }
+  c10::WarningUtils::WarningHandlerGuard guard_;
+#else
+  WarningRecorder() : guard_(this) {}
+  void process(const c10::SourceLocation&, const std::string& message, const bool) override {
+    messages.push_back(message);
+  }
+  c10::Warning::WarningHandlerGuard guard_;
+#endif
+  std::vector<std::string> messages;
+};
+
+// Whatever the build, a checked part runs, and an error that is not a host synchronisation passes
+// through unchanged; other warnings reach the handler before, in Warn mode as well.
+TEST(HostSyncCheck, ACheckedPartRunsAndPassesOtherErrorsAndWarningsOn) {
+  const at::Device gpu(at::kCUDA, 0);
+  const WarningRecorder recorder;
+  for (const HostSyncCheck check : {HostSyncCheck::Off, HostSyncCheck::Warn, HostSyncCheck::Error}) {
+    int runs = 0;
+    run_checked_for_host_sync(check, "Gmain", gpu, [&] {
+      ++runs;
+      TORCH_WARN("an unrelated warning");
+    });
+    EXPECT_EQ(runs, 1);
+    EXPECT_THROW(run_checked_for_host_sync(check, "Gmain", gpu, [] { throw std::out_of_range("no"); }),
+                 std::out_of_range);
+  }
+  EXPECT_EQ(recorder.messages, std::vector<std::string>(3, "an unrelated warning"));
+  EXPECT_EQ(current_host_sync_check(), HostSyncCheck::Off);
+}
+
 #if SG2_TORCH_CUDA
 // LibTorch's own hook, which every synchronizing CUDA op calls (no GPU needed to call it): it
 // throws under Error only, and is_host_sync_error recognises what it throws.
@@ -116,6 +176,48 @@ TEST(HostSyncCheck, AllowedLiftsTheCheckForItsLifetimeOnly) {
   EXPECT_EQ(current_host_sync_check(), HostSyncCheck::Error);
   EXPECT_THROW(c10::cuda::warn_or_error_on_sync(), std::exception);
 }
+
+// Warn: LibTorch's warning per waiting call becomes one warning that names the part and counts the
+// calls; other warnings still reach the handler before, which is back afterwards.
+TEST(HostSyncCheck, WarnNamesThePartAndCountsItsWaits) {
+  const WarningRecorder recorder;
+  const LogCapture log;
+  run_checked_for_host_sync(HostSyncCheck::Warn, "Greg", at::Device(at::kCUDA, 0), [] {
+    c10::cuda::warn_or_error_on_sync();
+    TORCH_WARN("an unrelated warning");
+    c10::cuda::warn_or_error_on_sync();
+  });
+  EXPECT_NE(log.text().find("Greg made the host wait for cuda:0 2 times (run.host_sync_check = warn): an op such "
+                            "as .item()"),
+            std::string::npos)
+      << log.text();
+  run_checked_for_host_sync(HostSyncCheck::Warn, "Dmain", at::Device(at::kCUDA, 0), [] {});
+  EXPECT_EQ(log.text().find("Dmain"), std::string::npos) << log.text();
+  EXPECT_EQ(recorder.messages, std::vector<std::string>{"an unrelated warning"});
+  {
+    const HostSyncScope warn(HostSyncCheck::Warn);
+    c10::cuda::warn_or_error_on_sync();  // outside a checked part: LibTorch's own warning
+  }
+  ASSERT_EQ(recorder.messages.size(), 2u);
+  EXPECT_NE(recorder.messages[1].find("called a synchronizing CUDA operation"), std::string::npos);
+}
+
+// Error: the first waiting call fails the part, with an error that names it and what to look for.
+TEST(HostSyncCheck, ErrorNamesThePart) {
+  try {
+    run_checked_for_host_sync(HostSyncCheck::Error, "the G_ema update", at::Device(at::kCUDA, 0), [] {
+      c10::cuda::warn_or_error_on_sync();
+      FAIL() << "the part went on after a host synchronisation under Error";
+    });
+    FAIL() << "no error under HostSyncCheck::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the G_ema update made the host wait for cuda:0 (run.host_sync_check = "
+                                         "error): an op such as .item()"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(current_host_sync_check(), HostSyncCheck::Off);
+}
 #endif
 
 // On a GPU, the ops themselves: .item() of a CUDA tensor throws under Error, not outside it.
@@ -133,6 +235,10 @@ TEST(HostSyncCheck, AnItemOfACudaTensorThrowsInsideTheScopeOnly) {
     }
   }
   EXPECT_EQ(x.sum().item<float>(), 4.0f);
+  const LogCapture log;
+  run_checked_for_host_sync(HostSyncCheck::Warn, "Gmain", x.device(), [&] { (void)x.sum().item<float>(); });
+  EXPECT_NE(log.text().find("Gmain made the host wait for " + x.device().str() + " 1 time "), std::string::npos)
+      << log.text();
 }
 
 }  // namespace
