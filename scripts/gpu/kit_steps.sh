@@ -68,14 +68,18 @@ record_step() {  # record_step NAME LIMIT COMMAND...
   echo "=== $name: exit $rc after $seconds s" >> "$log"
 }
 
-says() {  # says PATTERN COMMAND...: runs it; fails when it fails or never prints PATTERN
-  local pattern=$1 output rc=0
-  shift
+# Runs COMMAND and prints its output; fails when it fails, or when PATTERN is not as wanted in it.
+output_has() {  # output_has yes|no PATTERN COMMAND...
+  local want=$1 pattern=$2 output rc=0 found=no
+  shift 2
   output=$("$@" 2>&1) || rc=$?
   printf '%s\n' "$output"
   [ "$rc" -eq 0 ] || return "$rc"
-  grep -q -- "$pattern" <<< "$output" || { echo "says: no '$pattern' in the output of $1"; return 1; }
+  grep -q -- "$pattern" <<< "$output" && found=yes
+  [ "$found" = "$want" ] || { echo "output_has: '$pattern' found: $found, wanted: $want (in the output of $1)"; return 1; }
 }
+says() { output_has yes "$@"; }   # says PATTERN COMMAND...: fails when it fails or never prints PATTERN
+lacks() { output_has no "$@"; }   # lacks PATTERN COMMAND...: fails when it fails or prints PATTERN
 
 skip() {  # skip NAME REASON
   echo "| $1 | skipped | | $2 |" >> "$summary"

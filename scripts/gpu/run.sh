@@ -12,7 +12,7 @@
 # short fashion32 training on the GPU, the same through the NCCL backend, resume on the GPU, on the CPU from the GPU snapshot and back,
 # FID of that snapshot on the GPU against the CPU,
 # mixed precision with train.batch_gpu auto, the same channels_last, the same without a host synchronisation in a
-# step, one copy each of libnccl and libcudart in a process,
+# step (under run.host_sync_check warn, then error), one copy each of libnccl and libcudart in a process,
 # the training bench and the comm bench. Then, in a second call on the same warm machine:
 #   scripts/bench/gpu_vs_reference.sh   # this project against stylegan2-ada-pytorch (issue 13)
 set -uo pipefail
@@ -83,13 +83,18 @@ step train_mixed_precision_batch_auto "$trainer" "${mixed[@]}" --outdir "$work/r
 # The same with the reduced-precision blocks channels_last (run.channels_last reduced), as the log says.
 step train_channels_last says "channels_last in $precision" "$trainer" "${mixed[@]}" --outdir "$work/runs-nhwc" \
     --run.channels_last reduced
-# No LibTorch op inside a step makes the host wait for the GPU (run.host_sync_check error: such an op
-# throws), in the same precision, through the NCCL backend's reducer on the GPU. The log's Compute
-# line says the check is on (a LibTorch without CUDA, which cannot check, says so instead).
+# No LibTorch op inside a step makes the host wait for the GPU, in the same precision, through the
+# NCCL backend's reducer on the GPU: run.host_sync_check warn names every part of a step that waits
+# and counts its waits (none may be logged); error throws at the first, with its stack. The log's
+# Compute line says the check is on (a LibTorch without CUDA, which cannot check, says so instead).
 sync_backend=()
 [ "$mode" = gpu ] && sync_backend=(--dist.backend nccl)
-step train_without_host_sync says "host synchronisation in a step: error" "$trainer" "${mixed[@]}" \
-    --outdir "$work/runs-sync" --run.channels_last reduced --run.host_sync_check error "${sync_backend[@]}"
+step train_host_sync_warnings says "host synchronisation in a step: warn" lacks "made the host wait" "$trainer" \
+    "${mixed[@]}" --outdir "$work/runs-sync-warn" --run.channels_last reduced --run.host_sync_check warn \
+    "${sync_backend[@]}"
+step train_without_host_sync says "host synchronisation in a step: error" env TORCH_SHOW_CPP_STACKTRACES=1 \
+    "$trainer" "${mixed[@]}" --outdir "$work/runs-sync" --run.channels_last reduced --run.host_sync_check error \
+    "${sync_backend[@]}"
 step one_copy_of_each_library check_single_library_copies "$build/bin/stylegan2_bench" comm --run.device "$device" \
     --max-bytes 1048576 --iters 2 --warmup 1
 # upfirdn2d and bias_act at config-f's shapes at 256x256 (float16 with the clamp of the reference's
