@@ -85,13 +85,14 @@ step train_channels_last says "channels_last in $precision" "$trainer" "${mixed[
     --run.channels_last reduced
 # No LibTorch op inside a step makes the host wait for the GPU, in the same precision, through the
 # NCCL backend's reducer on the GPU: run.host_sync_check warn names every part of a step that waits
-# and counts its waits (none may be logged); error throws at the first, with its stack. The log's
-# Compute line says the check is on (a LibTorch without CUDA, which cannot check, says so instead).
+# and counts its waits, and a batch in pageable memory (none may be logged); error throws at the
+# first, with its stack. The log's Compute line says the check is on (a LibTorch without CUDA, which
+# cannot check, says so instead).
 sync_backend=()
 [ "$mode" = gpu ] && sync_backend=(--dist.backend nccl)
-step train_host_sync_warnings says "host synchronisation in a step: warn" lacks "made the host wait" "$trainer" \
-    "${mixed[@]}" --outdir "$work/runs-sync-warn" --run.channels_last reduced --run.host_sync_check warn \
-    "${sync_backend[@]}"
+step train_host_sync_warnings says "host synchronisation in a step: warn" \
+    lacks "made the host wait\|waits for the host" "$trainer" "${mixed[@]}" --outdir "$work/runs-sync-warn" \
+    --run.channels_last reduced --run.host_sync_check warn "${sync_backend[@]}"
 step train_without_host_sync says "host synchronisation in a step: error" env TORCH_SHOW_CPP_STACKTRACES=1 \
     "$trainer" "${mixed[@]}" --outdir "$work/runs-sync" --run.channels_last reduced --run.host_sync_check error \
     "${sync_backend[@]}"

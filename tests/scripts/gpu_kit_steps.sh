@@ -2,7 +2,8 @@
 # The GPU kit's step machinery (scripts/gpu/kit_steps.sh), which a GPU session cannot afford to
 # debug: a step over its time limit is stopped with what it started, the steps left once the budget
 # is spent are skipped, a step that sets the environment of later ones runs in the kit's shell, the
-# summary counts the failures, and fid_matches_cpu passes equal values and fails others.
+# summary counts the failures, says and lacks check a step's output for a pattern (the kit nests
+# them), and fid_matches_cpu passes equal values and fails others.
 #   tests/scripts/gpu_kit_steps.sh SOURCE_DIR
 set -uo pipefail
 cd "$1"
@@ -34,6 +35,11 @@ chmod +x "$work/fake_metrics"
   step sees_env bash -c '[ "$SG2_KIT_TEST_VALUE" = 1 ]'
   step said says "hello" echo hello world
   step not_said says "absent" echo hello world
+  step lacked lacks "absent\|missing" echo hello world
+  step not_lacked lacks "absent\|world" echo hello world
+  step said_and_lacked says "hello" lacks "absent" echo hello world
+  step said_not_lacked says "hello" lacks "world" echo hello world
+  step lacked_but_failed lacks "absent" false
   FID_cuda=101.5 FID_cpu=100 step fid_close fid_matches_cpu "$work/fake_metrics" snapshot detector cuda "$work"
   FID_cuda=110 FID_cpu=100 step fid_far fid_matches_cpu "$work/fake_metrics" snapshot detector cuda "$work"
   FID_cuda=nan FID_cpu=100 step fid_nan fid_matches_cpu "$work/fake_metrics" snapshot detector cuda "$work"
@@ -45,8 +51,8 @@ chmod +x "$work/fake_metrics"
 status=$?
 summary=$work/out/summary.md
 cat "$summary"
-[ "$status" -eq 5 ] && echo "ok: the exit code counts the 5 failed steps" ||
-  { echo "FAILED: exit $status, expected 5 failed steps"; failures=$((failures + 1)); }
+[ "$status" -eq 8 ] && echo "ok: the exit code counts the 8 failed steps" ||
+  { echo "FAILED: exit $status, expected 8 failed steps"; failures=$((failures + 1)); }
 expect "a step within its limit" "| quick | ok |" "$summary"
 expect "a step over its limit is stopped" "| over_its_limit | FAILED (stopped at its time limit) |" "$summary"
 kill -0 "$(cat "$work/child")" 2> /dev/null &&
@@ -55,6 +61,11 @@ expect "a failing step" "| fails | FAILED (exit 1) |" "$summary"
 expect "a step in the kit's shell sets the environment of later ones" "| sees_env | ok |" "$summary"
 expect "says passes when the output has the pattern" "| said | ok |" "$summary"
 expect "says fails when it has not" "| not_said | FAILED (exit 1) |" "$summary"
+expect "lacks passes when the output has none of the patterns" "| lacked | ok |" "$summary"
+expect "lacks fails when it has one" "| not_lacked | FAILED (exit 1) |" "$summary"
+expect "says of lacks passes when both hold" "| said_and_lacked | ok |" "$summary"
+expect "says of lacks fails when lacks does" "| said_not_lacked | FAILED (exit 1) |" "$summary"
+expect "lacks fails when its command fails" "| lacked_but_failed | FAILED (exit 1) |" "$summary"
 expect "FIDs within 3 % pass" "| fid_close | ok |" "$summary"
 expect "FIDs 10 % apart fail" "| fid_far | FAILED (exit 1) |" "$summary"
 expect "a NaN FID fails" "| fid_nan | FAILED (exit 1) |" "$summary"
