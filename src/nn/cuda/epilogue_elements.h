@@ -86,6 +86,23 @@ SG2_HOST_DEVICE void epilogue_noise(const EpilogueLaunch& job, Index offset, con
   for (int k = 0; k < Lanes; ++k) noise[k] = 0.0f;
 }
 
+// The gradient on pack `pack` in either layout, its coefficients given per lane: g = dy * slope(y)
+// into add_sums(k, g, x), then dx = g * demod(k) stored through memory.store_dx.
+template <int Lanes, typename Index, typename Memory, typename Demod, typename AddSums>
+SG2_HOST_DEVICE void epilogue_grad_pack(const ActivationParams& a, Index pack, const Memory& memory, Demod demod,
+                                        AddSums add_sums) {
+  float g[Lanes], y[Lanes], x[Lanes];
+  memory.load_dy(pack, g);
+  memory.load_y(pack, y);
+  memory.load_x(pack, x);
+  for (int k = 0; k < Lanes; ++k) {
+    g[k] *= activation_slope(y[k], a);
+    add_sums(k, g[k], x[k]);
+    g[k] *= demod(k);
+  }
+  memory.store_dx(pack, g);
+}
+
 // NCHW: the forward pass on pack `pack` of Lanes elements, as one thread of its kernel runs it: the
 // pack's plane (one division), then epilogue_element on each; the values are left in v.
 template <int Lanes, typename Index, typename Memory>
@@ -114,17 +131,11 @@ SG2_HOST_DEVICE EpilogueSums epilogue_grad_lane(const EpilogueLaunch& job, const
   const float demod = job.demod[plane];
   EpilogueSums sums;
   for (Index k = run.begin + lane; k < run.end; k += warp_size) {
-    float g[Lanes], y[Lanes], x[Lanes], noise[Lanes];
-    memory.load_dy(first_pack + k, g);
-    memory.load_y(first_pack + k, y);
-    memory.load_x(first_pack + k, x);
+    float noise[Lanes];
     epilogue_noise(job, noise_start + k * Lanes, memory, noise);
-    for (int j = 0; j < Lanes; ++j) {
-      g[j] *= activation_slope(y[j], a);
-      sums.add(g[j], x[j], noise[j]);
-      g[j] *= demod;
-    }
-    memory.store_dx(first_pack + k, g);
+    epilogue_grad_pack<Lanes>(
+        a, first_pack + k, memory, [demod](int) { return demod; },
+        [&](int j, float g, float x) { sums.add(g, x, noise[j]); });
   }
   return sums;
 }
@@ -168,18 +179,10 @@ SG2_HOST_DEVICE void epilogue_grad_pixels(const EpilogueLaunch& job, const Activ
   float demod[Lanes];
   memory.load_floats(job.demod, n * static_cast<Index>(job.channels) + channel_pack * Lanes, demod);
   for (Index pixel = run.begin + row_group; pixel < run.end; pixel += row_groups) {
-    const Index pack = (n * pixels + pixel) * packs_per_pixel + channel_pack;
-    float g[Lanes], y[Lanes], x[Lanes];
-    memory.load_dy(pack, g);
-    memory.load_y(pack, y);
-    memory.load_x(pack, x);
     const float noise = pixel_noise(job, n, pixel);
-    for (int k = 0; k < Lanes; ++k) {
-      g[k] *= activation_slope(y[k], a);
-      sums[k].add(g[k], x[k], noise);
-      g[k] *= demod[k];
-    }
-    memory.store_dx(pack, g);
+    epilogue_grad_pack<Lanes>(
+        a, (n * pixels + pixel) * packs_per_pixel + channel_pack, memory, [&demod](int k) { return demod[k]; },
+        [&sums, noise](int k, float g, float x) { sums[k].add(g, x, noise); });
   }
 }
 
