@@ -2,7 +2,8 @@
 # The GPU compute term of the scaling model (issue 15, item 5): config-f at 256x256 (synthetic
 # data, the reference's mixed precision: num_fp16_res 4, conv_clamp 256) on one GPU at per-GPU
 # batches 4, 8, 16 and 32, then the gradient bucket layout. Writes $OUT/compute-b<B>.txt and
-# $OUT/layout-config-f-256.txt, for
+# $OUT/layout-config-f-256.txt, and the build's output and every run's errors to $OUT/gpu_compute_term.log;
+# a run that fails or passes SG2_RUN_LIMIT_S (default 150 s) is named there and the others still run; for
 #   scripts/bench/scaling_model predict-gpu $OUT/layout-config-f-256.txt --measured $OUT --measured-fabric H100
 #   OUT=$OUT scripts/bench/gpu_compute_term.sh [BUILD_DIR]     (the GPU kit's build: build-gpu)
 set -euo pipefail
@@ -11,16 +12,29 @@ build=${1:-${GPU_BUILD_DIR:-build-gpu}}
 out=${OUT:-$PWD/gpu-compute-term}
 device=${DEVICE:-cuda}
 mkdir -p "$out"
+log="$out/gpu_compute_term.log"
+: > "$log"
 if [ "$device" = cuda ]; then  # on a fresh machine as well: the kit's binaries, or a build
   source scripts/gpu/kit_steps.sh
-  ensure_build "$build" > "$out/build.log" 2>&1 || { echo "gpu_compute_term: no build in $build (see $out/build.log)" >&2; exit 1; }
+  ensure_build "$build" > "$log" 2>&1 || { echo "gpu_compute_term: no build in $build (see $log)" >&2; exit 1; }
 fi
+failures=0
+run() {  # run OUTPUT_FILE COMMAND...: stdout to the file, stderr and a failure to the log
+  local file=$1 status=0
+  shift
+  timeout --kill-after=5 "${SG2_RUN_LIMIT_S:-150}" "$@" > "$file" 2>> "$log" || status=$?
+  [ "$status" -ne 0 ] || return 0
+  failures=$((failures + 1))
+  echo "gpu_compute_term: FAILED (exit $status): $*" | tee -a "$log" >&2
+}
 config=(--config configs/config-f.yaml --data synthetic --data.resolution 256 --data.channels 3
         --run.device "$device" --G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256)
 for batch in ${BATCHES:-4 8 16 32}; do
   echo "== config-f 256, batch $batch"
-  "$build/bin/stylegan2_bench" "${config[@]}" --train.batch "$batch" --no-op-families --cycles 1 \
-      | tee "$out/compute-b$batch.txt" | grep -E "^(step|throughput)"
+  run "$out/compute-b$batch.txt" "$build/bin/stylegan2_bench" "${config[@]}" --train.batch "$batch" --no-op-families \
+      --cycles 1
+  grep -E "^(step|throughput)" "$out/compute-b$batch.txt" || true
 done
-"$build/bin/stylegan2_bench" comm "${config[@]}" --max-bytes 1048576 --iters 2 > "$out/layout-config-f-256.txt"
+run "$out/layout-config-f-256.txt" "$build/bin/stylegan2_bench" comm "${config[@]}" --max-bytes 1048576 --iters 2
 echo "== $out"
+[ "$failures" -eq 0 ] || { echo "gpu_compute_term: $failures run(s) failed (see $log)" >&2; exit 1; }

@@ -7,9 +7,12 @@
 #   - stylegan2_bench with the same precision and rounds, with train.batch_gpu auto, and each of
 #     those with the float16 blocks channels_last (run.channels_last reduced).
 # Prints every table and a summary of img/s, s/kimg, peak memory and ratios into
-# $OUT/gpu_vs_reference.log and .md (default gpu-results/). Needs .gpu-kit (scripts/gpu/prepare.sh): its
-# stylegan2-ada-pytorch checkout, and its prebuilt binaries or packages for a build into BUILD_DIR
-# where that has none (a fresh machine).
+# $OUT/gpu_vs_reference.log and .md (default gpu-results/), both written as each run goes, so a call
+# cut off by its time limit still returns what ran. Each run stops after SG2_BENCH_RUN_LIMIT_S (default
+# 240 s) or at what is left of SG2_BENCH_BUDGET_S (default 560 s, inside a device call's 600), the runs
+# after a spent budget are skipped, and the variant most likely fastest runs right after the reference.
+# Needs .gpu-kit (scripts/gpu/prepare.sh): its stylegan2-ada-pytorch checkout, and its prebuilt
+# binaries or packages for a build into BUILD_DIR where that has none (a fresh machine).
 #   scripts/bench/gpu_vs_reference.sh [BUILD_DIR] [REFERENCE_DIR]
 #   SG2_BENCH_PRESETS=config-f scripts/bench/gpu_vs_reference.sh   # one preset per call
 #   scripts/bench/gpu_vs_reference.sh --cpu-dry-run     # the same runs on the CPU, tiny and short
@@ -26,6 +29,10 @@ bench="$build/bin/stylegan2_bench"
 mkdir -p "$out"
 cases_dir=$(mktemp -d)  # each run's output; all of it also goes to the log (a device call returns 8 files)
 trap 'rm -rf "$cases_dir"' EXIT
+bench_start=$(date +%s)
+budget=${SG2_BENCH_BUDGET_S:-560}
+export PYTHONUNBUFFERED=1                              # the reference's lines reach the log as they come
+export TORCH_EXTENSIONS_DIR="$cases_dir/torch_extensions"  # its plugins: no lock left by an earlier call
 log="$out/gpu_vs_reference.log"
 : > "$log"
 if [ "$device" = cuda ]; then  # on a fresh machine as well: the kit's binaries, or a build
@@ -46,16 +53,17 @@ for case in "${all_cases[@]}"; do
   [[ " $presets " == *" ${case%%|*} "* ]] && cases+=("$case")
 done
 [ "${#cases[@]}" -gt 0 ] || { echo "gpu_vs_reference: no preset among '$presets' (config-f, paper256)" >&2; exit 2; }
-# --device-kernels: one more cycle under the Kineto profiler, after the timed ones: GPU time by kernel
-# and how busy the GPU is (the numbers to tune by next).
-common=(--data synthetic --data.resolution 256 --data.channels 3 --run.device "$device" --no-op-families
-        --device-kernels)
+# The variant most likely fastest adds --device-kernels: one more cycle under the Kineto profiler, after
+# the timed ones: GPU time by kernel and how busy the GPU is (the numbers to tune by next).
+common=(--data synthetic --data.resolution 256 --data.channels 3 --run.device "$device" --no-op-families)
+profiled=(--device-kernels)
 nhwc=reduced
 ref_common=(--device "$device" --resolution 256 --channels 3 --warmup 2 --repeats 2 --fp16-res 4 --threads 8)
 if [ "$device" = cpu ]; then  # a dry run: tiny float32 networks (float16 convolutions crawl on a CPU)
   common=(--data synthetic --data.resolution 16 --data.channels 3 --run.device cpu --no-op-families
           --G.channel_base 256 --D.channel_base 256 --train.batch 8
           --D.mbstd_group_size 4 --warmup 1 --repeats 1)
+  profiled=()
   ref_common=(--device cpu --batch 8 --channel-base 256 --resolution 16 --channels 3 --warmup 1 --repeats 1
               --fp16-res 0 --threads 2)
   nhwc=all
@@ -64,17 +72,27 @@ fi
 # Field N of the "throughput X img/s, Y s/kimg; ... peak device memory Z GiB" line.
 field() { awk -v n="$2" '/^throughput/ {gsub(/[,;]/, ""); print $n}' "$1"; }
 
-# Runs one timed case into FILE (and the log); a failed case is counted and the others still run.
+# Runs one timed case into FILE and, line by line, into the log, within what is left of the budget;
+# a failed, stopped or skipped case is counted and the others still run.
 failures=0
 timed() {  # timed FILE COMMAND...
-  local file=$1
+  local file=$1 left status
   shift
-  local status=0
-  "$@" > "$file" 2>&1 || status=$?
-  tee -a "$log" < "$file"
+  left=$((budget - ($(date +%s) - bench_start)))
+  [ "$left" -le "${SG2_BENCH_RUN_LIMIT_S:-240}" ] || left=${SG2_BENCH_RUN_LIMIT_S:-240}
+  if [ "$left" -lt 30 ]; then
+    failures=$((failures + 1))
+    echo "gpu_vs_reference: SKIPPED (the ${budget} s of SG2_BENCH_BUDGET_S are spent): $*" | tee -a "$log" "$file" >&2
+    return 0
+  fi
+  set +e
+  timeout --kill-after=5 "$left" "$@" 2>&1 | tee "$file" >> "$log"
+  status=${PIPESTATUS[0]}
+  set -e
   if [ "$status" -ne 0 ]; then
     failures=$((failures + 1))
-    echo "gpu_vs_reference: FAILED (exit $status): $*" | tee -a "$log" >&2
+    echo "gpu_vs_reference: FAILED (exit $status$([ "$status" -eq 124 ] && echo ", out of time")): $*" |
+      tee -a "$log" >&2
   fi
 }
 
@@ -100,21 +118,23 @@ for case in "${cases[@]}"; do
   # Ours: the reference's per-round batch, the probed one, and the reference's with the float16
   # blocks channels_last (run.channels_last reduced, which the reference has as fp16_channels_last,
   # off by default and in its timed run; the dry run's float32 blocks need all).
-  # The last variant, the probed batch channels_last, is the one most likely fastest (issue 13's
-  # 5 s/kimg for config-f).
-  for variant in "${ref_extra[1]}|off" "auto|off" "${ref_extra[1]}|$nhwc" "auto|$nhwc"; do
+  # The first variant, the probed batch channels_last, is the one most likely fastest (issue 13's
+  # 5 s/kimg for config-f): it runs first, profiled.
+  for variant in "auto|$nhwc" "${ref_extra[1]}|off" "auto|off" "${ref_extra[1]}|$nhwc"; do
     IFS='|' read -r batch_gpu layout <<< "$variant"
     name="$preset-ours-$batch_gpu"
     label="stylegan2-cpp"
     [ "$layout" = off ] || { name="$name-channels-last-$layout"; label="$label, channels_last $layout"; }
+    extra=()
+    [ "$variant" = "auto|$nhwc" ] && extra=("${profiled[@]}")
     echo "== $preset: $label, train.batch_gpu $batch_gpu" | tee -a "$log"
     timed "$cases_dir/$name.txt" "$bench" --config "$config" "${common[@]}" "${ours[@]}" \
-        --train.batch_gpu "$batch_gpu" --run.channels_last "$layout"
+        --train.batch_gpu "$batch_gpu" --run.channels_last "$layout" "${extra[@]}"
     rate=$(field "$cases_dir/$name.txt" 2)
     chosen=$(sed -n 's/.*train.batch_gpu auto: \([0-9]*\) images.*/\1/p' "$cases_dir/$name.txt")
-    echo "| $preset | $label | ${chosen:-$batch_gpu} | $rate | $(field "$cases_dir/$name.txt" 4) |" \
+    echo "| $preset | $label | $batch_gpu${chosen:+: $chosen} | $rate | $(field "$cases_dir/$name.txt" 4) |" \
          "$(field "$cases_dir/$name.txt" 13) | $(awk -v a="$rate" -v b="$ref_rate" \
-         'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}') |" >> "$summary"
+         'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-"}') |" >> "$summary"
   done
 done
 echo "== summary ($device)"

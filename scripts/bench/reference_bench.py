@@ -11,7 +11,8 @@ CUDA PyTorch), numpy and PyYAML, and a checkout of stylegan2-ada-pytorch (not sh
 the reference's own Generator, Discriminator and StyleGAN2Loss; the step is the reference training
 loop's (Gmain + Dmain every step, Greg every G_reg_interval, Dreg every D_reg_interval, each over
 batch / batch_gpu accumulation rounds, then the G_ema update), on random uint8 images of the
-configured shape. On CUDA it
+configured shape, fetched as its loop does: one page-locked batch per step copied to the device, and
+latents for every phase drawn at once on the device. On CUDA it
 sets what the reference's training loop sets: cuDNN benchmark on, TF32 off, conv2d_gradfix on, and
 it says whether the reference's CUDA plugins (upfirdn2d, bias_act) compiled or fell back.
 """
@@ -60,6 +61,29 @@ def register_plugins_by_name():
     cpp_extension.load = load_and_register
 
 
+def provide_distutils():
+    """The reference's dnnlib imports distutils.util.strtobool. Python 3.12 has no distutils; where
+    setuptools' stand-in is not installed either, a module with that one function takes its place."""
+    try:
+        import distutils.util  # noqa: F401
+    except ImportError:
+        import types
+
+        def strtobool(value):
+            value = value.lower()
+            if value in ('y', 'yes', 't', 'true', 'on', '1'):
+                return 1
+            if value in ('n', 'no', 'f', 'false', 'off', '0'):
+                return 0
+            raise ValueError(f'invalid truth value {value!r}')
+
+        util = types.ModuleType('distutils.util')
+        util.strtobool = strtobool
+        package = types.ModuleType('distutils')
+        package.util = util
+        sys.modules.update({'distutils': package, 'distutils.util': util})
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--ref', required=True, help='stylegan2-ada-pytorch checkout')
@@ -79,6 +103,7 @@ def main():
     args = parser.parse_args()
     sys.path.insert(0, args.ref)
     register_plugins_by_name()
+    provide_distutils()
     from training.networks import Generator, Discriminator  # noqa: E402 (from the reference checkout)
     from training.loss import StyleGAN2Loss  # noqa: E402
     from torch_utils.ops import bias_act, conv2d_gradfix, upfirdn2d  # noqa: E402
@@ -116,14 +141,22 @@ def main():
     batch = c['batch']
     batch_gpu = c['batch_gpu'] if c['batch_gpu'] and c['batch_gpu'] != 'auto' else batch
     real_c = torch.zeros([batch_gpu, 0], device=device)
+    # Random images as the reference's data loader hands them over: uint8, page-locked on CUDA.
+    images = [torch.randint(0, 256, [batch, c['channels'], c['resolution'], c['resolution']], dtype=torch.uint8)
+              for _ in range(2)]
+    if device.type == 'cuda':
+        images = [image.pin_memory() for image in images]
 
-    def run_phase(name, module, opt, interval):
-        real = torch.randint(0, 256, [batch, c['channels'], c['resolution'], c['resolution']], dtype=torch.uint8)
-        real = real.to(device).to(torch.float32) / 127.5 - 1
-        z = torch.randn([batch, c['z_dim']], device=device)
+    def fetch(batch_idx):  # as the reference's loop, once per step: its real batch and every phase's latents
+        real = (images[batch_idx % len(images)].to(device).to(torch.float32) / 127.5 - 1).split(batch_gpu)
+        z = torch.randn([len(phases) * batch, c['z_dim']], device=device).split(batch)
+        return real, [phase_z.split(batch_gpu) for phase_z in z]
+
+    def run_phase(phase, real, z):
+        name, module, opt, interval = phase
         opt.zero_grad(set_to_none=True)
         module.requires_grad_(True)
-        for real_round, z_round in zip(real.split(batch_gpu), z.split(batch_gpu)):
+        for real_round, z_round in zip(real, z):
             loss.accumulate_gradients(phase=name, real_img=real_round, real_c=real_c, gen_z=z_round, gen_c=real_c,
                                       sync=True, gain=interval)
         module.requires_grad_(False)
@@ -143,9 +176,10 @@ def main():
                 b_ema.copy_(b)
 
     def step(batch_idx):
-        for phase in phases:
+        real, z = fetch(batch_idx)
+        for phase, phase_z in zip(phases, z):
             if batch_idx % phase[3] == 0:
-                run_phase(*phase)
+                run_phase(phase, real, phase_z)
         update_ema()
 
     def timed(body):
@@ -166,8 +200,9 @@ def main():
           f'batch {batch} in rounds of {batch_gpu}, resolution {c["resolution"]}, num_fp16_res {c["fp16_res"]}, '
           f'conv_clamp {clamp}' + (f', {plugins}' if device.type == 'cuda' else ''))
     print(f'{"phase":<10} {"ms/call":>10} {"img/s":>10}')
-    for phase in phases:
-        seconds = timed(lambda: [run_phase(*phase) for _ in range(args.repeats)]) / args.repeats
+    real, z = fetch(0)
+    for phase, phase_z in zip(phases, z):
+        seconds = timed(lambda: [run_phase(phase, real, phase_z) for _ in range(args.repeats)]) / args.repeats
         print(f'{phase[0]:<10} {seconds * 1e3:>10.1f} {batch / seconds:>10.2f}')
     cycle = math.lcm(c['g_reg'], c['d_reg'])
     if device.type == 'cuda':

@@ -202,7 +202,7 @@ ensure_build() {  # ensure_build BUILD_DIR
 
 # Every ctest test but the Slurm one in a build tree. With prebuilt binaries (no build tree): the
 # test binaries with CUDA tests, the multi-rank one as a world of one, and of test_train its GPU
-# test (the kit's other tests are the very ones CI runs on a CPU).
+# tests (the trainer's, the G_ema update's; its other tests are the very ones CI runs on a CPU).
 run_cpu_suite() {  # run_cpu_suite BUILD_DIR
   local build=$1 binary filter status=0
   if [ -f "$build/CTestTestfile.cmake" ]; then
@@ -210,7 +210,7 @@ run_cpu_suite() {  # run_cpu_suite BUILD_DIR
     return
   fi
   for binary in "$build/bin/test_nn|*" "$build/bin/test_device|*" "$build/tests/test_dist|*" \
-                "$build/bin/test_train|Trainer.*"; do
+                "$build/bin/test_train|Trainer.*:Ema.*"; do
     filter=${binary##*|}
     binary=${binary%|*}
     echo "--- $binary ($filter)"

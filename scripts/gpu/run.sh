@@ -13,8 +13,9 @@
 # FID of that snapshot on the GPU against the CPU,
 # mixed precision with train.batch_gpu auto, the same channels_last, the same without a host synchronisation in a
 # step (under run.host_sync_check warn, then error), one copy each of libnccl and libcudart in a process,
-# the training bench and the comm bench. Then, in a second call on the same warm machine:
-#   scripts/bench/gpu_vs_reference.sh   # this project against stylegan2-ada-pytorch (issue 13)
+# the op bench and the comm bench. Then, in calls of their own (each may land on a fresh machine; they
+# take the kit's prebuilt binaries too):
+#   scripts/bench/gpu_vs_reference.sh   # training speed: this project against stylegan2-ada-pytorch (issue 13)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/gpu/kit_steps.sh
@@ -108,9 +109,8 @@ else
   step bench_ops "$build/bin/stylegan2_bench" ops --config configs/config-f.yaml --run.device cpu --resolution 16 \
       --ops-batch 2 --ops-repeats 1 --G.conv_clamp 256 --D.conv_clamp 256
 fi
+# Training speed is gpu_vs_reference.sh's, in a call of its own.
 if [ "$mode" = gpu ]; then
-  step bench_paper256 "$build/bin/stylegan2_bench" --config configs/paper256.yaml --data synthetic --data.channels 3 \
-      --run.device cuda --no-op-families --device-kernels
   step bench_comm "$build/bin/stylegan2_bench" comm --run.device cuda --dist.backend nccl
 else
   step bench_cpu32 "$build/bin/stylegan2_bench" --config configs/bench-cpu-32.yaml --no-op-families --cycles 1

@@ -70,17 +70,33 @@ class CudaEvent {
   cudaEvent_t event_ = nullptr;
 };
 
-// Makes the compute stream wait for the collective; keeps its tensors alive until then.
+// Makes the waiting thread's current stream wait for the collective (a gradient hook enqueues it from
+// autograd's device thread; the trainer waits from its own); keeps its tensors alive until then.
 class NcclWork final : public Work {
  public:
-  NcclWork(std::shared_ptr<CudaEvent> done, cudaStream_t compute, std::vector<at::Tensor> tensors)
-      : done_(std::move(done)), compute_(compute), tensors_(std::move(tensors)) {}
-  void wait() override { SG2_CUDA_CHECK(cudaStreamWaitEvent(compute_, done_->get(), 0)); }
+  NcclWork(std::shared_ptr<CudaEvent> done, at::Device device, std::vector<at::Tensor> tensors)
+      : done_(std::move(done)), device_(device), tensors_(std::move(tensors)) {}
+  void wait() override {
+    auto waiting = static_cast<cudaStream_t>(current_cuda_stream(device_));
+    SG2_CUDA_CHECK(cudaStreamWaitEvent(waiting, done_->get(), 0));
+  }
 
  private:
   std::shared_ptr<CudaEvent> done_;
-  cudaStream_t compute_;
+  at::Device device_;
   std::vector<at::Tensor> tensors_;
+};
+
+// Sets the flag when the scope ends, however it ends.
+class SetOnExit {
+ public:
+  explicit SetOnExit(std::atomic<bool>& flag) : flag_(flag) {}
+  ~SetOnExit() { flag_ = true; }
+  SetOnExit(const SetOnExit&) = delete;
+  SetOnExit& operator=(const SetOnExit&) = delete;
+
+ private:
+  std::atomic<bool>& flag_;
 };
 
 // The rank's GPU: the device's index, or the local rank's (modulo the GPUs this process sees, as
@@ -204,20 +220,26 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // Watched from before the launch: NCCL connects a collective's peers on its first use, inside
+  // ncclGroupEnd, where the host would wait unwatched for a peer that died or stalls. Until the
+  // launch returns (or throws) the collective counts as running.
   template <class Launch>
   std::shared_ptr<Work> enqueue(const char* op, std::vector<at::Tensor> tensors, Launch launch) {
-    auto compute = static_cast<cudaStream_t>(current_cuda_stream(device_));
-    const CudaEvent ready;
-    SG2_CUDA_CHECK(cudaEventRecord(ready.get(), compute));
-    SG2_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready.get(), 0));
-    NcclGroup group;
-    launch(tensors);
-    group.end();
     auto done = std::make_shared<CudaEvent>();
-    SG2_CUDA_CHECK(cudaEventRecord(done->get(), stream_));
+    auto launched = std::make_shared<std::atomic<bool>>(false);
     watchdog_->watch(fmt::format("NCCL {} #{} ({} tensor(s))", op, ++collectives_, tensors.size()),
-                     [done] { return done->completed(); });
-    return std::make_shared<NcclWork>(std::move(done), compute, std::move(tensors));
+                     [done, launched] { return *launched && done->completed(); });
+    {
+      const SetOnExit launch_ends(*launched);
+      const CudaEvent ready;
+      SG2_CUDA_CHECK(cudaEventRecord(ready.get(), static_cast<cudaStream_t>(current_cuda_stream(device_))));
+      SG2_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready.get(), 0));
+      NcclGroup group;
+      launch(tensors);
+      group.end();
+      SG2_CUDA_CHECK(cudaEventRecord(done->get(), stream_));
+    }
+    return std::make_shared<NcclWork>(std::move(done), device_, std::move(tensors));
   }
 
   // The communicator's pending asynchronous error, "" when none (called from the watchdog thread).

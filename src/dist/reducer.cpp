@@ -4,6 +4,8 @@
 #include "sg2/core/timer.h"
 #include "sg2/device/cuda_device.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 namespace sg2::dist {
@@ -20,10 +22,18 @@ GradientReducer::GradientReducer(Communicator& comm, NamedTensors parameters, Re
   register_hooks();
 }
 
+// Reached with collectives in flight only when a step failed: their errors are logged, not thrown
+// (a destructor that throws ends the process in std::terminate, before the error that ends the job).
 GradientReducer::~GradientReducer() {
   armed_ = false;
   for (auto& bucket : buckets_) {
-    if (bucket->work) bucket->work->wait();
+    if (!bucket->work) continue;
+    try {
+      bucket->work->wait();
+    } catch (const std::exception& e) {
+      spdlog::warn("rank {}: a gradient allreduce still in flight when its reducer ended failed: {}", comm_.rank(),
+                   e.what());
+    }
   }
   // The parameters outlive the reducer (a network can be trained again): their hooks must not
   // call into it.
@@ -139,7 +149,7 @@ void GradientReducer::launch_ready_buckets() {
   }
 }
 
-void GradientReducer::finish(double divisor) {
+void GradientReducer::finish(double divisor, const BucketTransform& transform) {
   armed_ = false;
   const double pass_seconds = pass_clock_.seconds();
   const Stopwatch watch;
@@ -165,6 +175,7 @@ void GradientReducer::finish(double divisor) {
     times_.busy_seconds += bucket->work->busy_seconds();
     bucket->work.reset();
     if (divisor != 1) bucket->flat.div_(divisor);
+    if (transform) transform(bucket->flat);
   }
   times_.exposed_seconds += watch.seconds();
   for (Slot& slot : slots_) slot.parameter.mutable_grad() = slot_view(slot);

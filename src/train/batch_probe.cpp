@@ -10,6 +10,8 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace sg2::train {
 
 std::vector<int64_t> batch_gpu_candidates(const TrainConfig& config, int world_size) {
@@ -49,7 +51,8 @@ std::string try_step(const TrainConfig& config, const std::shared_ptr<const data
     }
   } catch (const std::exception& e) {
     if (!is_out_of_memory(e)) throw;
-    outcome = "out of memory";
+    const std::string message = message_of(e);
+    outcome = fmt::format("out of memory ({})", message.substr(0, std::min(message.find('\n'), size_t{120})));
   }
   release_cached_device_memory(device);  // for the next candidate, or for training
   return outcome;

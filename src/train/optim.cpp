@@ -2,6 +2,8 @@
 
 #include "sg2/core/error.h"
 
+#include <torch/version.h>
+
 #include <cmath>
 #include <map>
 
@@ -93,11 +95,7 @@ void Adam::load_state(const nn::TensorMap& source, const std::string& prefix, co
   }
 }
 
-void sanitize_gradients(const nn::NamedTensors& params) {
-  for (const auto& [name, param] : params) {
-    if (param.grad().defined()) at::nan_to_num_(param.mutable_grad(), 0.0, 1e5, -1e5);
-  }
-}
+void sanitize_gradients(at::Tensor& gradients) { at::nan_to_num_(gradients, 0.0, 1e5, -1e5); }
 
 double ema_beta(int64_t batch, double ema_kimg, double ema_rampup, int64_t cur_nimg) {
   double ema_nimg = ema_kimg * 1000;
@@ -105,15 +103,42 @@ double ema_beta(int64_t batch, double ema_kimg, double ema_rampup, int64_t cur_n
   return std::pow(0.5, static_cast<double>(batch) / std::max(ema_nimg, 1e-8));
 }
 
+namespace {
+
+std::vector<at::Tensor> tensors_of(const nn::NamedTensors& named) {
+  std::vector<at::Tensor> tensors;
+  for (const auto& [name, tensor] : named) tensors.push_back(tensor);
+  return tensors;
+}
+
+// ema[i] = lerp(current[i], ema[i], beta), as the reference's p.lerp(p_ema, beta).
+void lerp_into(const std::vector<at::Tensor>& ema, const std::vector<at::Tensor>& current, double beta) {
+#if TORCH_VERSION_MAJOR >= 2
+  at::_foreach_copy_(ema, at::_foreach_lerp(current, ema, beta));
+#else
+  for (size_t i = 0; i < current.size(); ++i) ema[i].copy_(current[i].lerp(ema[i], beta));
+#endif
+}
+
+void copy_into(const std::vector<at::Tensor>& destinations, const std::vector<at::Tensor>& sources) {
+#if TORCH_VERSION_MAJOR >= 2
+  at::_foreach_copy_(destinations, sources);
+#else
+  for (size_t i = 0; i < sources.size(); ++i) destinations[i].copy_(sources[i]);
+#endif
+}
+
+}  // namespace
+
 void update_ema(torch::nn::Module& ema, const torch::nn::Module& current, double beta) {
   at::NoGradGuard no_grad;
-  auto ema_params = nn::named_parameters(ema);
-  auto params = nn::named_parameters(current);
-  SG2_CHECK(ema_params.size() == params.size(), "EMA: networks differ");
-  for (size_t i = 0; i < params.size(); ++i) ema_params[i].second.copy_(params[i].second.lerp(ema_params[i].second, beta));
-  auto ema_buffers = nn::named_buffers(ema);
-  auto buffers = nn::named_buffers(current);
-  for (size_t i = 0; i < buffers.size(); ++i) ema_buffers[i].second.copy_(buffers[i].second);
+  const auto ema_params = tensors_of(nn::named_parameters(ema));
+  const auto params = tensors_of(nn::named_parameters(current));
+  const auto ema_buffers = tensors_of(nn::named_buffers(ema));
+  const auto buffers = tensors_of(nn::named_buffers(current));
+  SG2_CHECK(ema_params.size() == params.size() && ema_buffers.size() == buffers.size(), "EMA: networks differ");
+  lerp_into(ema_params, params, beta);
+  copy_into(ema_buffers, buffers);
 }
 
 void set_requires_grad(torch::nn::Module& module, bool requires_grad) {

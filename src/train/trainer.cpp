@@ -258,8 +258,7 @@ void Trainer::run_phase_unchecked(size_t phase_index, const StepInputs& in) {
     loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), pass_rng, stats_);
   }
   set_requires_grad(module, false);
-  reducer.finish(static_cast<double>(rounds * comm_->size()));
-  sanitize_gradients(nn::named_parameters(module));
+  reducer.finish(static_cast<double>(rounds * comm_->size()), sanitize_gradients);
   opt.step();
   if (global_rng()) apply_deferred_running_means();
 }

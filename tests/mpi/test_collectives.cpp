@@ -251,7 +251,8 @@ void backward_round(const NamedTensors& p, int round) {
   at::matmul(h, p[5].second.t()).square().mean().backward();
 }
 
-void expect_reducer_matches_per_tensor(ReducerOptions options, int rounds) {
+// With a shift, finish() adds it to every bucket: each gradient, the unused one's zeros too, gets it once.
+void expect_reducer_matches_per_tensor(ReducerOptions options, int rounds, double shift = 0) {
   auto reduced = make_parameters();
   auto reference = make_parameters();
   GradientReducer reducer(comm(), reduced, options);
@@ -264,15 +265,20 @@ void expect_reducer_matches_per_tensor(ReducerOptions options, int rounds) {
       if (round == rounds - 1) reducer.prepare_for_final_backward();
       backward_round(reduced, round);
     }
-    reducer.finish(comm().size() * rounds);
+    if (shift == 0) {
+      reducer.finish(comm().size() * rounds);
+    } else {
+      reducer.finish(comm().size() * rounds, [shift](at::Tensor& flat) { flat.add_(shift); });
+    }
     at::manual_seed(100 + step);
     for (int round = 0; round < rounds; ++round) backward_round(reference, round);
     allreduce_gradients_per_tensor(comm(), reference, comm().size() * rounds);
     for (size_t i = 0; i < reduced.size(); ++i) {
-      EXPECT_TRUE(at::allclose(reduced[i].second.grad(), reference[i].second.grad(), 1e-6, 1e-7))
-          << reduced[i].first << " bucket_bytes " << options.bucket_bytes << " rounds " << rounds;
+      const at::Tensor unshifted = reduced[i].second.grad() - shift;  // float32 rounding of + shift: ~1e-7 * shift
+      EXPECT_TRUE(at::allclose(unshifted, reference[i].second.grad(), 1e-6, 1e-7 + 1e-6 * shift))
+          << reduced[i].first << " bucket_bytes " << options.bucket_bytes << " rounds " << rounds << " shift " << shift;
     }
-    EXPECT_TRUE(at::equal(reduced[3].second.grad().cpu(), at::zeros({3})));
+    EXPECT_TRUE(at::equal(reduced[3].second.grad().cpu(), at::full({3}, shift)));
   }
 }
 
@@ -282,6 +288,42 @@ TEST(Reducer, BucketedEqualsPerTensorAllreduce) {
     expect_reducer_matches_per_tensor({bucket_bytes, true}, 3);
   }
   expect_reducer_matches_per_tensor({200, false}, 2);
+  expect_reducer_matches_per_tensor({200, true}, 2, 1);  // the first step's buckets, then the rebuilt ones
+}
+
+// Fault injection: a world of one whose collectives fail when waited for.
+struct FailingWork final : Work {
+  void wait() override { SG2_FAIL("injected: the collective failed"); }
+};
+
+class FailingCommunicator final : public Communicator {
+ public:
+  FailingCommunicator() : Communicator(World{}) {}
+  std::string backend() const override { return "failing"; }
+  at::Device device() const override { return comm().device(); }
+  std::shared_ptr<Work> allreduce_async(std::vector<at::Tensor>, ReduceOp) override {
+    ++launched;
+    return std::make_shared<FailingWork>();
+  }
+  void broadcast(std::vector<at::Tensor>, int) override {}
+  at::Tensor allgather(const at::Tensor& input) override { return input.unsqueeze(0); }
+  void barrier() override {}
+  void abort(const std::string&) noexcept override {}
+  int launched = 0;
+};
+
+TEST(Reducer, EndsWithoutThrowingWhileAFailedCollectiveIsInFlight) {
+  FailingCommunicator failing;
+  auto params = make_parameters();
+  {
+    GradientReducer reducer(failing, params, {1, true});  // a bucket per parameter, launched as it fills
+    reducer.prepare_for_final_backward();
+    backward_round(params, 0);
+    EXPECT_GT(failing.launched, 0);
+    EXPECT_THROW(reducer.finish(1), Error);  // the error reaches the step
+    reducer.prepare_for_final_backward();
+    backward_round(params, 0);
+  }  // in flight again: its error is logged, not thrown (a throwing destructor would end the test binary)
 }
 
 TEST(Reducer, BucketsFollowTheByteLimitInReverseOrder) {

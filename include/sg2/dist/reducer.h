@@ -4,7 +4,9 @@
 // the first final backward, as DDP) in the order that backward produced the gradients on rank 0. During the final backward of a step each parameter's gradient, plus what its .grad
 // already holds from earlier accumulation rounds, is copied into its bucket; a full bucket starts its
 // allreduce at once, so communication overlaps the rest of backward. finish() launches what is left
-// (a parameter that got no gradient counts as zeros), waits, and sets every .grad to sum / divisor.
+// (a parameter that got no gradient counts as zeros), waits, and sets every .grad to sum / divisor,
+// then applies the caller's transform to each bucket in place (the trainer's NaN/inf sanitising: one
+// launch per bucket, not one per parameter).
 //
 // Cross-rank contract: all ranks build the reducer over the same parameters in the same order and
 // run the same number of final backward passes.
@@ -14,6 +16,7 @@
 #include "sg2/dist/communicator.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,8 +47,10 @@ class GradientReducer {
 
   // Arms the gradient hooks for the next backward (the last accumulation round).
   void prepare_for_final_backward();
-  // Completes the reduction; .grad of every parameter = (sum over ranks) / divisor.
-  void finish(double divisor);
+  // Completes the reduction; .grad of every parameter = transform((sum over ranks) / divisor), the
+  // transform (if any) applied in place to every bucket: [numel] holding the gradients of its parameters.
+  using BucketTransform = std::function<void(at::Tensor& flat)>;
+  void finish(double divisor, const BucketTransform& transform = {});
 
   // Bucket sizes in elements and in bytes, in launch order (for benchmarks and tests).
   std::vector<int64_t> bucket_numels() const;

@@ -48,13 +48,15 @@ class Adam {
   AdamOptions options_;
 };
 
-// Replaces NaN by 0 and +-inf by +-1e5 in every defined gradient, in place.
-void sanitize_gradients(const nn::NamedTensors& params);
+// Replaces NaN by 0 and +-inf by +-1e5 in place: the reference's treatment of every gradient after
+// the allreduce, here of a whole reducer bucket at once (as stylegan3 treats its flat gradient).
+void sanitize_gradients(at::Tensor& gradients);
 
 // beta = 0.5 ** (batch / ema_nimg), ema_nimg = ema_kimg * 1000, limited to cur_nimg * rampup.
 double ema_beta(int64_t batch, double ema_kimg, double ema_rampup, int64_t cur_nimg);
 
-// ema = lerp(current, ema, beta) for parameters; buffers are copied.
+// ema = lerp(current, ema, beta) for parameters; buffers are copied. With LibTorch 2.x one
+// multi-tensor launch per list on CUDA (the same lerp per element as at::lerp), per tensor on 1.13.
 void update_ema(torch::nn::Module& ema, const torch::nn::Module& current, double beta);
 
 void set_requires_grad(torch::nn::Module& module, bool requires_grad);

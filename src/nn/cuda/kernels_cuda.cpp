@@ -72,9 +72,9 @@ at::Tensor bias_act_forward(const at::Tensor& x_in, const at::Tensor& b_in, int6
 
 at::Tensor bias_act_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const cuda::ActivationParams& a,
                          KernelVariant variant) {
-  const c10::cuda::CUDAGuard guard(dy_in.device());
   SG2_CHECK(supported(y_in), "bias_act_grad CUDA kernel: expected a CUDA tensor, got {}",
             c10::toString(y_in.scalar_type()));
+  const c10::cuda::CUDAGuard guard(y_in.device());
   const at::Tensor y = dense(y_in), dy = laid_out_like(dy_in, y);  // checks dy's shape
   at::Tensor dx = at::empty_like(y);
   cuda::launch_bias_act_grad(dy.data_ptr(), y.data_ptr(), dx.data_ptr(), y.numel(), a, element_type(y),

@@ -220,6 +220,8 @@ TEST(TrainConfig, LibraryAllocationFailuresCountAsOutOfMemory) {
   EXPECT_TRUE(is_out_of_memory(std::runtime_error("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate")));
   EXPECT_TRUE(is_out_of_memory(std::runtime_error("cuDNN error: CUDNN_STATUS_ALLOC_FAILED")));
   EXPECT_TRUE(is_out_of_memory(std::runtime_error("CUDA out of memory. Tried to allocate 2.00 GiB")));
+  EXPECT_TRUE(is_out_of_memory(std::runtime_error("CUBLAS_STATUS_NOT_INITIALIZED when calling cublasCreate")));
+  EXPECT_TRUE(is_out_of_memory(std::runtime_error("FIND was unable to find an engine to execute this computation")));
   EXPECT_FALSE(is_out_of_memory(std::runtime_error("cuDNN error: CUDNN_STATUS_BAD_PARAM")));
 }
 
