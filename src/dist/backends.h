@@ -62,6 +62,9 @@ std::unique_ptr<Communicator> make_local_communicator(const World& world, const 
 // of N (host H): reason", ends every rank through the backend and MPI where it can, else exits 1 so
 // the launcher ends the others. Called from the watchdog thread while others may be blocked.
 [[noreturn]] void end_job_from_watchdog(const World& world, const std::string& reason);
+// The same when the watchdog is stuck in a call of its own: nothing of the backend is called again
+// (it may be what blocks); MPI_Abort where MPI runs, else exit 1.
+[[noreturn]] void end_job_from_stuck_watchdog(const World& world, const std::string& reason);
 
 // Runs blocking collectives on one background thread, in submission order, so a CPU backend gets
 // asynchronous allreduce (overlap with backward) and its library is called from one thread at a time.

@@ -163,7 +163,8 @@ class NcclCommunicator final : public Communicator {
     SG2_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     watchdog_ = std::make_unique<CollectiveWatchdog>(WatchdogOptions{
         timeout_seconds, 0.1, [index = device_.index()] { cudaSetDevice(index); }, [this] { return async_error(); },
-        [this](const std::string& reason) { abort_and_end_job(reason); }});
+        [this](const std::string& reason) { abort_and_end_job(reason); },
+        [this](const std::string& reason) { dist::end_job_from_stuck_watchdog(this->world(), reason); }});
   }
   ~NcclCommunicator() override {
     watchdog_.reset();  // before the communicator it polls

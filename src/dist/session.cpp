@@ -111,10 +111,22 @@ Session::~Session() {
 
 Session* active_session() { return g_active_session; }
 
-void end_job_from_watchdog(const World& world, const std::string& reason) {
+namespace {
+void log_rank_error(const World& world, const std::string& reason) {
   log_fatal_error(fmt::format("error on rank {} of {} (host {}): {}", world.rank, world.size, hostname(), reason));
+}
+}  // namespace
+
+void end_job_from_watchdog(const World& world, const std::string& reason) {
+  log_rank_error(world, reason);
   abort_job(reason);  // the backend's abort; launched by MPI: MPI_Abort ends every rank
   std::_Exit(1);      // otherwise the launcher (stylegan2_launch, torchrun, srun) ends the others
+}
+
+void end_job_from_stuck_watchdog(const World& world, const std::string& reason) {
+  log_rank_error(world, reason);
+  mpi_abort_world(1);
+  std::_Exit(1);
 }
 
 void abort_job(const std::string& reason) noexcept {

@@ -5,7 +5,10 @@
 namespace sg2::dist {
 
 CollectiveWatchdog::CollectiveWatchdog(WatchdogOptions options)
-    : options_(std::move(options)), thread_([this] { loop(); }) {}
+    : options_(std::move(options)),
+      last_beat_(Clock::now().time_since_epoch().count()),
+      thread_([this] { loop(); }),
+      monitor_thread_([this] { monitor(); }) {}
 
 CollectiveWatchdog::~CollectiveWatchdog() {
   {
@@ -14,6 +17,12 @@ CollectiveWatchdog::~CollectiveWatchdog() {
   }
   wake_.notify_all();
   thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(monitor_mutex_);
+    monitor_stopping_ = true;
+  }
+  monitor_wake_.notify_all();
+  monitor_thread_.join();
 }
 
 void CollectiveWatchdog::watch(std::string what, std::function<bool()> is_done) {
@@ -49,13 +58,16 @@ std::string CollectiveWatchdog::check_once() {
                      oldest.what, waited, options_.timeout_seconds, entries_.size());
 }
 
+void CollectiveWatchdog::beat() { last_beat_ = Clock::now().time_since_epoch().count(); }
+
 void CollectiveWatchdog::loop() {
   if (options_.thread_setup) options_.thread_setup();
   const auto poll = std::chrono::duration<double>(options_.poll_seconds);
   for (;;) {
+    beat();
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      if (wake_.wait_for(lock, poll, [this] { return stopping_; })) return;
+      if (wake_.wait_for(lock, poll, [this] { return stopping_; })) break;
     }
     const std::string failure = check_once();
     if (failure.empty()) continue;
@@ -64,6 +76,28 @@ void CollectiveWatchdog::loop() {
       failed_ = true;
     }
     if (options_.on_failure) options_.on_failure(failure);
+    break;
+  }
+  last_beat_ = Clock::time_point::max().time_since_epoch().count();
+}
+
+void CollectiveWatchdog::monitor() {
+  const auto poll = std::chrono::duration<double>(options_.poll_seconds);
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(monitor_mutex_);
+      if (monitor_wake_.wait_for(lock, poll, [this] { return monitor_stopping_; })) return;
+    }
+    const Clock::time_point beat{Clock::duration(last_beat_.load())};
+    if (beat == Clock::time_point::max()) return;
+    const double silent = std::chrono::duration<double>(Clock::now() - beat).count();
+    if (silent <= 2 * options_.timeout_seconds) continue;  // twice: room for its own on_failure
+    const std::string reason = fmt::format(
+        "the collective watchdog has been stuck for {:.1f} s (twice dist.timeout = {} s) in a call of its own (a "
+        "CUDA or NCCL call that does not return): ending the job without calling the communication library again",
+        silent, options_.timeout_seconds);
+    const auto& end_job = options_.on_stuck ? options_.on_stuck : options_.on_failure;
+    if (end_job) end_job(reason);
     return;
   }
 }

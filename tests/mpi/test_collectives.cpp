@@ -181,7 +181,7 @@ void wait_until(const std::function<bool()>& condition, double seconds) {
 
 TEST(Watchdog, AStalledCollectiveEndsTheJobAfterTheTimeoutOnce) {
   FailureLog log;
-  CollectiveWatchdog watchdog({0.3, 0.01, nullptr, nullptr, [&](const std::string& r) { log.add(r); }});
+  CollectiveWatchdog watchdog({0.3, 0.01, nullptr, nullptr, [&](const std::string& r) { log.add(r); }, nullptr});
   const auto start = std::chrono::steady_clock::now();
   watchdog.watch("allreduce of bucket 0", [] { return true; });
   watchdog.watch("allreduce of bucket 1", [] { return false; });  // a peer never joins
@@ -204,7 +204,7 @@ TEST(Watchdog, AnAsynchronousErrorEndsTheJobAtOnce) {
   std::atomic<bool> broken{false};
   CollectiveWatchdog watchdog({600, 0.01, nullptr,
                                [&] { return broken ? std::string("unhandled system error (remote process exited)") : ""; },
-                               [&](const std::string& r) { log.add(r); }});
+                               [&](const std::string& r) { log.add(r); }, nullptr});
   watchdog.watch("broadcast", [] { return false; });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(log.count(), 0u);
@@ -218,7 +218,8 @@ TEST(Watchdog, CompletedCollectivesLeaveTheQueueWithoutFailure) {
   FailureLog log;
   std::atomic<bool> second_done{false};
   std::atomic<int> setup_calls{0};
-  CollectiveWatchdog watchdog({0.5, 0.01, [&] { ++setup_calls; }, nullptr, [&](const std::string& r) { log.add(r); }});
+  CollectiveWatchdog watchdog(
+      {0.5, 0.01, [&] { ++setup_calls; }, nullptr, [&](const std::string& r) { log.add(r); }, nullptr});
   watchdog.watch("first", [] { return true; });
   watchdog.watch("second", [&] { return second_done.load(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -230,6 +231,30 @@ TEST(Watchdog, CompletedCollectivesLeaveTheQueueWithoutFailure) {
   EXPECT_EQ(log.count(), 0u);
   EXPECT_EQ(setup_calls.load(), 1);
   EXPECT_FALSE(watchdog.failed());
+}
+
+TEST(Watchdog, AWatchdogStuckInItsOwnCallStillEndsTheJob) {
+  FailureLog failures, stuck;
+  std::atomic<bool> released{false};
+  {
+    CollectiveWatchdog watchdog({0.3, 0.01, nullptr, nullptr, [&](const std::string& r) { failures.add(r); },
+                                 [&](const std::string& r) { stuck.add(r); }});
+    const auto start = std::chrono::steady_clock::now();
+    watchdog.watch("allreduce", [&] {  // a query that blocks (as cudaEventQuery behind a driver lock)
+      while (!released) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return true;
+    });
+    wait_until([&] { return stuck.count() > 0; }, 5);
+    released = true;  // before any check can return: the destructor joins the watchdog's thread
+    ASSERT_EQ(stuck.count(), 1u);
+    const double waited = std::chrono::duration<double>(stuck.when - start).count();
+    EXPECT_GE(waited, 0.6);  // twice the timeout
+    EXPECT_LT(waited, 2.5);
+    EXPECT_NE(stuck.reasons[0].find("the collective watchdog has been stuck for"), std::string::npos)
+        << stuck.reasons[0];
+    EXPECT_EQ(failures.count(), 0u);
+  }
+  EXPECT_EQ(stuck.count(), 1u);
 }
 
 // Parameters of odd shapes; "unused" never receives a gradient (counts as zeros).
