@@ -13,7 +13,7 @@
 # FID of that snapshot on the GPU against the CPU,
 # mixed precision with train.batch_gpu auto, the same channels_last, the same without a host synchronisation in a
 # step (under run.host_sync_check warn, then error), one copy each of libnccl and libcudart in a process,
-# the op bench and the comm bench. Then, in calls of their own (each may land on a fresh machine; they
+# the op bench and the comm bench, the CUDA kernels' tests under compute-sanitizer. Then, in calls of their own (each may land on a fresh machine; they
 # take the kit's prebuilt binaries too):
 #   scripts/bench/gpu_vs_reference.sh   # training speed: this project against stylegan2-ada-pytorch (issue 13)
 set -uo pipefail
@@ -115,6 +115,15 @@ if [ "$mode" = gpu ]; then
 else
   step bench_cpu32 "$build/bin/stylegan2_bench" --config configs/bench-cpu-32.yaml --no-op-families --cycles 1
   skip bench_comm "no GPU (--cpu-dry-run)"
+fi
+# Last, in what is left of the budget: the CUDA kernels' tests under compute-sanitizer's memcheck, for
+# an out-of-bounds or misaligned access that the compared results would not show.
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ "$mode" = gpu ] && [ -x "$sanitizer" ]; then
+  step kernels_memcheck "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 20 "$build/bin/test_nn" \
+      --gtest_filter='CudaKernels.*' --gtest_brief=1
+else
+  skip kernels_memcheck "no GPU or no compute-sanitizer"
 fi
 rm -rf "$work"
 kit_finish
