@@ -3,11 +3,14 @@
 # data, the reference's mixed precision: num_fp16_res 4, conv_clamp 256) on one GPU at per-GPU
 # batches 4, 8, 16 and 32, then the gradient bucket layout. Writes $OUT/compute-b<B>.txt and
 # $OUT/layout-config-f-256.txt, and the build's output and every run's errors to $OUT/gpu_compute_term.log;
-# a run that fails or passes SG2_RUN_LIMIT_S (default 150 s) is named there and the others still run; for
+# a run that fails or passes SG2_RUN_LIMIT_S (default 150 s) is named there and the others still run,
+# all within SG2_BENCH_BUDGET_S (default 560 s, inside a device call's 600); for
 #   scripts/bench/scaling_model predict-gpu $OUT/layout-config-f-256.txt --measured $OUT --measured-fabric H100
 #   OUT=$OUT scripts/bench/gpu_compute_term.sh [BUILD_DIR]     (the GPU kit's build: build-gpu)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/bench/run_budget.sh
+bench_start=$(date +%s)
 build=${1:-${GPU_BUILD_DIR:-build-gpu}}
 out=${OUT:-$PWD/gpu-compute-term}
 device=${DEVICE:-cuda}
@@ -20,12 +23,18 @@ if [ "$device" = cuda ]; then  # on a fresh machine as well: the kit's binaries,
 fi
 failures=0
 run() {  # run OUTPUT_FILE COMMAND...: stdout to the file, stderr and a failure to the log
-  local file=$1 status=0
+  local file=$1 status=0 left
   shift
-  timeout --kill-after=5 "${SG2_RUN_LIMIT_S:-150}" "$@" > "$file" 2>> "$log" || status=$?
+  left=$(run_seconds_left "$bench_start" "${SG2_BENCH_BUDGET_S:-560}" "${SG2_RUN_LIMIT_S:-150}")
+  if [ "$left" -eq 0 ]; then
+    failures=$((failures + 1))
+    echo "gpu_compute_term: SKIPPED (SG2_BENCH_BUDGET_S spent): $*" | tee -a "$log" >&2
+    return 0
+  fi
+  timeout --kill-after=5 "$left" "${line_buffered[@]}" "$@" > "$file" 2>> "$log" || status=$?
   [ "$status" -ne 0 ] || return 0
   failures=$((failures + 1))
-  echo "gpu_compute_term: FAILED (exit $status): $*" | tee -a "$log" >&2
+  echo "gpu_compute_term: FAILED ($(run_outcome "$status")): $*" | tee -a "$log" >&2
 }
 config=(--config configs/config-f.yaml --data synthetic --data.resolution 256 --data.channels 3
         --run.device "$device" --G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256)

@@ -18,6 +18,7 @@
 #   scripts/bench/gpu_vs_reference.sh --cpu-dry-run     # the same runs on the CPU, tiny and short
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/bench/run_budget.sh
 device=cuda
 if [ "${1:-}" = --cpu-dry-run ]; then device=cpu; shift; fi
 build=${1:-build-gpu}
@@ -78,20 +79,19 @@ failures=0
 timed() {  # timed FILE COMMAND...
   local file=$1 left status
   shift
-  left=$((budget - ($(date +%s) - bench_start)))
-  [ "$left" -le "${SG2_BENCH_RUN_LIMIT_S:-240}" ] || left=${SG2_BENCH_RUN_LIMIT_S:-240}
-  if [ "$left" -lt 30 ]; then
+  left=$(run_seconds_left "$bench_start" "$budget" "${SG2_BENCH_RUN_LIMIT_S:-240}")
+  if [ "$left" -eq 0 ]; then
     failures=$((failures + 1))
     echo "gpu_vs_reference: SKIPPED (the ${budget} s of SG2_BENCH_BUDGET_S are spent): $*" | tee -a "$log" "$file" >&2
     return 0
   fi
   set +e
-  timeout --kill-after=5 "$left" "$@" 2>&1 | tee "$file" >> "$log"
+  timeout --kill-after=5 "$left" "${line_buffered[@]}" "$@" 2>&1 | tee "$file" >> "$log"
   status=${PIPESTATUS[0]}
   set -e
   if [ "$status" -ne 0 ]; then
     failures=$((failures + 1))
-    echo "gpu_vs_reference: FAILED (exit $status$([ "$status" -eq 124 ] && echo ", out of time")): $*" |
+    echo "gpu_vs_reference: FAILED ($(run_outcome "$status")): $*" |
       tee -a "$log" >&2
   fi
 }

@@ -63,7 +63,7 @@ std::unique_ptr<Communicator> make_local_communicator(const World& world, const 
 // the launcher ends the others. Called from the watchdog thread while others may be blocked.
 [[noreturn]] void end_job_from_watchdog(const World& world, const std::string& reason);
 // The same when the watchdog is stuck in a call of its own: nothing of the backend is called again
-// (it may be what blocks); MPI_Abort where MPI runs, else exit 1.
+// (it may be what blocks); MPI_Abort where MPI runs, and exit 1 (at the latest 10 s later).
 [[noreturn]] void end_job_from_stuck_watchdog(const World& world, const std::string& reason);
 
 // Runs blocking collectives on one background thread, in submission order, so a CPU backend gets

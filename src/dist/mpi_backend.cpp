@@ -57,7 +57,7 @@ class MpiCommunicator final : public Communicator {
       : Communicator(world),
         watchdog_(WatchdogOptions{timeout_seconds, 0.1, nullptr, nullptr,
                                   [world](const std::string& reason) { end_job_from_watchdog(world, reason); },
-                                  nullptr}),  // stuck: the same (its collectives' checks never block)
+                                  [world](const std::string& reason) { end_job_from_stuck_watchdog(world, reason); }}),
         thread_(std::make_unique<CollectiveThread>(&watchdog_, "MPI collective")) {
     SG2_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
     SG2_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));

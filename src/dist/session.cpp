@@ -11,7 +11,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 namespace sg2::dist {
 
@@ -125,6 +127,10 @@ void end_job_from_watchdog(const World& world, const std::string& reason) {
 
 void end_job_from_stuck_watchdog(const World& world, const std::string& reason) {
   log_rank_error(world, reason);
+  std::thread([] {  // MPI_Abort may block as well: the process ends regardless
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    std::_Exit(1);
+  }).detach();
   mpi_abort_world(1);
   std::_Exit(1);
 }

@@ -50,7 +50,7 @@ std::string try_step(const TrainConfig& config, const std::shared_ptr<const data
       outcome = fmt::format("peak {:.1f} GiB, over the {:.1f} GiB budget", *peak_gib, budget_gib);
     }
   } catch (const std::exception& e) {
-    if (!is_out_of_memory(e)) throw;
+    if (!may_be_out_of_memory(e)) throw;
     const std::string message = message_of(e);
     outcome = fmt::format("out of memory ({})", message.substr(0, std::min(message.find('\n'), size_t{120})));
   }

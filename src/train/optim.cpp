@@ -7,6 +7,10 @@
 #include <cmath>
 #include <map>
 
+// _foreach_copy_ arrived in LibTorch 2.1; 1.13 has neither it nor _foreach_lerp.
+#define SG2_TORCH_HAS_FOREACH_LERP_AND_COPY \
+  (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1))
+
 namespace sg2::train {
 
 AdamOptions lazy_regularization(const AdamOptions& o, int64_t interval) {
@@ -113,7 +117,7 @@ std::vector<at::Tensor> tensors_of(const nn::NamedTensors& named) {
 
 // ema[i] = lerp(current[i], ema[i], beta), as the reference's p.lerp(p_ema, beta).
 void lerp_into(const std::vector<at::Tensor>& ema, const std::vector<at::Tensor>& current, double beta) {
-#if TORCH_VERSION_MAJOR >= 2
+#if SG2_TORCH_HAS_FOREACH_LERP_AND_COPY
   at::_foreach_copy_(ema, at::_foreach_lerp(current, ema, beta));
 #else
   for (size_t i = 0; i < current.size(); ++i) ema[i].copy_(current[i].lerp(ema[i], beta));
@@ -121,7 +125,7 @@ void lerp_into(const std::vector<at::Tensor>& ema, const std::vector<at::Tensor>
 }
 
 void copy_into(const std::vector<at::Tensor>& destinations, const std::vector<at::Tensor>& sources) {
-#if TORCH_VERSION_MAJOR >= 2
+#if SG2_TORCH_HAS_FOREACH_LERP_AND_COPY
   at::_foreach_copy_(destinations, sources);
 #else
   for (size_t i = 0; i < sources.size(); ++i) destinations[i].copy_(sources[i]);

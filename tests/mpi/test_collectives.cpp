@@ -236,10 +236,10 @@ TEST(Watchdog, CompletedCollectivesLeaveTheQueueWithoutFailure) {
 TEST(Watchdog, AWatchdogStuckInItsOwnCallStillEndsTheJob) {
   FailureLog failures, stuck;
   std::atomic<bool> released{false};
+  const auto start = std::chrono::steady_clock::now();  // before the watchdog's first beat
   {
     CollectiveWatchdog watchdog({0.3, 0.01, nullptr, nullptr, [&](const std::string& r) { failures.add(r); },
                                  [&](const std::string& r) { stuck.add(r); }});
-    const auto start = std::chrono::steady_clock::now();
     watchdog.watch("allreduce", [&] {  // a query that blocks (as cudaEventQuery behind a driver lock)
       while (!released) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       return true;

@@ -3,7 +3,7 @@
 # debug: a step over its time limit is stopped with what it started, the steps left once the budget
 # is spent are skipped, a step that sets the environment of later ones runs in the kit's shell, the
 # summary counts the failures, says and lacks check a step's output for a pattern (the kit nests
-# them), and fid_matches_cpu passes equal values and fails others.
+# them), and fid_matches_cpu passes equal values and fails others; and the bench scripts' run budget.
 #   tests/scripts/gpu_kit_steps.sh SOURCE_DIR
 set -uo pipefail
 cd "$1"
@@ -70,4 +70,18 @@ expect "FIDs within 3 % pass" "| fid_close | ok |" "$summary"
 expect "FIDs 10 % apart fail" "| fid_far | FAILED (exit 1) |" "$summary"
 expect "a NaN FID fails" "| fid_nan | FAILED (exit 1) |" "$summary"
 expect "steps after the budget are skipped" "| after_the_budget | skipped | | the kit's 20 s are spent" "$summary"
+
+# The bench scripts' shared clock (scripts/bench/run_budget.sh).
+is() {  # is DESCRIPTION EXPECTED ACTUAL
+  [ "$2" = "$3" ] && echo "ok: $1" || { echo "FAILED: $1 (got '$3', expected '$2')"; failures=$((failures + 1)); }
+}
+source scripts/bench/run_budget.sh
+now=$(date +%s)
+is "a run gets its limit while the budget lasts" 240 "$(run_seconds_left "$now" 560 240)"
+left=$(run_seconds_left "$((now - 460))" 560 240)  # 100, or a little less once the clock ticks
+is "then what is left of the budget" yes "$([ "$left" -ge 98 ] && [ "$left" -le 100 ] && echo yes || echo "$left")"
+is "and none when under 30 s are left" 0 "$(run_seconds_left "$((now - 540))" 560 240)"
+is "timeout's code is out of time" "exit 124, out of time" "$(run_outcome 124)"
+is "so is its kill's" "exit 137, out of time" "$(run_outcome 137)"
+is "another code is itself" "exit 3" "$(run_outcome 3)"
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }

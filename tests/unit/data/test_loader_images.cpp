@@ -1,11 +1,14 @@
 // Sharded batches, mirroring, synthetic data, PNG files and image grids.
 #include "sg2/core/error.h"
+#include "sg2/core/rng.h"
 #include "sg2/data/fashion_mnist.h"
 #include "sg2/data/image_io.h"
 #include "sg2/data/loader.h"
 #include "sg2/data/synthetic.h"
 #include "test_support.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -39,6 +42,39 @@ TEST(ShardedSampler, EveryRecordOncePerEpochDisjointRanksSameOrderForAnyWorld) {
 }
 
 TEST(ShardedSampler, RejectsIndivisibleBatch) { EXPECT_THROW(ShardedSampler(10, 10, 0, 3, 0), Error); }
+
+// The definition: three plane waves per channel, sin(2 pi (fx x + fy y) + phase), drawn per image
+// from its index. The dataset builds each wave from per-axis tables; the bytes may differ by one
+// where the two roundings fall on either side of an integer.
+TEST(SyntheticDataset, ImagesAreTheirPlaneWaves) {
+  const int64_t resolution = 24, channels = 3;
+  const SyntheticDataset dataset(100, resolution, channels, 0);
+  std::vector<uint8_t> image(static_cast<size_t>(channels * resolution * resolution));
+  for (const int64_t index : {0, 7, 99}) {
+    dataset.read_image(index, image.data());
+    SplitMix64 random(mix_seed({0x53594e54ULL, static_cast<uint64_t>(index)}));
+    int64_t off_by_one = 0;
+    for (int64_t c = 0; c < channels; ++c) {
+      double fx[3], fy[3], phase[3];
+      for (int k = 0; k < 3; ++k) {
+        fx[k] = (random.uniform() - 0.5) * 12.0 / resolution;
+        fy[k] = (random.uniform() - 0.5) * 12.0 / resolution;
+        phase[k] = random.uniform() * 2 * M_PI;
+      }
+      for (int64_t y = 0; y < resolution; ++y) {
+        for (int64_t x = 0; x < resolution; ++x) {
+          double v = 0;
+          for (int k = 0; k < 3; ++k) v += std::sin(2 * M_PI * (fx[k] * x + fy[k] * y) + phase[k]);
+          const int expected = static_cast<int>(std::clamp(127.5 + 42.0 * v, 0.0, 255.0));
+          const int got = image[static_cast<size_t>((c * resolution + y) * resolution + x)];
+          ASSERT_LE(std::abs(got - expected), 1) << "image " << index << " channel " << c << " at " << x << "," << y;
+          off_by_one += got != expected;
+        }
+      }
+    }
+    EXPECT_LT(off_by_one, channels * resolution * resolution / 100) << "image " << index;
+  }
+}
 
 TEST(BatchLoader, MirrorFlipsExactlyTheFlaggedImages) {
   auto dataset = std::make_shared<SyntheticDataset>(64, 8, 3, 0);

@@ -87,14 +87,16 @@ TEST(Ema, LerpsParametersAndCopiesBuffers) {
   std::vector<at::Device> devices{at::kCPU};
   if (torch::cuda::is_available()) devices.emplace_back(at::kCUDA);
   for (const at::Device& device : devices) {
-    Net ema(device), current(device);
-    const at::Tensor w_before = ema.w.detach().clone(), b_before = ema.b.detach().clone();
-    update_ema(ema, current, 0.75);
-    // The reference's p.lerp(p_ema, beta), bit for bit, whichever path LibTorch takes.
-    EXPECT_TRUE(ema.w.equal(current.w.detach().lerp(w_before, 0.75))) << device;
-    EXPECT_TRUE(ema.b.equal(current.b.detach().lerp(b_before, 0.75))) << device;
-    EXPECT_TRUE(ema.buf.equal(current.buf)) << device;
-    EXPECT_TRUE(ema.count.equal(current.count)) << device;
+    for (const double beta : {0.75, 0.25, 0.0}) {  // lerp's two branches (weight >= 0.5 or not); 0 at the start
+      Net ema(device), current(device);
+      const at::Tensor w_before = ema.w.detach().clone(), b_before = ema.b.detach().clone();
+      update_ema(ema, current, beta);
+      // The reference's p.lerp(p_ema, beta), bit for bit, whichever path LibTorch takes.
+      EXPECT_TRUE(ema.w.equal(current.w.detach().lerp(w_before, beta))) << device << " beta " << beta;
+      EXPECT_TRUE(ema.b.equal(current.b.detach().lerp(b_before, beta))) << device << " beta " << beta;
+      EXPECT_TRUE(ema.buf.equal(current.buf)) << device;
+      EXPECT_TRUE(ema.count.equal(current.count)) << device;
+    }
   }
 }
 
