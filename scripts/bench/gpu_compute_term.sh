@@ -10,40 +10,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/bench/run_budget.sh
-bench_start=$(date +%s)
 build=${1:-${GPU_BUILD_DIR:-build-gpu}}
 out=${OUT:-$PWD/gpu-compute-term}
 device=${DEVICE:-cuda}
 mkdir -p "$out"
 log="$out/gpu_compute_term.log"
 : > "$log"
+run_clock_start gpu_compute_term "$log" "${SG2_BENCH_BUDGET_S:-560}" "${SG2_RUN_LIMIT_S:-150}"
 if [ "$device" = cuda ]; then  # on a fresh machine as well: the kit's binaries, or a build
   source scripts/gpu/kit_steps.sh
   ensure_build "$build" > "$log" 2>&1 || { echo "gpu_compute_term: no build in $build (see $log)" >&2; exit 1; }
 fi
-failures=0
-run() {  # run OUTPUT_FILE COMMAND...: stdout to the file, stderr and a failure to the log
-  local file=$1 status=0 left
-  shift
-  left=$(run_seconds_left "$bench_start" "${SG2_BENCH_BUDGET_S:-560}" "${SG2_RUN_LIMIT_S:-150}")
-  if [ "$left" -eq 0 ]; then
-    failures=$((failures + 1))
-    echo "gpu_compute_term: SKIPPED (SG2_BENCH_BUDGET_S spent): $*" | tee -a "$log" >&2
-    return 0
-  fi
-  timeout --kill-after=5 "$left" "${line_buffered[@]}" "$@" > "$file" 2>> "$log" || status=$?
-  [ "$status" -ne 0 ] || return 0
-  failures=$((failures + 1))
-  echo "gpu_compute_term: FAILED ($(run_outcome "$status")): $*" | tee -a "$log" >&2
-}
 config=(--config configs/config-f.yaml --data synthetic --data.resolution 256 --data.channels 3
         --run.device "$device" --G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256)
 for batch in ${BATCHES:-4 8 16 32}; do
   echo "== config-f 256, batch $batch"
-  run "$out/compute-b$batch.txt" "$build/bin/stylegan2_bench" "${config[@]}" --train.batch "$batch" --no-op-families \
-      --cycles 1
+  budgeted_run "$out/compute-b$batch.txt" "$build/bin/stylegan2_bench" "${config[@]}" --train.batch "$batch" \
+      --no-op-families --cycles 1
   grep -E "^(step|throughput)" "$out/compute-b$batch.txt" || true
 done
-run "$out/layout-config-f-256.txt" "$build/bin/stylegan2_bench" comm "${config[@]}" --max-bytes 1048576 --iters 2
+budgeted_run "$out/layout-config-f-256.txt" "$build/bin/stylegan2_bench" comm "${config[@]}" --max-bytes 1048576 \
+    --iters 2
 echo "== $out"
-[ "$failures" -eq 0 ] || { echo "gpu_compute_term: $failures run(s) failed (see $log)" >&2; exit 1; }
+[ "$run_failures" -eq 0 ] || { echo "gpu_compute_term: $run_failures run(s) failed (see $log)" >&2; exit 1; }

@@ -30,12 +30,11 @@ bench="$build/bin/stylegan2_bench"
 mkdir -p "$out"
 cases_dir=$(mktemp -d)  # each run's output; all of it also goes to the log (a device call returns 8 files)
 trap 'rm -rf "$cases_dir"' EXIT
-bench_start=$(date +%s)
-budget=${SG2_BENCH_BUDGET_S:-560}
 export PYTHONUNBUFFERED=1                              # the reference's lines reach the log as they come
 export TORCH_EXTENSIONS_DIR="$cases_dir/torch_extensions"  # its plugins: no lock left by an earlier call
 log="$out/gpu_vs_reference.log"
 : > "$log"
+run_clock_start gpu_vs_reference "$log" "${SG2_BENCH_BUDGET_S:-560}" "${SG2_BENCH_RUN_LIMIT_S:-240}"
 if [ "$device" = cuda ]; then  # on a fresh machine as well: the kit's binaries, or a build
   source scripts/gpu/kit_steps.sh
   ensure_build "$build" >> "$log" 2>&1 || { echo "gpu_vs_reference: no build in $build (see $log)" >&2; exit 1; }
@@ -73,29 +72,6 @@ fi
 # Field N of the "throughput X img/s, Y s/kimg; ... peak device memory Z GiB" line.
 field() { awk -v n="$2" '/^throughput/ {gsub(/[,;]/, ""); print $n}' "$1"; }
 
-# Runs one timed case into FILE and, line by line, into the log, within what is left of the budget;
-# a failed, stopped or skipped case is counted and the others still run.
-failures=0
-timed() {  # timed FILE COMMAND...
-  local file=$1 left status
-  shift
-  left=$(run_seconds_left "$bench_start" "$budget" "${SG2_BENCH_RUN_LIMIT_S:-240}")
-  if [ "$left" -eq 0 ]; then
-    failures=$((failures + 1))
-    echo "gpu_vs_reference: SKIPPED (the ${budget} s of SG2_BENCH_BUDGET_S are spent): $*" | tee -a "$log" "$file" >&2
-    return 0
-  fi
-  set +e
-  timeout --kill-after=5 "$left" "${line_buffered[@]}" "$@" 2>&1 | tee "$file" >> "$log"
-  status=${PIPESTATUS[0]}
-  set -e
-  if [ "$status" -ne 0 ]; then
-    failures=$((failures + 1))
-    echo "gpu_vs_reference: FAILED ($(run_outcome "$status")): $*" |
-      tee -a "$log" >&2
-  fi
-}
-
 summary="$out/gpu_vs_reference.md"
 {
   echo "| preset | implementation | batch_gpu | img/s | s/kimg | peak GiB | vs reference |"
@@ -108,8 +84,8 @@ for case in "${cases[@]}"; do
   ref_extra=()
   [ "$device" = cpu ] && ref_extra=(--batch-gpu 8) || ref_extra=(--batch-gpu "$ref_batch_gpu")
   echo "== $preset: reference" | tee -a "$log"
-  timed "$cases_dir/$preset-reference.txt" "$python" scripts/bench/reference_bench.py --ref "$ref" --config "$config" \
-      "${ref_common[@]}" --conv-clamp 256 "${ref_extra[@]}"
+  budgeted_run "$cases_dir/$preset-reference.txt" "$python" scripts/bench/reference_bench.py --ref "$ref" \
+      --config "$config" "${ref_common[@]}" --conv-clamp 256 "${ref_extra[@]}"
   ref_rate=$(field "$cases_dir/$preset-reference.txt" 2)
   ref_label=stylegan2-ada-pytorch  # its CUDA plugins, or its slow fallback ops (not its real speed)
   grep -q "fell back to reference ops" "$cases_dir/$preset-reference.txt" && ref_label="$ref_label (plugins fell back)"
@@ -128,7 +104,7 @@ for case in "${cases[@]}"; do
     extra=()
     [ "$variant" = "auto|$nhwc" ] && extra=("${profiled[@]}")
     echo "== $preset: $label, train.batch_gpu $batch_gpu" | tee -a "$log"
-    timed "$cases_dir/$name.txt" "$bench" --config "$config" "${common[@]}" "${ours[@]}" \
+    budgeted_run "$cases_dir/$name.txt" "$bench" --config "$config" "${common[@]}" "${ours[@]}" \
         --train.batch_gpu "$batch_gpu" --run.channels_last "$layout" "${extra[@]}"
     rate=$(field "$cases_dir/$name.txt" 2)
     chosen=$(sed -n 's/.*train.batch_gpu auto: \([0-9]*\) images.*/\1/p' "$cases_dir/$name.txt")
@@ -139,4 +115,4 @@ for case in "${cases[@]}"; do
 done
 echo "== summary ($device)"
 cat "$summary"
-[ "$failures" -eq 0 ] || { echo "gpu_vs_reference: $failures run(s) failed (see $log)" >&2; exit 1; }
+[ "$run_failures" -eq 0 ] || { echo "gpu_vs_reference: $run_failures run(s) failed (see $log)" >&2; exit 1; }

@@ -84,4 +84,17 @@ is "and none when under 30 s are left" 0 "$(run_seconds_left "$((now - 540))" 56
 is "timeout's code is out of time" "exit 124, out of time" "$(run_outcome 124)"
 is "so is its kill's" "exit 137, out of time" "$(run_outcome 137)"
 is "another code is itself" "exit 3" "$(run_outcome 3)"
+runs=$work/runs
+mkdir -p "$runs"
+run_clock_start bench "$runs/log" 3 2 2  # 3 s, 2 s a run: the slow run leaves too little for another
+budgeted_run "$runs/said" sh -c 'echo "throughput 9 img/s"; echo "a warning" >&2' 2> /dev/null
+is "a run's output goes to its file" "throughput 9 img/s" "$(cat "$runs/said")"
+expect "and to the log" "^throughput 9 img/s" "$runs/log"
+expect "its errors to the log only" "^a warning" "$runs/log"
+budgeted_run "$runs/slow" sh -c 'echo "started"; sleep 10' 2> /dev/null
+expect "a run over its limit keeps what it printed" "^started" "$runs/slow"
+expect "and is named out of time" "bench: FAILED (exit 124, out of time): sh -c" "$runs/log"
+budgeted_run "$runs/late" echo "never" 2> /dev/null
+expect "a run after the budget is skipped" "bench: SKIPPED (the 3 s budget is spent): echo never" "$runs/log"
+is "the failed and the skipped run are counted" 2 "$run_failures"
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }

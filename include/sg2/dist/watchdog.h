@@ -52,7 +52,7 @@ class CollectiveWatchdog {
   };
   void loop();
   std::string check_once();  // the failure found, "" if none
-  void beat();               // the loop came round (or ended: the monitor stops watching it)
+  void beat();               // the loop came round (when it ends, last_beat_ = max(): the monitor stops)
   void monitor();
 
   WatchdogOptions options_;
