@@ -58,11 +58,24 @@ unsigned int blocks_for(int64_t work) {
   return static_cast<unsigned int>(std::max<int64_t>(1, std::min<int64_t>(blocks, 65536)));
 }
 
+// Errors of the launch itself; any other error is a device fault (an illegal address, say) that an
+// earlier asynchronous operation left behind, which only surfaces here.
+bool is_launch_error(cudaError_t status) {
+  return status == cudaErrorInvalidConfiguration || status == cudaErrorLaunchOutOfResources ||
+         status == cudaErrorInvalidDeviceFunction || status == cudaErrorNoKernelImageForDevice ||
+         status == cudaErrorInvalidValue;
+}
+
 void check_launch(const char* kernel) {
   const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA kernel ") + kernel + " failed to launch: " + cudaGetErrorString(status));
+  if (status == cudaSuccess) return;
+  const std::string error = cudaGetErrorString(status);
+  if (is_launch_error(status)) {
+    throw std::runtime_error(std::string("CUDA kernel ") + kernel + " failed to launch: " + error);
   }
+  throw std::runtime_error(std::string("CUDA error found at the launch of kernel ") + kernel + ": " + error +
+                           "; it may come from an earlier asynchronous operation on the device "
+                           "(CUDA_LAUNCH_BLOCKING=1 reports each error at the call that caused it)");
 }
 
 // The grid-stride loops run over Index: int32_t where the launch fits (fits_32bit_indices).
