@@ -19,6 +19,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
@@ -108,6 +109,24 @@ double device_total_memory_gib(const at::Device& device) {
          kBytesPerGib;
 }
 
+double device_memory_outside_allocator_gib(const at::Device& device) {
+#if SG2_CUDA_RUNTIME
+  if (!device.is_cuda()) return 0.0;
+  const c10::DeviceIndex index = initialized_cuda_index(device);
+  const c10::cuda::CUDAGuard on_device(index);
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  const cudaError_t status = cudaMemGetInfo(&free_bytes, &total_bytes);
+  SG2_CHECK(status == cudaSuccess, "cudaMemGetInfo on {} failed: {}", device.str(), cudaGetErrorString(status));
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+  const auto in_use = static_cast<double>(total_bytes - free_bytes);
+  return std::max(0.0, in_use - static_cast<double>(stats.reserved_bytes[kAggregateStat].current)) / kBytesPerGib;
+#else
+  (void)device;
+  return 0.0;
+#endif
+}
+
 void release_cached_device_memory(const at::Device& device) {
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
 }
@@ -148,6 +167,7 @@ void* current_cuda_stream(const at::Device& device) {
 double device_peak_memory_gib(const at::Device&) { return 0.0; }
 void reset_device_peak_memory(const at::Device&) {}
 double device_total_memory_gib(const at::Device&) { return 0.0; }
+double device_memory_outside_allocator_gib(const at::Device&) { return 0.0; }
 void release_cached_device_memory(const at::Device&) {}
 
 namespace {
@@ -231,24 +251,34 @@ class HostSyncWarningCounter : public c10::WarningHandler {
 constexpr const char* kHostSyncCauses = "an op such as .item(), a blocking copy between host and device, nonzero or "
                                         "a synchronize";
 
-void warn_of_host_syncs(const std::string& what, const at::Device& device, int64_t calls) {
+void warn_of_host_syncs(const std::string& what, const at::Device& device, int64_t calls, const std::string& note) {
   spdlog::warn("{} made the host wait for {} {} time{} (run.host_sync_check = warn): {}; run.host_sync_check = "
-               "error stops at the first, and TORCH_SHOW_CPP_STACKTRACES=1 adds its stack",
-               what, device.str(), calls, calls == 1 ? "" : "s", kHostSyncCauses);
+               "error stops at the first, and TORCH_SHOW_CPP_STACKTRACES=1 adds its stack{}",
+               what, device.str(), calls, calls == 1 ? "" : "s", kHostSyncCauses, note);
 }
 
+bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
 }  // namespace
+
+std::optional<std::string> HostSyncWaitLog::count(const std::string& what) {
+  const int64_t time = ++times_[what];
+  if (!is_power_of_two(time)) return std::nullopt;
+  if (time == 1) return std::string();
+  return fmt::format(" (time {} this part waited; logged at times 1, 2, 4, 8, ...)", time);
+}
 
 bool is_host_sync_error(const std::exception& e) { return std::strstr(e.what(), kHostSyncMessage) != nullptr; }
 
 void run_checked_for_host_sync(HostSyncCheck check, const std::string& what, const at::Device& device,
-                               const std::function<void()>& part) {
+                               HostSyncWaitLog& waits, const std::function<void()>& part) {
   const HostSyncScope scope(check);
   try {
     if (check != HostSyncCheck::Warn) return part();
     const HostSyncWarningCounter warnings;
     part();
-    if (warnings.count() > 0) warn_of_host_syncs(what, device, warnings.count());
+    if (warnings.count() == 0) return;
+    if (const auto note = waits.count(what)) warn_of_host_syncs(what, device, warnings.count(), *note);
   } catch (const std::exception& e) {
     if (!is_host_sync_error(e)) throw;
     const std::string detail = e.what();

@@ -30,7 +30,29 @@ std::vector<int64_t> batch_gpu_candidates(const TrainConfig& config, int world_s
   return candidates;
 }
 
+double batch_probe_budget_gib(double total_gib, double outside_allocator_gib) {
+  if (total_gib <= 0) return 0.0;
+  return total_gib * kBatchProbeMemoryShare - outside_allocator_gib;
+}
+
 namespace {
+
+// This rank's budget (batch_probe_budget_gib) and how it came about, for the log.
+double probe_budget_gib(const at::Device& device, std::string* description) {
+  release_cached_device_memory(device);  // what the allocator caches counts as ours
+  const double total_gib = device_total_memory_gib(device);
+  const double outside_gib = device_memory_outside_allocator_gib(device);
+  const double budget_gib = batch_probe_budget_gib(total_gib, outside_gib);
+  SG2_CHECK(total_gib <= 0 || budget_gib > 0, "train.batch_gpu auto on {}: {:.1f} of its {:.1f} GiB are in use "
+            "outside LibTorch's allocator (other processes on this GPU?), more than the {:.0f}% a probed step may "
+            "peak at; free the GPU or set train.batch_gpu", device.str(), outside_gib, total_gib,
+            kBatchProbeMemoryShare * 100);
+  if (total_gib > 0) {
+    *description = fmt::format("budget {:.1f} GiB: {:.0f}% of {:.1f} GiB less {:.1f} GiB in use outside LibTorch's "
+                               "allocator", budget_gib, kBatchProbeMemoryShare * 100, total_gib, outside_gib);
+  }
+  return budget_gib;
+}
 
 // One whole training step of `batch_gpu` images on this rank alone. Empty when it fits; otherwise why not.
 std::string try_step(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
@@ -58,6 +80,8 @@ std::string try_step(const TrainConfig& config, const std::shared_ptr<const data
   return outcome;
 }
 
+std::string budget_note(const BatchProbe& probe) { return probe.budget.empty() ? "" : "; " + probe.budget; }
+
 }  // namespace
 
 BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
@@ -65,8 +89,8 @@ BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<cons
   const std::vector<int64_t> candidates = batch_gpu_candidates(config, comm.size());
   SG2_CHECK(!candidates.empty(), "train.batch_gpu auto: no per-round batch passes the checks with train.batch {} "
             "over {} processes", config.train.batch, comm.size());
-  const double budget_gib = device_total_memory_gib(device) * kBatchProbeMemoryShare;
   BatchProbe probe;
+  const double budget_gib = probe_budget_gib(device, &probe.budget);
   auto chosen = static_cast<int64_t>(candidates.size());  // none fits
   for (size_t i = 0; i < candidates.size(); ++i) {
     double peak_gib = 0;
@@ -81,8 +105,8 @@ BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<cons
   // Every rank takes the smallest choice of any rank (the largest index).
   const int64_t agreed = comm.max_over_ranks(chosen);
   SG2_CHECK(agreed < static_cast<int64_t>(candidates.size()),
-            "train.batch_gpu auto: not even {} image(s) per round fit{} (this rank tried {})", candidates.back(),
-            comm.size() > 1 ? " on every rank" : "", fmt::join(probe.tries, "; "));
+            "train.batch_gpu auto: not even {} image(s) per round fit{} (this rank tried {}{})", candidates.back(),
+            comm.size() > 1 ? " on every rank" : "", fmt::join(probe.tries, "; "), budget_note(probe));
   probe.batch_gpu = candidates[static_cast<size_t>(agreed)];
   return probe;
 }
@@ -94,8 +118,9 @@ TrainConfig with_probed_batch_gpu(const TrainConfig& config, const std::shared_p
   const BatchProbe probe = probe_batch_gpu(config, dataset, device, comm);
   TrainConfig resolved = config;
   resolved.train.batch_gpu = probe.batch_gpu;
-  *report = fmt::format("train.batch_gpu auto: {} images per process and round, {} rounds per step (tried {})",
-                        probe.batch_gpu, rounds_per_step(resolved, comm.size()), fmt::join(probe.tries, "; "));
+  *report = fmt::format("train.batch_gpu auto: {} images per process and round, {} rounds per step (tried {}{})",
+                        probe.batch_gpu, rounds_per_step(resolved, comm.size()), fmt::join(probe.tries, "; "),
+                        budget_note(probe));
   return resolved;
 }
 

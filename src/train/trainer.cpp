@@ -281,12 +281,12 @@ void Trainer::step() {
 }
 
 void Trainer::checked_for_host_sync(const std::string& what, const std::function<void()>& part) {
-  run_checked_for_host_sync(host_sync_check_, what, device_, part);
+  run_checked_for_host_sync(host_sync_check_, what, device_, host_sync_waits_, part);
 }
 
 // A batch in pageable memory is copied to the GPU through a staging buffer while the host waits,
 // which run.host_sync_check counts as a host synchronisation (LibTorch's check does not see it).
-void Trainer::check_batch_is_pinned(const data::Batch& batch) const {
+void Trainer::check_batch_is_pinned(const data::Batch& batch) {
   if (host_sync_check_ == HostSyncCheck::Off || !device_.is_cuda()) return;
   for (const auto& [name, tensor] : {std::pair{"images", batch.images}, std::pair{"labels", batch.labels}}) {
     if (tensor.numel() == 0 || tensor.is_pinned()) continue;
@@ -294,7 +294,9 @@ void Trainer::check_batch_is_pinned(const data::Batch& batch) const {
                                             "the host (run.host_sync_check = {})",
                                             name, device_.str(), to_string(host_sync_check_));
     SG2_CHECK(host_sync_check_ != HostSyncCheck::Error, "{}", message);
-    spdlog::warn(message);
+    if (const auto note = host_sync_waits_.count(fmt::format("the batch's {} copy", name))) {
+      spdlog::warn("{}{}", message, *note);
+    }
   }
 }
 

@@ -7,6 +7,8 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,9 @@ double device_peak_memory_gib(const at::Device& device);
 void reset_device_peak_memory(const at::Device& device);
 // The device's whole memory (0 for the CPU).
 double device_total_memory_gib(const at::Device& device);
+// The device's memory in use now that LibTorch's allocator does not hold: the CUDA context, NCCL's
+// buffers, other processes on the same GPU (0 for the CPU, and without the CUDA runtime).
+double device_memory_outside_allocator_gib(const at::Device& device);
 // Hands the caching allocator's free blocks back to the device (after a probe that filled it).
 void release_cached_device_memory(const at::Device& device);
 
@@ -83,11 +88,24 @@ class HostSyncAllowed {
 // Whether `e` is the error LibTorch throws under HostSyncCheck::Error.
 bool is_host_sync_error(const std::exception& e);
 
+// Under Warn, how many times each part of a step made the host wait. A part's 1st, 2nd, 4th, 8th...
+// time is logged, so a long run's log stays short yet still shows whether the waits go on.
+class HostSyncWaitLog {
+ public:
+  // Counts one more time `what` waited; the note to append to its warning when this time is logged
+  // (empty for the first), nullopt when it is not.
+  std::optional<std::string> count(const std::string& what);
+
+ private:
+  std::map<std::string, int64_t> times_;
+};
+
 // Runs `part` of a training step under `check` and says which part made the host wait for
 // `device`. Error: an error naming `what` replaces LibTorch's, which names neither the part nor
 // what to do. Warn: one warning naming `what` and how many calls waited replaces LibTorch's
-// warning per call, which says nothing of where; other warnings pass on unchanged.
+// warning per call, which says nothing of where (when `waits` logs this time); other warnings pass
+// on unchanged.
 void run_checked_for_host_sync(HostSyncCheck check, const std::string& what, const at::Device& device,
-                               const std::function<void()>& part);
+                               HostSyncWaitLog& waits, const std::function<void()>& part);
 
 }  // namespace sg2

@@ -21,12 +21,18 @@ namespace sg2::train {
 // fragmentation, the metrics and the sample grids.
 constexpr double kBatchProbeMemoryShare = 0.85;
 
+// The peak a probed step may reach: that share of the device's memory, less what is in use outside
+// LibTorch's allocator when the probe starts (the CUDA context, NCCL, other processes on the GPU).
+// 0 where nothing bounds it (the CPU: total_gib 0); at most 0 on a GPU where the rest leaves no room.
+double batch_probe_budget_gib(double total_gib, double outside_allocator_gib);
+
 // Values train.batch_gpu can take: divisors of the per-process batch that pass validate(), largest first.
 std::vector<int64_t> batch_gpu_candidates(const TrainConfig& config, int world_size);
 
 struct BatchProbe {
   int64_t batch_gpu = 0;
   std::vector<std::string> tries;  // one line per candidate this rank tried
+  std::string budget;              // how the peak was bounded on this rank; empty where it was not
 };
 
 // Probes this rank's device and agrees with the others through `comm`; the config is unchanged.

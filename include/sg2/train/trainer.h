@@ -91,10 +91,11 @@ class Trainer {
   void run_phase_unchecked(size_t phase_index, const StepInputs& inputs);
   // Runs `part` of a step under run.host_sync_check; its error or warning names `what`.
   void checked_for_host_sync(const std::string& what, const std::function<void()>& part);
-  void check_batch_is_pinned(const data::Batch& batch) const;
+  void check_batch_is_pinned(const data::Batch& batch);
 
   TrainConfig config_;
   HostSyncCheck host_sync_check_;
+  HostSyncWaitLog host_sync_waits_;  // which parts waited how often, under warn
   std::shared_ptr<const data::Dataset> dataset_;
   at::Device device_;
   std::unique_ptr<dist::Communicator> owned_comm_;  // the Local one when none was given

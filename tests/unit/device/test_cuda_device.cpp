@@ -34,6 +34,7 @@ TEST(DeviceMemory, TheCpuHasNoAllocatorToAsk) {
   reset_device_peak_memory(cpu);
   EXPECT_EQ(device_peak_memory_gib(cpu), 0.0);
   EXPECT_EQ(device_total_memory_gib(cpu), 0.0);
+  EXPECT_EQ(device_memory_outside_allocator_gib(cpu), 0.0);
   release_cached_device_memory(cpu);
 }
 
@@ -45,9 +46,13 @@ TEST(DeviceMemory, TheCudaAllocatorCountsWhatATensorHolds) {
   const at::Device gpu(at::kCUDA);
   reset_device_peak_memory(gpu);
   EXPECT_EQ(device_peak_memory_gib(gpu), 0.0);
+  const double outside_gib = device_memory_outside_allocator_gib(gpu);  // the CUDA context at least
+  EXPECT_GT(outside_gib, 0.0);
+  EXPECT_LT(outside_gib, device_total_memory_gib(gpu));
   {
     const at::Tensor block = at::empty({64 << 20}, at::TensorOptions(gpu).dtype(at::kFloat));  // 256 MiB
     EXPECT_GE(device_peak_memory_gib(gpu), 0.25);
+    EXPECT_NEAR(device_memory_outside_allocator_gib(gpu), outside_gib, 0.1);  // the block is the allocator's
   }
   release_cached_device_memory(gpu);
   reset_device_peak_memory(gpu);
@@ -131,14 +136,15 @@ class WarningRecorder : public c10::WarningHandler {
 TEST(HostSyncCheck, ACheckedPartRunsAndPassesOtherErrorsAndWarningsOn) {
   const at::Device gpu(at::kCUDA, 0);
   const WarningRecorder recorder;
+  HostSyncWaitLog waits;
   for (const HostSyncCheck check : {HostSyncCheck::Off, HostSyncCheck::Warn, HostSyncCheck::Error}) {
     int runs = 0;
-    run_checked_for_host_sync(check, "Gmain", gpu, [&] {
+    run_checked_for_host_sync(check, "Gmain", gpu, waits, [&] {
       ++runs;
       TORCH_WARN("an unrelated warning");
     });
     EXPECT_EQ(runs, 1);
-    EXPECT_THROW(run_checked_for_host_sync(check, "Gmain", gpu, [] { throw std::out_of_range("no"); }),
+    EXPECT_THROW(run_checked_for_host_sync(check, "Gmain", gpu, waits, [] { throw std::out_of_range("no"); }),
                  std::out_of_range);
   }
   EXPECT_EQ(recorder.messages, std::vector<std::string>(3, "an unrelated warning"));
@@ -182,30 +188,39 @@ TEST(HostSyncCheck, AllowedLiftsTheCheckForItsLifetimeOnly) {
 TEST(HostSyncCheck, WarnNamesThePartAndCountsItsWaits) {
   const WarningRecorder recorder;
   const LogCapture log;
-  run_checked_for_host_sync(HostSyncCheck::Warn, "Greg", at::Device(at::kCUDA, 0), [] {
+  HostSyncWaitLog waits;
+  const auto greg = [] {
     c10::cuda::warn_or_error_on_sync();
     TORCH_WARN("an unrelated warning");
     c10::cuda::warn_or_error_on_sync();
-  });
+  };
+  run_checked_for_host_sync(HostSyncCheck::Warn, "Greg", at::Device(at::kCUDA, 0), waits, greg);
   EXPECT_NE(log.text().find("Greg made the host wait for cuda:0 2 times (run.host_sync_check = warn): an op such "
                             "as .item()"),
             std::string::npos)
       << log.text();
-  run_checked_for_host_sync(HostSyncCheck::Warn, "Dmain", at::Device(at::kCUDA, 0), [] {});
+  run_checked_for_host_sync(HostSyncCheck::Warn, "Dmain", at::Device(at::kCUDA, 0), waits, [] {});
   EXPECT_EQ(log.text().find("Dmain"), std::string::npos) << log.text();
-  EXPECT_EQ(recorder.messages, std::vector<std::string>{"an unrelated warning"});
+  run_checked_for_host_sync(HostSyncCheck::Warn, "Greg", at::Device(at::kCUDA, 0), waits, greg);
+  EXPECT_NE(log.text().find("(time 2 this part waited; logged at times 1, 2, 4, 8, ...)"), std::string::npos)
+      << log.text();
+  const size_t logged = log.text().size();
+  run_checked_for_host_sync(HostSyncCheck::Warn, "Greg", at::Device(at::kCUDA, 0), waits, greg);  // time 3
+  EXPECT_EQ(log.text().size(), logged) << log.text();
+  EXPECT_EQ(recorder.messages, std::vector<std::string>(3, "an unrelated warning"));  // one per run of Greg
   {
     const HostSyncScope warn(HostSyncCheck::Warn);
     c10::cuda::warn_or_error_on_sync();  // outside a checked part: LibTorch's own warning
   }
-  ASSERT_EQ(recorder.messages.size(), 2u);
-  EXPECT_NE(recorder.messages[1].find("called a synchronizing CUDA operation"), std::string::npos);
+  ASSERT_EQ(recorder.messages.size(), 4u);
+  EXPECT_NE(recorder.messages[3].find("called a synchronizing CUDA operation"), std::string::npos);
 }
 
 // Error: the first waiting call fails the part, with an error that names it and what to look for.
 TEST(HostSyncCheck, ErrorNamesThePart) {
   try {
-    run_checked_for_host_sync(HostSyncCheck::Error, "the G_ema update", at::Device(at::kCUDA, 0), [] {
+    HostSyncWaitLog waits;
+    run_checked_for_host_sync(HostSyncCheck::Error, "the G_ema update", at::Device(at::kCUDA, 0), waits, [] {
       c10::cuda::warn_or_error_on_sync();
       FAIL() << "the part went on after a host synchronisation under Error";
     });
@@ -219,6 +234,19 @@ TEST(HostSyncCheck, ErrorNamesThePart) {
   EXPECT_EQ(current_host_sync_check(), HostSyncCheck::Off);
 }
 #endif
+
+// A part's 1st, 2nd, 4th, 8th... wait is logged, each part counted by itself.
+TEST(HostSyncCheck, AWaitLogShowsEachPartsPowerOfTwoTimes) {
+  HostSyncWaitLog waits;
+  std::vector<int64_t> logged;
+  for (int64_t time = 1; time <= 20; ++time) {
+    if (waits.count("Gmain")) logged.push_back(time);
+  }
+  EXPECT_EQ(logged, (std::vector<int64_t>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(waits.count("Dmain"), std::string());
+  EXPECT_EQ(waits.count("Dmain"), " (time 2 this part waited; logged at times 1, 2, 4, 8, ...)");
+  EXPECT_EQ(waits.count("Dmain"), std::nullopt);
+}
 
 // On a GPU, the ops themselves: .item() of a CUDA tensor throws under Error, not outside it.
 TEST(HostSyncCheck, AnItemOfACudaTensorThrowsInsideTheScopeOnly) {
@@ -236,7 +264,8 @@ TEST(HostSyncCheck, AnItemOfACudaTensorThrowsInsideTheScopeOnly) {
   }
   EXPECT_EQ(x.sum().item<float>(), 4.0f);
   const LogCapture log;
-  run_checked_for_host_sync(HostSyncCheck::Warn, "Gmain", x.device(), [&] { (void)x.sum().item<float>(); });
+  HostSyncWaitLog waits;
+  run_checked_for_host_sync(HostSyncCheck::Warn, "Gmain", x.device(), waits, [&] { (void)x.sum().item<float>(); });
   EXPECT_NE(log.text().find("Gmain made the host wait for " + x.device().str() + " 1 time "), std::string::npos)
       << log.text();
 }

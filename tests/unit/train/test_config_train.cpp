@@ -123,6 +123,15 @@ TEST(TrainConfig, BatchGpuTakesAutoAndTheProbeTriesOnlyValidValues) {
   EXPECT_EQ(batch_gpu_candidates(c, 2), (std::vector<int64_t>{2}));
 }
 
+// The probe's bound leaves memory that LibTorch's allocator does not hold out of the share: another
+// process holding half of an 80 GiB GPU leaves 28 GiB, not 68. The CPU has no bound.
+TEST(TrainConfig, TheProbesBudgetLeavesOutMemoryOutsideTheAllocator) {
+  EXPECT_DOUBLE_EQ(batch_probe_budget_gib(80.0, 0.0), 80.0 * kBatchProbeMemoryShare);
+  EXPECT_DOUBLE_EQ(batch_probe_budget_gib(80.0, 40.0), 80.0 * kBatchProbeMemoryShare - 40.0);
+  EXPECT_LE(batch_probe_budget_gib(80.0, 70.0), 0.0);
+  EXPECT_EQ(batch_probe_budget_gib(0.0, 0.0), 0.0);
+}
+
 TEST(TrainConfig, FusedModconvAutoFusesInInferenceOnly) {
   TrainConfig config;
   const std::vector<std::tuple<std::string, bool, bool>> cases = {
