@@ -102,9 +102,9 @@ class HostSyncWaitLog {
 
 // Runs `part` of a training step under `check` and says which part made the host wait for
 // `device`. Error: an error naming `what` replaces LibTorch's, which names neither the part nor
-// what to do. Warn: one warning naming `what` and how many calls waited replaces LibTorch's
-// warning per call, which says nothing of where (when `waits` logs this time); other warnings pass
-// on unchanged.
+// what to do. Warn: LibTorch's warning per call, which says nothing of where, is dropped; `waits`
+// decides whether this time gets one warning naming `what` and how many calls waited. Other
+// warnings pass on unchanged.
 void run_checked_for_host_sync(HostSyncCheck check, const std::string& what, const at::Device& device,
                                HostSyncWaitLog& waits, const std::function<void()>& part);
 
