@@ -61,6 +61,8 @@ record_step() {  # record_step NAME LIMIT COMMAND...
   [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && status="FAILED (stopped at its time limit)"
   if [ "$rc" -eq 0 ]; then
     echo "| $name | ok | $seconds | $last |" >> "$summary"
+  elif [ "$rc" -eq "$tool_refused_exit" ]; then
+    echo "| $name | skipped | $seconds | $last |" >> "$summary"
   else
     failed=$((failed + 1))
     echo "| $name | $status | $seconds | $last |" >> "$summary"
@@ -80,6 +82,22 @@ output_has() {  # output_has yes|no PATTERN COMMAND...
 }
 says() { output_has yes "$@"; }   # says PATTERN COMMAND...: fails when it fails or never prints PATTERN
 lacks() { output_has no "$@"; }   # lacks PATTERN COMMAND...: fails when it fails or prints PATTERN
+
+# A step's exit code for "the tool cannot run on this machine", which the summary shows as skipped.
+export tool_refused_exit=77  # exported: steps run in shells of their own
+
+# Runs COMMAND and prints its output; where it fails with PATTERN in its output (the tool refusing
+# this machine, as compute-sanitizer refuses a GPU under gVisor: "Device not supported"), it says so
+# and ends with tool_refused_exit instead of failing the step.
+unless_refused() {  # unless_refused PATTERN COMMAND...
+  local pattern=$1 output rc=0
+  shift
+  output=$("$@" 2>&1) || rc=$?
+  printf '%s\n' "$output"
+  [ "$rc" -ne 0 ] && grep -q -- "$pattern" <<< "$output" || return "$rc"
+  echo "the tool cannot run on this machine (it printed '$pattern'): no result about the code under test"
+  return "$tool_refused_exit"
+}
 
 skip() {  # skip NAME REASON
   echo "| $1 | skipped | | $2 |" >> "$summary"

@@ -40,6 +40,9 @@ chmod +x "$work/fake_metrics"
   step said_and_lacked says "hello" lacks "absent" echo hello world
   step said_not_lacked says "hello" lacks "world" echo hello world
   step lacked_but_failed lacks "absent" false
+  step refused lacks "SKIPPED" unless_refused "not supported" bash -c 'echo "Device not supported"; exit 255'
+  step failed_not_refused unless_refused "not supported" bash -c 'echo "out of bounds"; exit 9'
+  step passed_not_refused unless_refused "not supported" echo "Device not supported, but ran"
   FID_cuda=101.5 FID_cpu=100 step fid_close fid_matches_cpu "$work/fake_metrics" snapshot detector cuda "$work"
   FID_cuda=110 FID_cpu=100 step fid_far fid_matches_cpu "$work/fake_metrics" snapshot detector cuda "$work"
   FID_cuda=nan FID_cpu=100 step fid_nan fid_matches_cpu "$work/fake_metrics" snapshot detector cuda "$work"
@@ -51,8 +54,8 @@ chmod +x "$work/fake_metrics"
 status=$?
 summary=$work/out/summary.md
 cat "$summary"
-[ "$status" -eq 8 ] && echo "ok: the exit code counts the 8 failed steps" ||
-  { echo "FAILED: exit $status, expected 8 failed steps"; failures=$((failures + 1)); }
+[ "$status" -eq 9 ] && echo "ok: the exit code counts the 9 failed steps (not the skipped ones)" ||
+  { echo "FAILED: exit $status, expected 9 failed steps"; failures=$((failures + 1)); }
 expect "a step within its limit" "| quick | ok |" "$summary"
 expect "a step over its limit is stopped" "| over_its_limit | FAILED (stopped at its time limit) |" "$summary"
 kill -0 "$(cat "$work/child")" 2> /dev/null &&
@@ -66,6 +69,9 @@ expect "lacks fails when it has one" "| not_lacked | FAILED (exit 1) |" "$summar
 expect "says of lacks passes when both hold" "| said_and_lacked | ok |" "$summary"
 expect "says of lacks fails when lacks does" "| said_not_lacked | FAILED (exit 1) |" "$summary"
 expect "lacks fails when its command fails" "| lacked_but_failed | FAILED (exit 1) |" "$summary"
+expect "a tool that refuses the machine skips its step" "| refused | skipped | [0-9.]* | the tool cannot run" "$summary"
+expect "a tool that fails otherwise fails it" "| failed_not_refused | FAILED (exit 9) |" "$summary"
+expect "and one that runs passes, whatever it printed" "| passed_not_refused | ok |" "$summary"
 expect "FIDs within 3 % pass" "| fid_close | ok |" "$summary"
 expect "FIDs 10 % apart fail" "| fid_far | FAILED (exit 1) |" "$summary"
 expect "a NaN FID fails" "| fid_nan | FAILED (exit 1) |" "$summary"
