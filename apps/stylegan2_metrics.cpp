@@ -8,7 +8,7 @@
 #include "sg2/train/out_of_memory.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"Evaluate FID/KID of a StyleGAN2 snapshot (any number of ranks), or train the built-in detector."};
+  CLI::App app{"Evaluate FID, KID or precision/recall of a StyleGAN2 snapshot (any number of ranks), or train the built-in detector."};
   sg2::cli::MetricsCommand metrics;
   metrics.add_to(app);
   sg2::cli::DetectorCommand detector;

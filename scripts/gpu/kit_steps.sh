@@ -219,8 +219,9 @@ ensure_build() {  # ensure_build BUILD_DIR
 }
 
 # Every ctest test but the Slurm one in a build tree. With prebuilt binaries (no build tree): the
-# test binaries with CUDA tests, the multi-rank one as a world of one, and of test_train its GPU
-# tests (the trainer's, the G_ema update's; its other tests are the very ones CI runs on a CPU).
+# test binaries with CUDA tests, the multi-rank one as a world of one, and of test_train and
+# test_metrics their GPU tests and what those build on (the trainer's, the G_ema update's, precision
+# and recall's; their other tests are the very ones CI runs on a CPU).
 run_cpu_suite() {  # run_cpu_suite BUILD_DIR
   local build=$1 binary filter status=0
   if [ -f "$build/CTestTestfile.cmake" ]; then
@@ -228,7 +229,7 @@ run_cpu_suite() {  # run_cpu_suite BUILD_DIR
     return
   fi
   for binary in "$build/bin/test_nn|*" "$build/bin/test_device|*" "$build/tests/test_dist|*" \
-                "$build/bin/test_train|Trainer.*:Ema.*"; do
+                "$build/bin/test_train|Trainer.*:Ema.*" "$build/bin/test_metrics|PrecisionRecall.*"; do
     filter=${binary##*|}
     binary=${binary%|*}
     echo "--- $binary ($filter)"

@@ -21,7 +21,7 @@ using namespace train;  // the command layer drives the training library
 
 namespace {
 
-// FID and KID compare reals with fakes of one shape; a conditional G draws its labels from the reals.
+// The metrics compare reals with fakes of one shape; a conditional G draws its labels from the reals.
 void check_reals_fit_generator(const data::Dataset& reals, const std::string& data_path, const nn::GeneratorOptions& g,
                                const std::string& network) {
   const data::ImageShape s = reals.shape();
@@ -33,6 +33,17 @@ void check_reals_fit_generator(const data::Dataset& reals, const std::string& da
             "the network '{}' is conditioned on {} label values but the dataset '{}' has {} (data.use_labels: true "
             "and a labelled dataset are needed)",
             network, g.c_dim, data_path, reals.label_dim());
+}
+
+// {"metric", "results": {name: value, ...}, "seconds", "num_fakes", "world_size", "snapshot"}, and
+// "value" where the metric has one (fid, kid).
+nlohmann::json result_line(const metrics::MetricResult& result, int world_size, const std::string& snapshot) {
+  nlohmann::json line = {{"metric", result.metric}, {"seconds", result.seconds}, {"num_fakes", result.num_fakes},
+                         {"world_size", world_size}, {"snapshot", snapshot}};
+  line["results"] = nlohmann::json::object();
+  for (const auto& [name, value] : result.values) line["results"][name] = value;
+  if (result.values.size() == 1) line["value"] = result.values.front().second;
+  return line;
 }
 
 }  // namespace
@@ -67,11 +78,7 @@ int MetricsCommand::run() {
     const double kimg = static_cast<double>(snapshot.integer("progress.cur_nimg")) / 1e3;
     for (const metrics::MetricResult& result : metrics.evaluate(*G)) {
       if (!session->world().is_root()) continue;
-      std::cout << nlohmann::json{{"metric", result.metric}, {"value", result.value}, {"seconds", result.seconds},
-                                  {"num_fakes", result.num_fakes}, {"world_size", session->world().size},
-                                  {"snapshot", snapshot_file}}
-                       .dump()
-                << std::endl;
+      std::cout << result_line(result, session->world().size, snapshot_file).dump() << std::endl;
       if (!no_log_) append_metric_line(run_dir.empty() ? "." : run_dir, result, session->world().size, snapshot_file, kimg);
     }
     return 0;

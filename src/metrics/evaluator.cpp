@@ -7,6 +7,7 @@
 #include "sg2/data/crc32c.h"
 #include "sg2/data/loader.h"
 #include "sg2/metrics/distance.h"
+#include "sg2/metrics/precision_recall.h"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -52,18 +53,28 @@ at::Device device_of(const nn::Generator& G) {
 }  // namespace
 
 MetricSpec parse_metric(const std::string& name) {
-  static const std::regex pattern("(fid|kid)([0-9]+)(k?)(_full)?");
+  static const std::regex distance_pattern("(fid|kid)([0-9]+)(k?)(_full)?");
+  static const std::regex precision_recall_pattern("pr([0-9]+)(k?)([1-9])(_full)?");
   std::smatch match;
-  SG2_CHECK(std::regex_match(name, match, pattern),
-            "unknown metric '{}': expected fid<N>[k][_full] or kid<N>[k][_full], e.g. fid50k_full, kid50k_full, "
-            "fid10k, fid2k_full",
-            name);
   MetricSpec spec;
   spec.name = name;
-  spec.kind = match[1] == "fid" ? MetricSpec::Kind::FID : MetricSpec::Kind::KID;
-  spec.num_fakes = std::stoll(match[2]) * (match[3].length() > 0 ? 1000 : 1);
-  spec.max_reals = match[4].length() > 0 ? 0 : spec.num_fakes;
+  if (std::regex_match(name, match, distance_pattern)) {
+    spec.kind = match[1] == "fid" ? MetricSpec::Kind::FID : MetricSpec::Kind::KID;
+    spec.num_fakes = std::stoll(match[2]) * (match[3].length() > 0 ? 1000 : 1);
+    spec.max_reals = match[4].length() > 0 ? 0 : spec.num_fakes;
+  } else if (std::regex_match(name, match, precision_recall_pattern)) {
+    spec.kind = MetricSpec::Kind::PR;
+    spec.num_fakes = std::stoll(match[1]) * (match[2].length() > 0 ? 1000 : 1);
+    spec.nhood = std::stoll(match[3]);
+    spec.max_reals = match[4].length() > 0 ? kPrecisionRecallMaxReals : spec.num_fakes;
+  } else {
+    SG2_FAIL("unknown metric '{}': expected fid<N>[k][_full], kid<N>[k][_full] or pr<N>[k]<nhood>[_full], e.g. "
+             "fid50k_full, kid50k_full, pr50k3_full, fid10k, fid2k_full",
+             name);
+  }
   SG2_CHECK(spec.num_fakes >= 2, "metric '{}' needs at least 2 generated images", name);
+  SG2_CHECK(spec.kind != MetricSpec::Kind::PR || spec.num_fakes > spec.nhood,
+            "metric '{}' needs more generated images than its neighbourhood size {}", name, spec.nhood);
   return spec;
 }
 
@@ -186,23 +197,47 @@ FeatureStats MetricEvaluator::fake_stats(nn::Generator& G, int64_t num_fakes, bo
   return stats;
 }
 
-MetricResult MetricEvaluator::evaluate(const MetricSpec& spec, nn::Generator& G) {
-  const Stopwatch clock;
-  const bool kid = spec.kind == MetricSpec::Kind::KID;
-  const FeatureStats& reals = real_stats(spec.max_reals, kid);
-  const FeatureStats fakes = fake_stats(G, spec.num_fakes, kid);
-  // Rank 0 holds the real statistics (possibly from the cache); it computes and broadcasts the value.
+// FID or KID from rank 0's real statistics (possibly read from the cache by rank 0 alone), on every rank.
+double MetricEvaluator::distance_on_rank0(const MetricSpec& spec, const FeatureStats& reals,
+                                          const FeatureStats& fakes) {
   at::Tensor value = at::zeros({1}, at::TensorOptions(comm_.device()).dtype(at::kDouble));
   if (comm_.rank() == 0) {
     // KID's kernel matrices run where the collectives do (the GPU under NCCL).
-    value.fill_(kid ? kernel_inception_distance(reals.all().to(comm_.device()), fakes.all().to(comm_.device()),
+    value.fill_(spec.kind == MetricSpec::Kind::KID
+                    ? kernel_inception_distance(reals.all().to(comm_.device()), fakes.all().to(comm_.device()),
                                                 kKidSubsets, kKidSubsetSize, options_.seed)
                     : frechet_distance(reals.mean(), reals.covariance(), fakes.mean(), fakes.covariance()));
   }
   comm_.broadcast({value}, 0);
+  return value.cpu().item<double>();
+}
+
+// [N, D] on the communicator's device, on every rank: where rank 0 alone read them from the cache, its
+// copy goes to the others.
+at::Tensor MetricEvaluator::features_on_every_rank(const FeatureStats& stats) {
+  const bool everywhere = !comm_.any(stats.count() < stats.max_items());
+  if (everywhere) return stats.all().to(comm_.device());
+  at::Tensor features = comm_.rank() == 0 ? stats.all().to(comm_.device())
+                                          : at::empty({stats.max_items(), detector_->feature_dim()},
+                                                      at::TensorOptions(comm_.device()).dtype(at::kFloat));
+  comm_.broadcast({features}, 0);
+  return features;
+}
+
+MetricResult MetricEvaluator::evaluate(const MetricSpec& spec, nn::Generator& G) {
+  const Stopwatch clock;
+  const bool every_feature = spec.kind != MetricSpec::Kind::FID;
+  const FeatureStats& reals = real_stats(spec.max_reals, every_feature);
+  const FeatureStats fakes = fake_stats(G, spec.num_fakes, every_feature);
   MetricResult result;
   result.metric = spec.name;
-  result.value = value.cpu().item<double>();
+  if (spec.kind == MetricSpec::Kind::PR) {
+    const PrecisionRecall pr =
+        precision_recall(comm_, features_on_every_rank(reals), fakes.all().to(comm_.device()), spec.nhood);
+    result.values = {{spec.name + "_precision", pr.precision}, {spec.name + "_recall", pr.recall}};
+  } else {
+    result.values = {{spec.name, distance_on_rank0(spec, reals, fakes)}};
+  }
   result.num_fakes = fakes.count();
   result.num_reals = reals.max_items();
   result.seconds = clock.seconds();

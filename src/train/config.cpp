@@ -95,9 +95,12 @@ config::Schema<TrainConfig> make_schema() {
   s.add("dist.timeout", [](TrainConfig& c) -> auto& { return c.dist.timeout_seconds; },
         "Seconds a rendezvous or collective may take before the job fails");
 
-  SG2_FIELD(metrics, "Metrics evaluated during training: fid<N>[k][_full], kid<N>[k][_full] (e.g. fid50k_full)");
+  SG2_FIELD(metrics, "Metrics evaluated during training: fid<N>[k][_full], kid<N>[k][_full], pr<N>[k]<nhood>[_full] "
+                     "(e.g. fid50k_full, pr50k3_full)");
   SG2_FIELD(metric.detector, "Feature detector: a TorchScript file (NVIDIA's inception-2015-12-05.pt or one from "
                              "stylegan2_metrics train-detector)");
+  SG2_FIELD(metric.pr_detector, "Feature detector of the pr metrics (NVIDIA's vgg16.pt, as the reference; empty: "
+                                "metric.detector)");
   SG2_FIELD(metric.ticks, "Evaluate the metrics every N ticks (0: at every network snapshot)");
   SG2_FIELD(metric.cache_dir, "Cache of real-image statistics (empty: $XDG_CACHE_HOME or ~/.cache, /stylegan2-cpp)");
   SG2_FIELD(metric.batch, "Images per evaluation block (part of what the result depends on)");
@@ -185,12 +188,19 @@ void validate(const TrainConfig& c, int world_size) {
   SG2_CHECK(c.train.ema_rampup >= 0, "train.ema_rampup = {}: must be >= 0 (0: off)", c.train.ema_rampup);
   SG2_CHECK(c.dist.bucket_mb > 0, "dist.bucket_mb = {}: must be > 0", c.dist.bucket_mb);
   SG2_CHECK(c.dist.timeout_seconds > 0, "dist.timeout = {}: must be > 0 seconds", c.dist.timeout_seconds);
-  SG2_CHECK(c.metrics.empty() || !c.metric.detector.empty(),
-            "metrics {} need metric.detector: NVIDIA's inception-2015-12-05.pt or a file from "
-            "'stylegan2_metrics train-detector'",
-            fmt::join(c.metrics, ", "));
-  for (const std::string& name : c.metrics) metrics::parse_metric(name);
+  for (const std::string& name : c.metrics) {
+    SG2_CHECK(!metric_detector(c, name).empty(),
+              "metric {} needs metric.detector: NVIDIA's inception-2015-12-05.pt or a file from "
+              "'stylegan2_metrics train-detector' (pr metrics: metric.pr_detector, NVIDIA's vgg16.pt, or else "
+              "metric.detector)",
+              name);
+  }
   SG2_CHECK(c.metric.ticks >= 0 && c.metric.batch >= 1, "metric.ticks must be >= 0 and metric.batch >= 1");
+}
+
+std::string metric_detector(const TrainConfig& c, const std::string& metric) {
+  const bool precision_recall = metrics::parse_metric(metric).kind == metrics::MetricSpec::Kind::PR;
+  return precision_recall && !c.metric.pr_detector.empty() ? c.metric.pr_detector : c.metric.detector;
 }
 
 std::string metric_cache_dir(const TrainConfig& c) {

@@ -6,6 +6,7 @@
 #include "sg2/train/run_dir.h"
 #include "sg2/train/snapshot.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -165,10 +166,14 @@ void TrainingLoop::evaluate_metrics(const std::string& snapshot) {
   const Progress& p = trainer_.progress();
   for (const metrics::MetricResult& result : metrics_->evaluate(trainer_.G_ema())) {
     if (!is_rank0()) continue;
-    spdlog::info("{} {:.4f} at {:.1f} kimg ({} fakes, {})", result.metric, result.value, p.cur_nimg / 1e3,
-                 result.num_fakes, format_duration(result.seconds));
+    std::vector<std::string> values;
+    for (const auto& [name, value] : result.values) {
+      values.push_back(fmt::format("{} {:.4f}", name, value));
+      events_->add_scalar("Metrics/" + name, value, p.cur_nimg);
+    }
+    spdlog::info("{} at {:.1f} kimg ({} fakes, {})", fmt::join(values, ", "), p.cur_nimg / 1e3, result.num_fakes,
+                 format_duration(result.seconds));
     append_metric_line(run_dir_, result, trainer_.world_size(), snapshot, p.cur_nimg / 1e3);
-    events_->add_scalar("Metrics/" + result.metric, result.value, p.cur_nimg);
   }
 }
 

@@ -12,32 +12,41 @@ namespace sg2::train {
 
 TrainingMetrics::TrainingMetrics(const TrainConfig& config, std::shared_ptr<const data::Dataset> reals,
                                  dist::Communicator& comm, const at::Device& device, bool show_progress) {
-  for (const std::string& name : config.metrics) specs_.push_back(metrics::parse_metric(name));
-  SG2_CHECK(!specs_.empty(), "no metrics configured (metrics: [fid50k_full, ...])");
-  SG2_CHECK(!config.metric.detector.empty(), "metric.detector is not set");
-  std::shared_ptr<metrics::FeatureDetector> detector =
-      metrics::load_torchscript_detector(config.metric.detector, device, reals->resolution());
+  SG2_CHECK(!config.metrics.empty(), "no metrics configured (metrics: [fid50k_full, ...])");
   metrics::EvaluationOptions options;
   options.batch = config.metric.batch;
   options.seed = static_cast<uint64_t>(config.metric.seed);
   options.cache_dir = metric_cache_dir(config);
   options.show_progress = show_progress;
-  evaluator_ = std::make_unique<metrics::MetricEvaluator>(
-      comm, std::move(detector), reals, metrics::dataset_identity(config.data.path, *reals), options);
+  const nlohmann::json identity = metrics::dataset_identity(config.data.path, *reals);
+  for (const std::string& name : config.metrics) {
+    specs_.push_back(metrics::parse_metric(name));
+    const std::string detector_file = metric_detector(config, name);
+    SG2_CHECK(!detector_file.empty(), "metric {} has no detector (metric.detector, metric.pr_detector)", name);
+    auto& evaluator = evaluators_[detector_file];
+    if (!evaluator) {
+      evaluator = std::make_unique<metrics::MetricEvaluator>(
+          comm, metrics::load_torchscript_detector(detector_file, device, reals->resolution()), reals, identity,
+          options);
+    }
+    evaluator_of_spec_.push_back(evaluator.get());
+  }
 }
 
 std::vector<metrics::MetricResult> TrainingMetrics::evaluate(nn::Generator& G) {
   std::vector<metrics::MetricResult> results;
   const bool was_training = G.is_training();
   G.eval();
-  for (const metrics::MetricSpec& spec : specs_) results.push_back(evaluator_->evaluate(spec, G));
+  for (size_t i = 0; i < specs_.size(); ++i) results.push_back(evaluator_of_spec_[i]->evaluate(specs_[i], G));
   G.train(was_training);
   return results;
 }
 
 void append_metric_line(const std::string& run_dir, const metrics::MetricResult& result, int world_size,
                         const std::string& snapshot, double kimg) {
-  const nlohmann::json line = {{"results", {{result.metric, result.value}}},
+  nlohmann::json values = nlohmann::json::object();
+  for (const auto& [name, value] : result.values) values[name] = value;
+  const nlohmann::json line = {{"results", values},
                                {"metric", result.metric},
                                {"total_time", result.seconds},
                                {"total_time_str", format_duration(result.seconds)},

@@ -86,10 +86,11 @@ def main():
     for path in glob.glob(os.path.join(run_dir, "metric-*.jsonl")):
         name = os.path.basename(path)[len("metric-"):-len(".jsonl")]
         lines = [json.loads(line) for line in open(path)]
-        got = [v for _, v in scalars.get("Metrics/" + name, [])]
-        expected = [line["results"][name] for line in lines]
-        assert len(got) == len(expected) and all(abs(a - b) <= 1e-6 * abs(b) for a, b in zip(got, expected)), \
-            f"Metrics/{name}: {got} vs {expected}"
+        for key in lines[0]["results"]:  # the metric's name, or its parts (pr: _precision, _recall)
+            got = [v for _, v in scalars.get("Metrics/" + key, [])]
+            expected = [line["results"][key] for line in lines]
+            assert len(got) == len(expected) and all(abs(a - b) <= 1e-6 * abs(b) for a, b in zip(got, expected)), \
+                f"Metrics/{key} of {name}: {got} vs {expected}"
     for step, image in images.get("fakes", []):
         png = image.encoded_image_string
         assert png[:8] == b"\x89PNG\r\n\x1a\n", "image is not a PNG"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Distributed metrics end to end, through the real command lines:
 #  1. stylegan2_metrics train-detector writes a TorchScript detector (Fashion-MNIST subset);
-#  2. stylegan2_train evaluates fid/kid during training (metric-<name>.jsonl) and writes TensorBoard
-#     events that an independent reader (tests/e2e/check_events.py) parses;
+#  2. stylegan2_train evaluates fid, kid and precision/recall during training (metric-<name>.jsonl)
+#     and writes TensorBoard events that an independent reader (tests/e2e/check_events.py) parses;
 #  3. stylegan2_metrics on the final snapshot under mpirun with 1, 2 and 3 ranks prints the training
-#     loop's numbers (relative difference <= 1e-6), the later runs reading the real statistics cache;
+#     loop's numbers (every value of every metric; relative difference <= 1e-6), the later runs
+#     reading the real statistics cache;
 #  4. scripts/plot_stats plots the run;
 #  5. a corrupt detector file fails every world size with a message naming the file, never a hang.
 # Usage: metrics_ranks.sh BIN_DIR SOURCE_DIR
@@ -19,26 +20,37 @@ fmnist=/usr/share/datasets/fashion-mnist
 "$bin/stylegan2_metrics" train-detector --data "$fmnist" --out "$work/detector.pt" --epochs 1 --max-images 3000 \
     > "$work/detector.log" 2>&1 || { cat "$work/detector.log"; fail "train-detector"; }
 
-metric_options=(--metrics fid320_full,kid320_full --detector "$work/detector.pt" --metric.batch 50
+metrics=(fid320_full kid320_full pr3203_full)  # pr3203: 320 fakes, neighbourhood 3
+metric_options=(--metrics "$(IFS=,; echo "${metrics[*]}")" --detector "$work/detector.pt" --metric.batch 50
                 --metric.cache_dir "$work/cache" --data.max_images 2000)
 "$bin/stylegan2_train" --config "$src/configs/fashion32.yaml" "${metric_options[@]}" --outdir "$work/runs" \
     --kimg 0.064 --train.kimg_per_tick 0.032 --run.image_snapshot_ticks 1 --run.threads 1 --data.workers 0 \
     --run.grid_w 4 --run.grid_h 2 > "$work/train.log" 2>&1 || { cat "$work/train.log"; fail "training with metrics"; }
 run_dir=$(ls -d "$work"/runs/*/)
 snapshot=$(ls "$run_dir"/network-snapshot-*.pt | sort | tail -n 1)
-for metric in fid320_full kid320_full; do
+for metric in "${metrics[@]}"; do
   [ "$(wc -l < "$run_dir/metric-$metric.jsonl")" -ge 2 ] || fail "metric-$metric.jsonl has fewer than 2 lines"
 done
 # The TensorBoard events, read by an independent reader (Python + protobuf), match stats.jsonl and the metrics.
 /usr/bin/python3 "$src/tests/e2e/check_events.py" "$run_dir" "$src/src/train/event.proto" || fail "event file"
 # scripts/plot_stats draws the run (gnuplot): losses and each metric as PNGs.
 "$src/scripts/plot_stats" "$run_dir" --out "$work/plots" > "$work/plots.log" || { cat "$work/plots.log"; fail "plot_stats"; }
-for png in losses.png timing.png fid320_full.png kid320_full.png; do
+for png in losses.png timing.png fid320_full.png kid320_full.png pr3203_full.png; do
   head -c 8 "$work/plots/$png" | od -An -tx1 | grep -q "89 50 4e 47 0d 0a 1a 0a" || fail "plot_stats wrote no $png"
 done
-in_training() {  # the value the training loop wrote for the final snapshot
-  python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["results"][sys.argv[2]])' \
-      "$run_dir/metric-$1.jsonl" "$1"
+# Every value of METRIC in the JSON lines of stylegan2_metrics (RESULTS) against the values the
+# training loop wrote for the final snapshot; prints them.
+same_as_training() {  # same_as_training RESULTS METRIC
+  python3 - "$1" "$run_dir/metric-$2.jsonl" "$2" << 'EOF_PY'
+import json, sys
+printed = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+got = [line["results"] for line in printed if line["metric"] == sys.argv[3]][0]
+expected = [json.loads(l) for l in open(sys.argv[2])][-1]["results"]
+assert sorted(got) == sorted(expected), f"{sys.argv[3]}: values {sorted(got)}, training loop {sorted(expected)}"
+for name, value in sorted(got.items()):
+    assert abs(value - expected[name]) <= 1e-6 * abs(expected[name]), f"{name} {value}, training loop {expected[name]}"
+    print(f"  {name} {value} (training loop {expected[name]})")
+EOF_PY
 }
 
 for np in 1 2 3; do
@@ -46,13 +58,8 @@ for np in 1 2 3; do
   mpirun --oversubscribe -np "$np" "$bin/stylegan2_metrics" --network "$snapshot" "${metric_options[@]}" --no-log \
       --run.threads 1 > "$work/np$np.json" 2> "$work/np$np.log" || { cat "$work/np$np.log"; fail "np $np"; }
   echo "np $np: $(echo "$(date +%s.%N) - $start" | bc) s"
-  for metric in fid320_full kid320_full; do
-    value=$(python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")
-            and json.loads(l)["metric"] == sys.argv[2]][0]["value"])' "$work/np$np.json" "$metric")
-    expected=$(in_training "$metric")
-    python3 -c 'import sys; v, e = map(float, sys.argv[1:]); sys.exit(abs(v - e) > 1e-6 * abs(e))' "$value" "$expected" ||
-        fail "np $np: $metric $value, training loop $expected"
-    echo "  $metric $value (training loop $expected)"
+  for metric in "${metrics[@]}"; do
+    same_as_training "$work/np$np.json" "$metric" || fail "np $np: $metric differs from the training loop's"
   done
 done
 cat "$work/np2.json" "$work/np2.log" | grep -q "Real-image statistics from $work/cache" || fail "np 2 did not read the statistics cache"

@@ -1,10 +1,11 @@
 // The metric evaluator's all-gather across real processes (mpirun; a plain run is a world of one):
 // rank-tagged features arrive complete, in block order, from the rank that owns each block; real
-// statistics equal a one-process computation whatever the world size.
+// statistics equal a one-process computation whatever the world size, as do precision and recall.
 #include "sg2/data/fashion_mnist.h"
 #include "sg2/data/loader.h"
 #include "sg2/dist/communicator.h"
 #include "sg2/metrics/evaluator.h"
+#include "sg2/metrics/precision_recall.h"
 
 #include "test_world.h"
 
@@ -67,6 +68,20 @@ def forward(self, images, return_features: bool = False):
   EXPECT_TRUE(at::allclose(stats.covariance(), at::matmul(centered.transpose(0, 1), centered) / 203.0, 1e-8, 1e-8));
   comm().barrier();
   if (comm().rank() == 0) std::filesystem::remove(file);
+}
+
+TEST(PrecisionRecallRanks, EveryWorldSizeComputesTheOneProcessResult) {
+  at::Generator rng = at::detail::createCPUGenerator(5);  // the same features on every rank
+  const at::Tensor reals = at::randn({130, 8}, rng);                   // [130, 8]
+  const at::Tensor fakes = at::randn({90, 8}, rng) * 0.8 + 0.4;       // [90, 8]
+  const PrecisionRecallBlocks blocks{16, 40};  // 9 and 6 row blocks: every rank of 2 or 3 owns some
+  const PrecisionRecall distributed = precision_recall(comm(), reals, fakes, 3, blocks);
+  auto one_process = dist::local_communicator(at::kCPU);
+  const PrecisionRecall alone = precision_recall(*one_process, reals, fakes, 3, blocks);
+  EXPECT_EQ(distributed.precision, alone.precision);  // the same blocks computed elsewhere: the same bits
+  EXPECT_EQ(distributed.recall, alone.recall);
+  EXPECT_GT(distributed.precision, 0.0);
+  EXPECT_GT(distributed.recall, 0.0);
 }
 
 }  // namespace

@@ -11,7 +11,9 @@
 // read back by every rank through a broadcast.
 //
 // Metric names: fid<N>[k][_full] and kid<N>[k][_full], e.g. fid50k_full (50,000 fakes against every
-// real image), fid50k (against the first 50,000 reals), fid2k_full, kid500_full.
+// real image), fid50k (against the first 50,000 reals), fid2k_full, kid500_full; pr<N>[k]<nhood>[_full]
+// (the last digit: the neighbourhood size), e.g. pr50k3_full (50,000 fakes against at most 200,000
+// reals, the reference's cap), pr50k3 (against the first 50,000).
 
 #include "sg2/data/dataset.h"
 #include "sg2/dist/communicator.h"
@@ -29,12 +31,16 @@
 namespace sg2::metrics {
 
 struct MetricSpec {
-  enum class Kind { FID, KID };
+  enum class Kind { FID, KID, PR };
   std::string name;
   Kind kind = Kind::FID;
   int64_t num_fakes = 50000;
-  int64_t max_reals = 0;  // 0: every real image (_full)
+  int64_t max_reals = 0;  // 0: every real image (fid and kid _full)
+  int64_t nhood = 3;      // pr: the neighbour whose distance is a point's radius
 };
+
+// The reals that pr<N>[k]<nhood>_full compares with at most (stylegan2-ada-pytorch's max_real).
+constexpr int64_t kPrecisionRecallMaxReals = 200000;
 
 // Parses a metric name; errors list the accepted forms.
 MetricSpec parse_metric(const std::string& name);
@@ -48,7 +54,9 @@ struct EvaluationOptions {
 
 struct MetricResult {
   std::string metric;
-  double value = 0;
+  // The values by name, as the reference's results dict: {fid50k_full: v}, or
+  // {pr50k3_full_precision: p, pr50k3_full_recall: r}.
+  std::vector<std::pair<std::string, double>> values;
   double seconds = 0;
   int64_t num_fakes = 0;
   int64_t num_reals = 0;
@@ -80,6 +88,8 @@ class MetricEvaluator {
  private:
   at::Tensor real_features(int64_t start, int64_t count);
   at::Tensor fake_features(nn::Generator& G, int64_t start, int64_t count);
+  double distance_on_rank0(const MetricSpec& spec, const FeatureStats& reals, const FeatureStats& fakes);
+  at::Tensor features_on_every_rank(const FeatureStats& stats);
   std::string cache_key(int64_t max_items, bool capture_all) const;
 
   dist::Communicator& comm_;

@@ -70,6 +70,7 @@ struct TrainConfig {
   std::vector<std::string> metrics;      // evaluated during training, e.g. fid50k_full, kid50k_full
   struct Metric {
     std::string detector;                // TorchScript feature detector (Inception .pt or built-in)
+    std::string pr_detector;             // the pr metrics' (NVIDIA's vgg16.pt); empty: `detector`
     int ticks = 0;                       // evaluate every N ticks; 0: at every network snapshot
     std::string cache_dir;               // real statistics; empty: $XDG_CACHE_HOME or ~/.cache/stylegan2-cpp
     int64_t batch = 64;                  // images per block (fixed, so results do not depend on the world)
@@ -81,6 +82,10 @@ const config::Schema<TrainConfig>& train_schema();
 
 // metric.cache_dir, or the per-user default when it is empty.
 std::string metric_cache_dir(const TrainConfig& config);
+
+// The detector file a metric uses: metric.pr_detector for pr<...> (metric.detector where that is empty),
+// metric.detector for the others; empty when none is set.
+std::string metric_detector(const TrainConfig& config, const std::string& metric);
 
 // Images per process and round validate() accepts: far more than any device holds the activations of.
 constexpr int64_t kMaxBatchPerRound = 65536;

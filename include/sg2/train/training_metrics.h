@@ -7,6 +7,7 @@
 #include "sg2/metrics/evaluator.h"
 #include "sg2/train/config.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,8 +16,9 @@ namespace sg2::train {
 
 class TrainingMetrics {
  public:
-  // reals: the whole dataset of config.data (not a rank's shard); loads metric.detector onto `device`.
-  // All ranks construct it.
+  // reals: the whole dataset of config.data (not a rank's shard); loads each metric's detector
+  // (metric_detector: metric.detector, metric.pr_detector) onto `device`, each file once. All ranks
+  // construct it.
   TrainingMetrics(const TrainConfig& config, std::shared_ptr<const data::Dataset> reals, dist::Communicator& comm,
                   const at::Device& device, bool show_progress = true);
 
@@ -26,10 +28,11 @@ class TrainingMetrics {
 
  private:
   std::vector<metrics::MetricSpec> specs_;
-  std::unique_ptr<metrics::MetricEvaluator> evaluator_;
+  std::vector<metrics::MetricEvaluator*> evaluator_of_spec_;
+  std::map<std::string, std::unique_ptr<metrics::MetricEvaluator>> evaluators_;  // by detector file
 };
 
-// One line as stylegan2-ada-pytorch writes it: {"results": {name: value}, "metric", "total_time",
+// One line as stylegan2-ada-pytorch writes it: {"results": {name: value, ...}, "metric", "total_time",
 // "total_time_str", "num_gpus", "snapshot_pkl", "timestamp"} plus "kimg".
 void append_metric_line(const std::string& run_dir, const metrics::MetricResult& result, int world_size,
                         const std::string& snapshot, double kimg);

@@ -62,6 +62,25 @@ TEST(TrainConfig, OutOfRangeValuesNameTheirKey) {
   }
 }
 
+TEST(TrainConfig, EachMetricTakesItsOwnDetector) {
+  TrainConfig c;
+  c.metrics = {"fid50k_full", "pr50k3_full"};
+  EXPECT_NE(validation_error(c, 1).find("metric fid50k_full needs metric.detector"), std::string::npos);
+  c.metric.pr_detector = "vgg16.pt";
+  EXPECT_NE(validation_error(c, 1).find("metric fid50k_full needs metric.detector"), std::string::npos);
+  c.metrics = {"pr50k3_full"};  // pr alone: its own detector is enough
+  EXPECT_EQ(validation_error(c, 1), "");
+  EXPECT_EQ(metric_detector(c, "pr50k3_full"), "vgg16.pt");
+  c.metric.detector = "inception.pt";
+  EXPECT_EQ(metric_detector(c, "fid50k_full"), "inception.pt");
+  EXPECT_EQ(metric_detector(c, "kid1k"), "inception.pt");
+  EXPECT_EQ(metric_detector(c, "pr1k3"), "vgg16.pt");
+  c.metric.pr_detector.clear();  // none of its own: metric.detector's features
+  EXPECT_EQ(metric_detector(c, "pr1k3"), "inception.pt");
+  c.metrics = {"pr50k"};
+  EXPECT_NE(validation_error(c, 1).find("unknown metric 'pr50k'"), std::string::npos);
+}
+
 TEST(TrainConfig, ConfigFMatchesTheDesignTable) {
   TrainConfig c;
   train_schema().read_yaml_file(c, test::source_dir() + "/configs/config-f.yaml");
