@@ -38,10 +38,8 @@ void check_reals_fit_generator(const data::Dataset& reals, const std::string& da
 // {"metric", "results": {name: value, ...}, "seconds", "num_fakes", "world_size", "snapshot"}, and
 // "value" where the metric has one (fid, kid).
 nlohmann::json result_line(const metrics::MetricResult& result, int world_size, const std::string& snapshot) {
-  nlohmann::json line = {{"metric", result.metric}, {"seconds", result.seconds}, {"num_fakes", result.num_fakes},
-                         {"world_size", world_size}, {"snapshot", snapshot}};
-  line["results"] = nlohmann::json::object();
-  for (const auto& [name, value] : result.values) line["results"][name] = value;
+  nlohmann::json line = {{"metric", result.metric}, {"results", metric_results(result)}, {"seconds", result.seconds},
+                         {"num_fakes", result.num_fakes}, {"world_size", world_size}, {"snapshot", snapshot}};
   if (result.values.size() == 1) line["value"] = result.values.front().second;
   return line;
 }

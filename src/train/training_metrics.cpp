@@ -20,7 +20,6 @@ TrainingMetrics::TrainingMetrics(const TrainConfig& config, std::shared_ptr<cons
   options.show_progress = show_progress;
   const nlohmann::json identity = metrics::dataset_identity(config.data.path, *reals);
   for (const std::string& name : config.metrics) {
-    specs_.push_back(metrics::parse_metric(name));
     const std::string detector_file = metric_detector(config, name);
     SG2_CHECK(!detector_file.empty(), "metric {} has no detector (metric.detector, metric.pr_detector)", name);
     auto& evaluator = evaluators_[detector_file];
@@ -29,7 +28,7 @@ TrainingMetrics::TrainingMetrics(const TrainConfig& config, std::shared_ptr<cons
           comm, metrics::load_torchscript_detector(detector_file, device, reals->resolution()), reals, identity,
           options);
     }
-    evaluator_of_spec_.push_back(evaluator.get());
+    metrics_.push_back({metrics::parse_metric(name), evaluator.get()});
   }
 }
 
@@ -37,16 +36,20 @@ std::vector<metrics::MetricResult> TrainingMetrics::evaluate(nn::Generator& G) {
   std::vector<metrics::MetricResult> results;
   const bool was_training = G.is_training();
   G.eval();
-  for (size_t i = 0; i < specs_.size(); ++i) results.push_back(evaluator_of_spec_[i]->evaluate(specs_[i], G));
+  for (const Metric& metric : metrics_) results.push_back(metric.evaluator->evaluate(metric.spec, G));
   G.train(was_training);
   return results;
 }
 
-void append_metric_line(const std::string& run_dir, const metrics::MetricResult& result, int world_size,
-                        const std::string& snapshot, double kimg) {
+nlohmann::json metric_results(const metrics::MetricResult& result) {
   nlohmann::json values = nlohmann::json::object();
   for (const auto& [name, value] : result.values) values[name] = value;
-  const nlohmann::json line = {{"results", values},
+  return values;
+}
+
+void append_metric_line(const std::string& run_dir, const metrics::MetricResult& result, int world_size,
+                        const std::string& snapshot, double kimg) {
+  const nlohmann::json line = {{"results", metric_results(result)},
                                {"metric", result.metric},
                                {"total_time", result.seconds},
                                {"total_time_str", format_duration(result.seconds)},

@@ -2,8 +2,8 @@
 // Feature detectors for FID, KID and precision/recall. The standard one is NVIDIA's TorchScript
 // Inception (inception-2015-12-05.pt), called as forward(images, return_features=True) on float images
 // in [0, 255], NCHW, 3 channels, any size, returning [N, 2048]; the reference's precision/recall calls
-// NVIDIA's vgg16.pt the same way ([N, 4096]). Any TorchScript file with that calling
-// convention works the same way, including the built-in detector (builtin_detector.h).
+// NVIDIA's vgg16.pt the same way ([N, 4096]). Any TorchScript file with that calling convention
+// works the same way, including the built-in detector (builtin_detector.h).
 
 #include <ATen/ATen.h>
 

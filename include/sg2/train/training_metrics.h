@@ -24,13 +24,18 @@ class TrainingMetrics {
 
   // Every configured metric of G (each rank's identical replica); every rank gets the results.
   std::vector<metrics::MetricResult> evaluate(nn::Generator& G);
-  const std::vector<metrics::MetricSpec>& specs() const { return specs_; }
 
  private:
-  std::vector<metrics::MetricSpec> specs_;
-  std::vector<metrics::MetricEvaluator*> evaluator_of_spec_;
+  struct Metric {
+    metrics::MetricSpec spec;
+    metrics::MetricEvaluator* evaluator;  // the one of its detector file, in evaluators_
+  };
+  std::vector<Metric> metrics_;
   std::map<std::string, std::unique_ptr<metrics::MetricEvaluator>> evaluators_;  // by detector file
 };
+
+// {name: value, ...}: the reference's results dict of one evaluation.
+nlohmann::json metric_results(const metrics::MetricResult& result);
 
 // One line as stylegan2-ada-pytorch writes it: {"results": {name: value, ...}, "metric", "total_time",
 // "total_time_str", "num_gpus", "snapshot_pkl", "timestamp"} plus "kimg".
