@@ -14,7 +14,11 @@
 # Needs .gpu-kit (scripts/gpu/prepare.sh): its stylegan2-ada-pytorch checkout, and its prebuilt
 # binaries or packages for a build into BUILD_DIR where that has none (a fresh machine).
 #   scripts/bench/gpu_vs_reference.sh [BUILD_DIR] [REFERENCE_DIR]
-#   SG2_BENCH_PRESETS=config-f scripts/bench/gpu_vs_reference.sh   # one preset per call
+#   SG2_BENCH_PRESETS=config-f scripts/bench/gpu_vs_reference.sh   # one preset
+#   SG2_BENCH_VARIANTS="auto:nhwc ref:off" ...   # some of ours (default all four: auto:nhwc ref:off auto:off
+#                                                # ref:nhwc; ref: the reference's batch_gpu, nhwc: channels_last)
+#   SG2_TORCH_EXTENSIONS_DIR=DIR ...   # the reference's plugins built there already (reference_bench.py
+#                                      # --build-plugins, started earlier in the call: scripts/gpu/session.sh)
 #   scripts/bench/gpu_vs_reference.sh --cpu-dry-run     # the same runs on the CPU, tiny and short
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,7 +35,8 @@ mkdir -p "$out"
 cases_dir=$(mktemp -d)  # each run's output; all of it also goes to the log (a device call returns 8 files)
 trap 'rm -rf "$cases_dir"' EXIT
 export PYTHONUNBUFFERED=1                              # the reference's lines reach the log as they come
-export TORCH_EXTENSIONS_DIR="$cases_dir/torch_extensions"  # its plugins: no lock left by an earlier call
+# The reference's plugins: in a folder of this call's (no lock left by an earlier, killed call).
+export TORCH_EXTENSIONS_DIR="${SG2_TORCH_EXTENSIONS_DIR:-$cases_dir/torch_extensions}"
 log="$out/gpu_vs_reference.log"
 : > "$log"
 run_clock_start gpu_vs_reference "$log" "${SG2_BENCH_BUDGET_S:-560}" "${SG2_BENCH_RUN_LIMIT_S:-240}"
@@ -53,6 +58,14 @@ for case in "${all_cases[@]}"; do
   [[ " $presets " == *" ${case%%|*} "* ]] && cases+=("$case")
 done
 [ "${#cases[@]}" -gt 0 ] || { echo "gpu_vs_reference: no preset among '$presets' (config-f, paper256)" >&2; exit 2; }
+# Ours: BATCH_GPU:LAYOUT, with ref for the reference's per-round batch and nhwc for channels_last. The
+# default order puts first the variant most likely fastest (issue 13's 5 s/kimg for config-f), the
+# probed batch channels_last, right after the reference.
+variants=${SG2_BENCH_VARIANTS:-auto:nhwc ref:off auto:off ref:nhwc}
+for variant in $variants; do
+  [[ " auto:nhwc ref:off auto:off ref:nhwc " == *" $variant "* ]] ||
+    { echo "gpu_vs_reference: no variant '$variant' (auto:nhwc, ref:off, auto:off, ref:nhwc)" >&2; exit 2; }
+done
 # The variant most likely fastest adds --device-kernels: one more cycle under the Kineto profiler, after
 # the timed ones: GPU time by kernel and how busy the GPU is (the numbers to tune by next).
 common=(--data synthetic --data.resolution 256 --data.channels 3 --run.device "$device" --no-op-families)
@@ -91,18 +104,18 @@ for case in "${cases[@]}"; do
   grep -q "fell back to reference ops" "$cases_dir/$preset-reference.txt" && ref_label="$ref_label (plugins fell back)"
   echo "| $preset | $ref_label | ${ref_extra[1]} | $ref_rate | $(field "$cases_dir/$preset-reference.txt" 4) |" \
        "$(field "$cases_dir/$preset-reference.txt" 9) | 1.00 |" >> "$summary"
-  # Ours: the reference's per-round batch, the probed one, and the reference's with the float16
-  # blocks channels_last (run.channels_last reduced, which the reference has as fp16_channels_last,
-  # off by default and in its timed run; the dry run's float32 blocks need all).
-  # The first variant, the probed batch channels_last, is the one most likely fastest (issue 13's
-  # 5 s/kimg for config-f): it runs first, profiled.
-  for variant in "auto|$nhwc" "${ref_extra[1]}|off" "auto|off" "${ref_extra[1]}|$nhwc"; do
-    IFS='|' read -r batch_gpu layout <<< "$variant"
+  # Ours: the reference's per-round batch, the probed one, and each with the float16 blocks
+  # channels_last (run.channels_last reduced, which the reference has as fp16_channels_last, off by
+  # default and in its timed run; the dry run's float32 blocks need all).
+  for variant in $variants; do
+    IFS=':' read -r batch_gpu layout <<< "$variant"
+    [ "$batch_gpu" = ref ] && batch_gpu=${ref_extra[1]}
+    [ "$layout" = nhwc ] && layout=$nhwc
     name="$preset-ours-$batch_gpu"
     label="stylegan2-cpp"
     [ "$layout" = off ] || { name="$name-channels-last-$layout"; label="$label, channels_last $layout"; }
     extra=()
-    [ "$variant" = "auto|$nhwc" ] && extra=("${profiled[@]}")
+    [ "$variant" = auto:nhwc ] && extra=("${profiled[@]}")
     echo "== $preset: $label, train.batch_gpu $batch_gpu" | tee -a "$log"
     budgeted_run "$cases_dir/$name.txt" "$bench" --config "$config" "${common[@]}" "${ours[@]}" \
         --train.batch_gpu "$batch_gpu" --run.channels_last "$layout" "${extra[@]}"

@@ -100,6 +100,9 @@ def main():
     parser.add_argument('--channels', type=int, default=None, help="override the config's data.channels")
     parser.add_argument('--fp16-res', type=int, default=None, help="num_fp16_res (default: the config's G.num_fp16_res)")
     parser.add_argument('--conv-clamp', type=float, default=None, help="conv_clamp (default: the config's; < 0: none)")
+    parser.add_argument('--build-plugins', action='store_true', help="build the reference's CUDA plugins into "
+                        'TORCH_EXTENSIONS_DIR, say whether they load, and exit (started early in the background, '
+                        'it spares the timed run their build)')
     args = parser.parse_args()
     sys.path.insert(0, args.ref)
     register_plugins_by_name()
@@ -108,6 +111,16 @@ def main():
     from training.loss import StyleGAN2Loss  # noqa: E402
     from torch_utils.ops import bias_act, conv2d_gradfix, upfirdn2d  # noqa: E402
 
+    def plugin_status():
+        return 'CUDA plugins: upfirdn2d %s, bias_act %s' % (
+            'compiled' if upfirdn2d._plugin is not None else 'fell back to reference ops',
+            'compiled' if bias_act._plugin is not None else 'fell back to reference ops')
+
+    if args.build_plugins:
+        upfirdn2d._init()
+        bias_act._init()
+        print(f'reference stylegan2-ada-pytorch, torch {torch.__version__}: {plugin_status()}')
+        return
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     c = load_config(args.config)
@@ -193,9 +206,7 @@ def main():
 
     for i in range(args.warmup):
         step(i)
-    plugins = 'CUDA plugins: upfirdn2d %s, bias_act %s' % (
-        'compiled' if upfirdn2d._plugin is not None else 'fell back to reference ops',
-        'compiled' if bias_act._plugin is not None else 'fell back to reference ops')
+    plugins = plugin_status()
     print(f'reference stylegan2-ada-pytorch, torch {torch.__version__}, device {device}, {args.threads} threads, '
           f'batch {batch} in rounds of {batch_gpu}, resolution {c["resolution"]}, num_fp16_res {c["fp16_res"]}, '
           f'conv_clamp {clamp}' + (f', {plugins}' if device.type == 'cuda' else ''))

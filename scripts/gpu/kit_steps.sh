@@ -25,7 +25,36 @@ step_seconds_left() {
   if [ "$left" -lt 10 ]; then echo 0; elif [ "$left" -lt "$limit" ]; then echo "$left"; else echo "$limit"; fi
 }
 
-step() {  # step NAME COMMAND...: runs it within step_seconds_left, in a shell of its own
+# Whether this call runs step NAME: SG2_KIT_STEPS names the steps of a call (separated by spaces;
+# unset or empty: every step). A GPU session's device time (15 minutes) holds one or two calls, and
+# scripts/gpu/session.sh gives each call its steps.
+step_selected() {  # step_selected NAME
+  [ -n "${SG2_KIT_STEPS:-}" ] || return 0
+  local name
+  for name in $SG2_KIT_STEPS; do  # any white space between names
+    [ "$name" = "$1" ] && return 0
+  done
+  return 1
+}
+
+# The steps of scripts/gpu/session.sh's two calls: the first, what issues 12 and 13 ask of the GPU
+# itself (with the comparison of config-f after them); the second, the rest (after paper256's
+# comparison), with its own training for the FID check's snapshot (a call may land on a fresh
+# machine). Every step of run.sh is in one of them (tests/scripts/gpu_kit_steps.sh checks).
+kit_first_call_steps="gpu_tests nccl_collectives parity train resume_same_device resume_on_cpu resume_back_on_device
+  train_nccl_reducer train_mixed_precision_batch_auto bench_comm train_host_sync_warnings train_without_host_sync"
+kit_second_call_steps="train cpu_suite train_detector fid_matches_cpu train_channels_last one_copy_of_each_library
+  bench_ops bench_cpu32 kernels_memcheck"
+
+step() {  # step NAME COMMAND...: runs it, where this call selects it, within step_seconds_left
+  if ! step_selected "$1"; then
+    skip "$1" "not in this call's steps (SG2_KIT_STEPS)"
+    return 0
+  fi
+  step_always "$@"
+}
+
+step_always() {  # step_always NAME COMMAND...: step in every call's selection (the environment, the unpacking)
   local name=$1 limit
   shift
   limit=$(step_seconds_left)
@@ -218,25 +247,39 @@ ensure_build() {  # ensure_build BUILD_DIR
   provide_build "$1" "$deps"
 }
 
-# Every ctest test but the Slurm one in a build tree. With prebuilt binaries (no build tree): the
-# test binaries with CUDA tests, the multi-rank one as a world of one, and of test_train and
-# test_metrics their GPU tests and what those build on (the trainer's, the G_ema update's, precision
-# and recall's; their other tests are the very ones CI runs on a CPU).
-run_cpu_suite() {  # run_cpu_suite BUILD_DIR
+# Runs each "BINARY|GTEST_FILTER" (BINARY under BUILD_DIR) briefly; fails when one fails.
+run_filtered_tests() {  # run_filtered_tests BUILD_DIR "BINARY|FILTER"...
   local build=$1 binary filter status=0
-  if [ -f "$build/CTestTestfile.cmake" ]; then
-    (cd "$build" && ctest -j "$(( $(nproc) / 2 > 1 ? $(nproc) / 2 : 1 ))" -E '^slurm' --timeout 600 --output-on-failure)
-    return
-  fi
-  for binary in "$build/bin/test_nn|*" "$build/bin/test_device|*" "$build/tests/test_dist|*" \
-                "$build/bin/test_train|Trainer.*:Ema.*" "$build/bin/test_metrics|PrecisionRecall.*"; do
+  shift
+  for binary in "$@"; do
     filter=${binary##*|}
-    binary=${binary%|*}
+    binary=$build/${binary%|*}
     echo "--- $binary ($filter)"
     OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} "$binary" --gtest_brief=1 --gtest_filter="$filter" || status=1
   done
   return $status
 }
+
+# Every ctest test but the Slurm one in a build tree. With prebuilt binaries (no build tree): the
+# test binaries with CUDA tests, the multi-rank one as a world of one, and of test_train and
+# test_metrics their GPU tests and what those build on (the trainer's, the G_ema update's, precision
+# and recall's; their other tests are the very ones CI runs on a CPU).
+run_cpu_suite() {  # run_cpu_suite BUILD_DIR
+  local build=$1
+  if [ -f "$build/CTestTestfile.cmake" ]; then
+    (cd "$build" && ctest -j "$(( $(nproc) / 2 > 1 ? $(nproc) / 2 : 1 ))" -E '^slurm' --timeout 600 --output-on-failure)
+    return
+  fi
+  run_filtered_tests "$build" "bin/test_nn|*" "bin/test_device|*" "tests/test_dist|*" "bin/test_train|Trainer.*:Ema.*" \
+      "bin/test_metrics|PrecisionRecall.*"
+}
+
+# The tests that need a GPU, and nothing else (the others are the CPU suite's, which CI runs): the
+# CUDA kernels against their reference ops (every FIR case and precision, second-order derivatives),
+# the device module (the CUDA allocator's counts, the host-sync check on CUDA tensors), a trainer's
+# phases with no host wait, the G_ema update and precision/recall on the GPU against the CPU.
+gpu_tests=("bin/test_nn|CudaKernels.*" "bin/test_device|*" "bin/test_train|Trainer.NoStepMakesTheHostWaitForTheGpu:Ema.*"
+           "bin/test_metrics|PrecisionRecall.TheGpuCountsAsTheCpu")
 
 # fid2k_full of SNAPSHOT (a fashion32 run limited to 4096 images) on DEVICE, its real statistics
 # computed there too (a cache of their own): the value.

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # The GPU kit. On a machine with an NVIDIA GPU, PyTorch (python3 -c 'import torch'), the CUDA toolkit
 # and nothing of ours, in the repository root with .gpu-kit/ from scripts/gpu/prepare.sh beside it:
-# unpacks the kit's Debian packages into a private prefix, builds against that PyTorch's LibTorch
-# and its NCCL, runs the CUDA checks and writes $OUT/summary.md (default gpu-results/) and one
-# log of every step ($OUT/steps.log). Every step runs even when an earlier one failed, within its
-# time limit and the kit's budget (kit_steps.sh); the exit code is the number of failed steps.
+# unpacks the kit's Debian packages into a private prefix, takes the kit's prebuilt binaries (or
+# builds against that PyTorch's LibTorch and its NCCL), runs the CUDA checks and writes
+# $OUT/summary.md (default gpu-results/) and one log of every step ($OUT/steps.log). Every step runs
+# even when an earlier one failed, within its time limit and the kit's budget (kit_steps.sh); the
+# exit code is the number of failed steps. SG2_KIT_STEPS names the steps of one call (default: all):
+# scripts/gpu/session.sh splits them, with the training-speed comparison, over the one or two calls
+# that a GPU session's 15 minutes of device time hold.
 #   scripts/gpu/run.sh                 # on the GPU machine (device run, carry .gpu-kit)
 #   scripts/gpu/run.sh --cpu-dry-run   # the same steps on a CPU machine (device cpu, NCCL steps skipped)
-# Steps: environment, build, the test suite on that build (the CUDA kernels' tests run on the GPU),
-# the collectives on NCCL with the communicator's device, parity_check on the GPU with TF32 off, a
-# short fashion32 training on the GPU, the same through the NCCL backend, resume on the GPU, on the CPU from the GPU snapshot and back,
-# FID of that snapshot on the GPU against the CPU,
-# mixed precision with train.batch_gpu auto, the same channels_last, the same without a host synchronisation in a
-# step (under run.host_sync_check warn, then error), one copy each of libnccl and libcudart in a process,
-# the op bench and the comm bench, the CUDA kernels' tests under compute-sanitizer. Then, in calls of their own (each may land on a fresh machine; they
-# take the kit's prebuilt binaries too):
-#   scripts/bench/gpu_vs_reference.sh   # training speed: this project against stylegan2-ada-pytorch (issue 13)
+# Steps, in the order of what a GPU session must learn first: environment, build; the GPU's tests
+# alone (the CUDA kernels against their reference ops, the device module, the trainer and G_ema on
+# the GPU); the collectives on NCCL with the communicator's device; parity_check on the GPU with
+# TF32 off; a short fashion32 training on the GPU; resume on the GPU, on the CPU from the GPU
+# snapshot and back; the same training through the NCCL backend; mixed precision with
+# train.batch_gpu auto; the comm bench. Then: the CPU test suite on that build, FID of the resumed
+# snapshot on the GPU against the CPU, mixed precision channels_last, the same without a host
+# synchronisation in a step (under run.host_sync_check warn, then error), one copy each of libnccl
+# and libcudart in a process, the op bench, and the CUDA kernels' tests under compute-sanitizer.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/gpu/kit_steps.sh
@@ -30,14 +33,16 @@ build=${GPU_BUILD_DIR:-build-gpu}
 work=$(mktemp -d)
 kit_init "$out"
 
-step environment report_environment
-step unpack unpack_kit .gpu-kit "$deps"
+step_always environment report_environment
+step_always unpack unpack_kit .gpu-kit "$deps"
 use_prefix "$deps"
 step_in_shell build provide_build "$build" "$deps"  # its exports (library paths) serve the later steps
-step cpu_suite run_cpu_suite "$build"
+# The GPU's own tests; on a GPU none may skip (a skip there means CUDA went unseen).
 if [ "$mode" = gpu ]; then
+  step gpu_tests lacks "SKIPPED" run_filtered_tests "$build" "${gpu_tests[@]}"
   step nccl_collectives env SG2_TEST_BACKEND=nccl SG2_TEST_DEVICE=cuda "$build/tests/test_dist"
 else
+  step gpu_tests run_filtered_tests "$build" "${gpu_tests[@]}"
   skip nccl_collectives "no GPU (--cpu-dry-run)"
 fi
 if [ -f .gpu-kit/fixtures/parity_tiny.pt ]; then
@@ -54,6 +59,9 @@ step train "$trainer" --config configs/fashion32.yaml --outdir "$work/runs" --da
     --run.image_snapshot_ticks 0 --train.kimg_per_tick "$tick" --run.network_snapshot_ticks 1 \
     --run.device "$device" --kimg "${kimg[0]}"
 run_dir=$(ls -d "$work"/runs/00000-* 2>/dev/null)
+step resume_same_device "$trainer" --resume "$run_dir" --kimg "${kimg[1]}" --run.device "$device"
+step resume_on_cpu "$trainer" --resume "$run_dir" --kimg "${kimg[2]}" --run.device cpu
+step resume_back_on_device "$trainer" --resume "$run_dir" --kimg "${kimg[3]}" --run.device "$device"
 # The training step through the NCCL backend (one process: the gradient reducer's hooks, its bucket
 # allreduces on NCCL's stream, the events and the watchdog, which the local backend skips).
 if [ "$mode" = gpu ]; then
@@ -63,16 +71,6 @@ if [ "$mode" = gpu ]; then
 else
   skip train_nccl_reducer "no GPU (--cpu-dry-run)"
 fi
-step resume_same_device "$trainer" --resume "$run_dir" --kimg "${kimg[1]}" --run.device "$device"
-step resume_on_cpu "$trainer" --resume "$run_dir" --kimg "${kimg[2]}" --run.device cpu
-step resume_back_on_device "$trainer" --resume "$run_dir" --kimg "${kimg[3]}" --run.device "$device"
-# FID on the device against the CPU, on the resumed run's last snapshot, with a built-in detector
-# trained here (one epoch of 10,000 images: seconds on the CPU).
-metrics="$build/bin/stylegan2_metrics"
-step train_detector "$metrics" train-detector --data /usr/share/datasets/fashion-mnist --epochs 1 --max-images 10000 \
-    --out "$work/detector.pt"
-step fid_matches_cpu fid_matches_cpu "$metrics" "$(ls "$run_dir"/network-snapshot-*.pt 2>/dev/null | tail -n 1)" \
-    "$work/detector.pt" "$device" "$work"
 # Mixed precision (float16 on the GPU, bfloat16 on the CPU) in the two highest resolutions, with the
 # per-round batch probed (on the GPU within a budget that the log explains).
 precision=float16
@@ -84,6 +82,20 @@ probe_budget=()
 [ "$mode" = gpu ] && probe_budget=(says "GiB in use outside LibTorch's allocator")
 step train_mixed_precision_batch_auto "${probe_budget[@]}" "$trainer" "${mixed[@]}" --outdir "$work/runs-mixed" \
     --train.batch_gpu auto
+if [ "$mode" = gpu ]; then
+  step bench_comm "$build/bin/stylegan2_bench" comm --run.device cuda --dist.backend nccl
+else
+  skip bench_comm "no GPU (--cpu-dry-run)"
+fi
+# What a GPU session learns second (scripts/gpu/session.sh's second call).
+step cpu_suite run_cpu_suite "$build"
+# FID on the device against the CPU, on the resumed run's last snapshot, with a built-in detector
+# trained here (one epoch of 10,000 images: seconds on the CPU).
+metrics="$build/bin/stylegan2_metrics"
+step train_detector "$metrics" train-detector --data /usr/share/datasets/fashion-mnist --epochs 1 --max-images 10000 \
+    --out "$work/detector.pt"
+step fid_matches_cpu fid_matches_cpu "$metrics" "$(ls "$run_dir"/network-snapshot-*.pt 2>/dev/null | tail -n 1)" \
+    "$work/detector.pt" "$device" "$work"
 # The same with the reduced-precision blocks channels_last (run.channels_last reduced), as the log says.
 step train_channels_last says "channels_last in $precision" "$trainer" "${mixed[@]}" --outdir "$work/runs-nhwc" \
     --run.channels_last reduced
@@ -112,12 +124,9 @@ else
   step bench_ops "$build/bin/stylegan2_bench" ops --config configs/config-f.yaml --run.device cpu --resolution 16 \
       --ops-batch 2 --ops-repeats 1 --G.conv_clamp 256 --D.conv_clamp 256
 fi
-# Training speed is gpu_vs_reference.sh's, in a call of its own.
-if [ "$mode" = gpu ]; then
-  step bench_comm "$build/bin/stylegan2_bench" comm --run.device cuda --dist.backend nccl
-else
+# Training speed is gpu_vs_reference.sh's (scripts/gpu/session.sh runs it after the kit's steps).
+if [ "$mode" = cpu ]; then
   step bench_cpu32 "$build/bin/stylegan2_bench" --config configs/bench-cpu-32.yaml --no-op-families --cycles 1
-  skip bench_comm "no GPU (--cpu-dry-run)"
 fi
 # Last, in what is left of the budget: the CUDA kernels' tests under compute-sanitizer's memcheck, for
 # an out-of-bounds or misaligned access that the compared results would not show.

@@ -2,7 +2,7 @@
 # The GPU kit's step machinery (scripts/gpu/kit_steps.sh), which a GPU session cannot afford to
 # debug: a step over its time limit is stopped with what it started, the steps left once the budget
 # is spent are skipped, a step that sets the environment of later ones runs in the kit's shell, the
-# summary counts the failures, says and lacks check a step's output for a pattern (the kit nests
+# summary counts the failures, SG2_KIT_STEPS selects a call's steps, says and lacks check a step's output for a pattern (the kit nests
 # them), and fid_matches_cpu passes equal values and fails others; and the bench scripts' run budget.
 #   tests/scripts/gpu_kit_steps.sh SOURCE_DIR
 set -uo pipefail
@@ -46,6 +46,12 @@ chmod +x "$work/fake_metrics"
   FID_cuda=101.5 FID_cpu=100 step fid_close fid_matches_cpu "$work/fake_metrics" snapshot detector cuda "$work"
   FID_cuda=110 FID_cpu=100 step fid_far fid_matches_cpu "$work/fake_metrics" snapshot detector cuda "$work"
   FID_cuda=nan FID_cpu=100 step fid_nan fid_matches_cpu "$work/fake_metrics" snapshot detector cuda "$work"
+  SG2_KIT_STEPS="chosen also_chosen" step chosen true
+  SG2_KIT_STEPS="chosen also_chosen" step not_chosen false
+  SG2_KIT_STEPS="chosen also_chosen" step_always always false
+  SG2_KIT_STEPS="chosen
+     also_chosen" step also_chosen true
+  SG2_KIT_STEPS="chosen_too" step chosen false
   step spends_the_budget sleep 1.5
   while [ $(($(date +%s) - kit_start)) -lt 12 ]; do sleep 1; done
   step after_the_budget true
@@ -54,8 +60,8 @@ chmod +x "$work/fake_metrics"
 status=$?
 summary=$work/out/summary.md
 cat "$summary"
-[ "$status" -eq 9 ] && echo "ok: the exit code counts the 9 failed steps (not the skipped ones)" ||
-  { echo "FAILED: exit $status, expected 9 failed steps"; failures=$((failures + 1)); }
+[ "$status" -eq 10 ] && echo "ok: the exit code counts the 10 failed steps (not the skipped ones)" ||
+  { echo "FAILED: exit $status, expected 10 failed steps"; failures=$((failures + 1)); }
 expect "a step within its limit" "| quick | ok |" "$summary"
 expect "a step over its limit is stopped" "| over_its_limit | FAILED (stopped at its time limit) |" "$summary"
 kill -0 "$(cat "$work/child")" 2> /dev/null &&
@@ -75,12 +81,27 @@ expect "and one that runs passes, whatever it printed" "| passed_not_refused | o
 expect "FIDs within 3 % pass" "| fid_close | ok |" "$summary"
 expect "FIDs 10 % apart fail" "| fid_far | FAILED (exit 1) |" "$summary"
 expect "a NaN FID fails" "| fid_nan | FAILED (exit 1) |" "$summary"
+expect "a step that SG2_KIT_STEPS names runs" "| chosen | ok |" "$summary"
+expect "so does one after a line break" "| also_chosen | ok |" "$summary"
+expect "one it does not name is skipped" "| not_chosen | skipped | | not in this call's steps (SG2_KIT_STEPS)" "$summary"
+expect "a name is matched whole, not as a part of another" "| chosen | skipped | | not in this call's steps" "$summary"
+expect "step_always runs whatever SG2_KIT_STEPS names" "| always | FAILED (exit 1) |" "$summary"
 expect "steps after the budget are skipped" "| after_the_budget | skipped | | the kit's 20 s are spent" "$summary"
 
 # The bench scripts' shared clock (scripts/bench/run_budget.sh).
 is() {  # is DESCRIPTION EXPECTED ACTUAL
   [ "$2" = "$3" ] && echo "ok: $1" || { echo "FAILED: $1 (got '$3', expected '$2')"; failures=$((failures + 1)); }
 }
+# The two calls of scripts/gpu/session.sh run every step of run.sh between them, and name no other.
+run_sh_steps=$(sed -nE 's/^ *(step|skip) ([a-z0-9_]+) .*/\2/p' scripts/gpu/run.sh | sort -u)
+session_steps=$(mode=cpu; source scripts/gpu/kit_steps.sh; printf '%s\n' $kit_first_call_steps $kit_second_call_steps | sort -u)
+is "the session's calls name run.sh's steps (those a call selects)" "$run_sh_steps" "$session_steps"
+scripts/gpu/session.sh third > "$work/session-usage" 2>&1
+is "session.sh takes first or second only" 2 "$?"
+expect "and says so" "usage: scripts/gpu/session.sh first|second" "$work/session-usage"
+[ "$(wc -l <<< "$run_sh_steps")" -ge 20 ] && echo "ok: and run.sh's steps were found ($(wc -l <<< "$run_sh_steps"))" ||
+  { echo "FAILED: only $(wc -l <<< "$run_sh_steps") steps found in run.sh"; failures=$((failures + 1)); }
+
 source scripts/bench/run_budget.sh
 now=$(date +%s)
 is "a run gets its limit while the budget lasts" 240 "$(run_seconds_left "$now" 560 240)"
