@@ -44,7 +44,7 @@ step_selected() {  # step_selected NAME
 kit_first_call_steps="gpu_tests nccl_collectives parity train resume_same_device resume_on_cpu resume_back_on_device
   train_nccl_reducer train_mixed_precision_batch_auto bench_comm train_host_sync_warnings train_without_host_sync"
 kit_second_call_steps="train cpu_suite train_detector fid_matches_cpu train_channels_last one_copy_of_each_library
-  bench_ops bench_cpu32 kernels_memcheck"
+  bench_ops kernels_memcheck"
 
 step() {  # step NAME COMMAND...: runs it, where this call selects it, within step_seconds_left
   if ! step_selected "$1"; then
@@ -192,19 +192,27 @@ build_against_pytorch() {  # build_against_pytorch BUILD_DIR PREFIX
   cmake --build "$build" -j "$(nproc)"
 }
 
+# The folder of the machine's torch package, found without importing it (an import takes seconds,
+# and a call looks for it several times).
+torch_package_dir() {
+  python3 -c 'import importlib.util, os; print(os.path.dirname(importlib.util.find_spec("torch").origin))'
+}
+
+# torch.__version__ of the torch package in DIR (its version.py), as prepare.sh records the wheel's.
+torch_version_in() {  # torch_version_in TORCH_PACKAGE_DIR
+  sed -n "s/^__version__ = '\(.*\)'$/\1/p" "$1/version.py"
+}
+
 # The library folders of the machine's PyTorch: torch/lib, then the nvidia-* wheels' lib folders
 # (cudart, cuDNN, NCCL, ...), then the CUDA toolkit's; prebuilt binaries on this path load the very
 # copies PyTorch loads.
 pytorch_library_path() {
   python3 - << 'EOF_PY'
-import glob, os, torch
-folders = [os.path.join(os.path.dirname(torch.__file__), "lib")]
-try:
-    import nvidia
-    for root in nvidia.__path__:
-        folders += sorted(d for d in glob.glob(os.path.join(root, "**", "lib"), recursive=True) if os.path.isdir(d))
-except ImportError:
-    pass
+import glob, importlib.util, os
+folders = [os.path.join(os.path.dirname(importlib.util.find_spec("torch").origin), "lib")]
+nvidia = importlib.util.find_spec("nvidia")
+for root in (nvidia.submodule_search_locations or []) if nvidia else []:
+    folders += sorted(d for d in glob.glob(os.path.join(root, "**", "lib"), recursive=True) if os.path.isdir(d))
 folders += [d for d in ("/usr/local/cuda/lib64",) if os.path.isdir(d)]
 print(":".join(folders))
 EOF_PY
@@ -212,8 +220,9 @@ EOF_PY
 
 # Whether KIT/prebuilt (scripts/gpu/prepare.sh --prebuilt) was built against this machine's PyTorch.
 prebuilt_matches() {  # prebuilt_matches KIT
-  [ -f "$1/prebuilt/torch-version" ] &&
-    [ "$(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null)" = "$(cat "$1/prebuilt/torch-version")" ]
+  local torch_dir
+  [ -f "$1/prebuilt/torch-version" ] && torch_dir=$(torch_package_dir 2>/dev/null) &&
+    [ "$(torch_version_in "$torch_dir")" = "$(cat "$1/prebuilt/torch-version")" ]
 }
 
 # The prebuilt binaries where a build puts them, with PyTorch's libraries and the kit's paths set.

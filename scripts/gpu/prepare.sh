@@ -17,6 +17,7 @@
 #   scripts/gpu/prepare.sh [--prebuilt]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/gpu/kit_steps.sh  # torch_version_in
 kit=.gpu-kit
 prebuilt=0
 case "${1:-}" in
@@ -41,7 +42,7 @@ build_prebuilt() {  # build_prebuilt KIT_PREBUILT_DIR BUILD_DIR
   strip "$staging"/bin/* "$staging"/tests/*
   tar -czf "$dest/binaries.tar.gz" -C "$staging" bin tests
   rm -rf "$staging"
-  sed -n "s/^__version__ = '\(.*\)'$/\1/p" "$wheel_dir/torch/version.py" > "$dest/torch-version"
+  torch_version_in "$wheel_dir/torch" > "$dest/torch-version"
   echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include apps tests || echo ' with local changes')" \
     > "$dest/commit"
   echo "prepare: prebuilt binaries of $(cat "$dest/commit") against torch $(cat "$dest/torch-version")"
@@ -79,4 +80,4 @@ fi
 grep -qx '/.gpu-kit/' .gitignore 2>/dev/null || grep -qx '/.gpu-kit/' .git/info/exclude 2>/dev/null ||
   echo '/.gpu-kit/' >> .git/info/exclude
 du -sh "$kit"
-echo "prepare: done; carry .gpu-kit and run scripts/gpu/run.sh on the GPU machine"
+echo "prepare: done; carry .gpu-kit and run scripts/gpu/session.sh first (then second) on the GPU machine"

@@ -124,10 +124,7 @@ else
   step bench_ops "$build/bin/stylegan2_bench" ops --config configs/config-f.yaml --run.device cpu --resolution 16 \
       --ops-batch 2 --ops-repeats 1 --G.conv_clamp 256 --D.conv_clamp 256
 fi
-# Training speed is gpu_vs_reference.sh's (scripts/gpu/session.sh runs it after the kit's steps).
-if [ "$mode" = cpu ]; then
-  step bench_cpu32 "$build/bin/stylegan2_bench" --config configs/bench-cpu-32.yaml --no-op-families --cycles 1
-fi
+# Training speed is gpu_vs_reference.sh's (scripts/gpu/session.sh runs it beside the kit's steps).
 # Last, in what is left of the budget: the CUDA kernels' tests under compute-sanitizer's memcheck, for
 # an out-of-bounds or misaligned access that the compared results would not show.
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
