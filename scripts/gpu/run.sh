@@ -59,9 +59,9 @@ step train "$trainer" --config configs/fashion32.yaml --outdir "$work/runs" --da
     --run.image_snapshot_ticks 0 --train.kimg_per_tick "$tick" --run.network_snapshot_ticks 1 \
     --run.device "$device" --kimg "${kimg[0]}"
 run_dir=$(ls -d "$work"/runs/00000-* 2>/dev/null)
-step resume_same_device "$trainer" --resume "$run_dir" --kimg "${kimg[1]}" --run.device "$device"
-step resume_on_cpu "$trainer" --resume "$run_dir" --kimg "${kimg[2]}" --run.device cpu
-step resume_back_on_device "$trainer" --resume "$run_dir" --kimg "${kimg[3]}" --run.device "$device"
+step resume_same_device resume_run "$trainer" "$run_dir" --kimg "${kimg[1]}" --run.device "$device"
+step resume_on_cpu resume_run "$trainer" "$run_dir" --kimg "${kimg[2]}" --run.device cpu
+step resume_back_on_device resume_run "$trainer" "$run_dir" --kimg "${kimg[3]}" --run.device "$device"
 # The training step through the NCCL backend (one process: the gradient reducer's hooks, its bucket
 # allreduces on NCCL's stream, the events and the watchdog, which the local backend skips).
 if [ "$mode" = gpu ]; then

@@ -93,8 +93,8 @@ std::string apply_compute_settings(const TrainConfig& c, const dist::World& worl
 
 void TrainCommand::add_to(CLI::App& app) {
   config_.add_to(app);
-  app.add_option("--resume", resume_,
-                 "Continue a run exactly: a snapshot file, a run directory (its latest snapshot), or 'latest'");
+  resume_option_ = app.add_option(
+      "--resume", resume_, "Continue a run exactly: a snapshot file, a run directory (its latest snapshot), or 'latest'");
   app.add_flag("--dry-run", dry_run_, "Print the resolved config, the world it would use and the library versions, then exit");
   app.add_flag("-v,--verbose", verbose_, "More log output");
 }
@@ -115,6 +115,9 @@ int TrainCommand::run() {
   init_logging(0, verbose_);
   install_stop_signal_handlers();
   std::string snapshot_path, snapshot_yaml;
+  // An empty value (a shell variable that was never set) must not start a new run of the defaults.
+  SG2_CHECK(resume_option_ == nullptr || resume_option_->count() == 0 || !resume_.empty(),
+            "--resume was given an empty value; give a snapshot file, a run directory or 'latest'");
   if (!resume_.empty()) {
     snapshot_path = resolve_resume(resume_, config_.resolve().run.outdir);
     snapshot_yaml = load_snapshot(snapshot_path).config_yaml;
