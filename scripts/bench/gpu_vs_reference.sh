@@ -61,10 +61,11 @@ done
 # Ours: BATCH_GPU:LAYOUT, with ref for the reference's per-round batch and nhwc for channels_last. The
 # default order puts first the variant most likely fastest (issue 13's 5 s/kimg for config-f), the
 # probed batch channels_last, right after the reference.
-variants=${SG2_BENCH_VARIANTS:-auto:nhwc ref:off auto:off ref:nhwc}
+all_variants="auto:nhwc ref:off auto:off ref:nhwc"
+variants=${SG2_BENCH_VARIANTS:-$all_variants}
 for variant in $variants; do
-  [[ " auto:nhwc ref:off auto:off ref:nhwc " == *" $variant "* ]] ||
-    { echo "gpu_vs_reference: no variant '$variant' (auto:nhwc, ref:off, auto:off, ref:nhwc)" >&2; exit 2; }
+  [[ " $all_variants " == *" $variant "* ]] ||
+    { echo "gpu_vs_reference: no variant '$variant' (one of: $all_variants)" >&2; exit 2; }
 done
 # The variant most likely fastest adds --device-kernels: one more cycle under the Kineto profiler, after
 # the timed ones: GPU time by kernel and how busy the GPU is (the numbers to tune by next).

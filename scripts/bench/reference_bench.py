@@ -206,10 +206,9 @@ def main():
 
     for i in range(args.warmup):
         step(i)
-    plugins = plugin_status()
     print(f'reference stylegan2-ada-pytorch, torch {torch.__version__}, device {device}, {args.threads} threads, '
           f'batch {batch} in rounds of {batch_gpu}, resolution {c["resolution"]}, num_fp16_res {c["fp16_res"]}, '
-          f'conv_clamp {clamp}' + (f', {plugins}' if device.type == 'cuda' else ''))
+          f'conv_clamp {clamp}' + (f', {plugin_status()}' if device.type == 'cuda' else ''))
     print(f'{"phase":<10} {"ms/call":>10} {"img/s":>10}')
     real, z = fetch(0)
     for phase, phase_z in zip(phases, z):

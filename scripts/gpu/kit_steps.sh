@@ -315,13 +315,6 @@ fid_matches_cpu() {  # fid_matches_cpu METRICS_BIN SNAPSHOT DETECTOR DEVICE WORK
     { echo "fid_matches_cpu: the two differ by more than 3 % (or one is not a finite number)"; return 1; }
 }
 
-# The trainer resuming RUN_DIR; fails at once where the training before it left none (an empty
-# --resume would start a new run of the default preset and spend the step's whole limit).
-resume_run() {  # resume_run TRAINER RUN_DIR ARGS...
-  [ -n "$2" ] && [ -d "$2" ] || { echo "no run directory to resume (did the train step fail?)"; return 1; }
-  "$1" --resume "$2" "${@:3}"
-}
-
 # Runs COMMAND with the loader's trace: each of libnccl and libcudart must be loaded from one path.
 check_single_library_copies() {
   local trace

@@ -38,11 +38,12 @@ step_always unpack unpack_kit .gpu-kit "$deps"
 use_prefix "$deps"
 step_in_shell build provide_build "$build" "$deps"  # its exports (library paths) serve the later steps
 # The GPU's own tests; on a GPU none may skip (a skip there means CUDA went unseen).
+no_skips=()
+[ "$mode" = gpu ] && no_skips=(lacks "SKIPPED")
+step gpu_tests "${no_skips[@]}" run_filtered_tests "$build" "${gpu_tests[@]}"
 if [ "$mode" = gpu ]; then
-  step gpu_tests lacks "SKIPPED" run_filtered_tests "$build" "${gpu_tests[@]}"
   step nccl_collectives env SG2_TEST_BACKEND=nccl SG2_TEST_DEVICE=cuda "$build/tests/test_dist"
 else
-  step gpu_tests run_filtered_tests "$build" "${gpu_tests[@]}"
   skip nccl_collectives "no GPU (--cpu-dry-run)"
 fi
 if [ -f .gpu-kit/fixtures/parity_tiny.pt ]; then
@@ -59,9 +60,9 @@ step train "$trainer" --config configs/fashion32.yaml --outdir "$work/runs" --da
     --run.image_snapshot_ticks 0 --train.kimg_per_tick "$tick" --run.network_snapshot_ticks 1 \
     --run.device "$device" --kimg "${kimg[0]}"
 run_dir=$(ls -d "$work"/runs/00000-* 2>/dev/null)
-step resume_same_device resume_run "$trainer" "$run_dir" --kimg "${kimg[1]}" --run.device "$device"
-step resume_on_cpu resume_run "$trainer" "$run_dir" --kimg "${kimg[2]}" --run.device cpu
-step resume_back_on_device resume_run "$trainer" "$run_dir" --kimg "${kimg[3]}" --run.device "$device"
+step resume_same_device "$trainer" --resume "$run_dir" --kimg "${kimg[1]}" --run.device "$device"
+step resume_on_cpu "$trainer" --resume "$run_dir" --kimg "${kimg[2]}" --run.device cpu
+step resume_back_on_device "$trainer" --resume "$run_dir" --kimg "${kimg[3]}" --run.device "$device"
 # The training step through the NCCL backend (one process: the gradient reducer's hooks, its bucket
 # allreduces on NCCL's stream, the events and the watchdog, which the local backend skips).
 if [ "$mode" = gpu ]; then

@@ -93,8 +93,15 @@ std::string apply_compute_settings(const TrainConfig& c, const dist::World& worl
 
 void TrainCommand::add_to(CLI::App& app) {
   config_.add_to(app);
-  resume_option_ = app.add_option(
-      "--resume", resume_, "Continue a run exactly: a snapshot file, a run directory (its latest snapshot), or 'latest'");
+  // An empty value (a job script's variable that was never set) must not start a new run of the defaults.
+  const CLI::Validator not_empty(
+      [](const std::string& value) {
+        return value.empty() ? std::string("an empty value; give a snapshot file, a run directory or 'latest'") : "";
+      },
+      "");
+  app.add_option("--resume", resume_,
+                 "Continue a run exactly: a snapshot file, a run directory (its latest snapshot), or 'latest'")
+      ->check(not_empty);
   app.add_flag("--dry-run", dry_run_, "Print the resolved config, the world it would use and the library versions, then exit");
   app.add_flag("-v,--verbose", verbose_, "More log output");
 }
@@ -115,9 +122,6 @@ int TrainCommand::run() {
   init_logging(0, verbose_);
   install_stop_signal_handlers();
   std::string snapshot_path, snapshot_yaml;
-  // An empty value (a shell variable that was never set) must not start a new run of the defaults.
-  SG2_CHECK(resume_option_ == nullptr || resume_option_->count() == 0 || !resume_.empty(),
-            "--resume was given an empty value; give a snapshot file, a run directory or 'latest'");
   if (!resume_.empty()) {
     snapshot_path = resolve_resume(resume_, config_.resolve().run.outdir);
     snapshot_yaml = load_snapshot(snapshot_path).config_yaml;

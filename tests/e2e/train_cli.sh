@@ -106,7 +106,9 @@ expect_error() {  # expect_error PATTERN COMMAND...
 expect_error "did you mean 'G.z_dim'" "$bin/stylegan2_train" "${tiny[@]}" --G.zdim 3
 expect_error "train.batch_gpu = 7 does not divide the per-process batch 30" "$bin/stylegan2_train" "${tiny[@]}" --batch 30 --train.batch_gpu 7
 expect_error "data.path '/nonexistent' does not exist" "$bin/stylegan2_train" "${tiny[@]}" --data /nonexistent
-expect_error "resume was given an empty value" "$bin/stylegan2_train" "${tiny[@]}" --resume "" --kimg 0.016
+runs_before=$(ls "$work/runs" | wc -l)
+expect_error "resume: an empty value; give a snapshot file" "$bin/stylegan2_train" "${tiny[@]}" --resume "" --kimg 0.016
+[ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "--resume \"\" started a new run"
 printf 'G:\n  z_dim: [1, 2\n' > "$work/bad.yaml"
 expect_error "bad.yaml:" "$bin/stylegan2_train" --config "$work/bad.yaml"
 expect_error "is not a readable snapshot" "$bin/stylegan2_generate" --network "$work/bad.yaml"

@@ -58,7 +58,6 @@ class TrainCommand {
   int print_dry_run(const TrainConfig& config, dist::Session& session);
   ConfigOptions config_;
   std::string resume_;
-  const CLI::Option* resume_option_ = nullptr;  // to tell `--resume ""` (an error) from no --resume
   bool dry_run_ = false;
   bool verbose_ = false;
 };
