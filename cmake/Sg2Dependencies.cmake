@@ -3,9 +3,19 @@
 
 include(CheckCXXSourceCompiles)
 
+# <ATen/ATen.h> precompiled once for every target that uses LibTorch (cmake/Sg2Helpers.cmake).
+option(SG2_PRECOMPILE_TORCH "Precompile <ATen/ATen.h> once for every target that uses LibTorch" ON)
+
+# ccache caches translation units that use the precompiled header only when told that the
+# header's definitions and timestamps are the build's business (ccache's "PRECOMPILED HEADERS").
 find_program(SG2_CCACHE ccache)
 if(SG2_CCACHE)
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${SG2_CCACHE})
+  set(_sg2_ccache ${SG2_CCACHE})
+  if(SG2_PRECOMPILE_TORCH)
+    set(_sg2_ccache ${CMAKE_COMMAND} -E env
+        CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime ${SG2_CCACHE})
+  endif()
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${_sg2_ccache})
   set(CMAKE_CUDA_COMPILER_LAUNCHER ${SG2_CCACHE})
 endif()
 
@@ -156,4 +166,5 @@ function(sg2_print_summary)
   message(STATUS "  tcmalloc          ${SG2_WITH_TCMALLOC_ENABLED} ${SG2_TCMALLOC_LIBRARY}")
   message(STATUS "  tests             ${SG2_BUILD_TESTS}")
   message(STATUS "  ccache            ${SG2_CCACHE}")
+  message(STATUS "  precompiled ATen  ${SG2_PRECOMPILE_TORCH}")
 endfunction()

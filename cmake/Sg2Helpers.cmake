@@ -55,3 +55,67 @@ function(sg2_add_mpi_test name)
     ${MPIEXEC_NUMPROC_FLAG} ${_m_NP} ${_m_COMMAND})
   set_tests_properties(${name} PROPERTIES LABELS "mpi" TIMEOUT ${_m_TIMEOUT} ENVIRONMENT "OMP_NUM_THREADS=1")
 endfunction()
+
+# The precompiled LibTorch header. <ATen/ATen.h> costs 10-13 s of every translation unit that
+# includes it, most of ours: it is compiled once into sg2_torch_pch and every target that links
+# LibTorch (directly or through our libraries) reuses it. GCC uses it only under the same
+# definitions and flags, which those targets share (LibTorch's, OpenMP's, core's); -Winvalid-pch
+# names any translation unit that could not. -DSG2_PRECOMPILE_TORCH=OFF builds without it (and so
+# checks that every file includes what it uses; the option is in Sg2Dependencies.cmake).
+
+# _sg2_links_torch(OUT TARGET): whether TARGET links sg2_torch, itself or through our libraries.
+function(_sg2_links_torch out target)
+  set(${out} OFF PARENT_SCOPE)
+  get_target_property(_libs ${target} LINK_LIBRARIES)
+  foreach(_lib IN LISTS _libs)
+    if(_lib STREQUAL "sg2_torch")
+      set(${out} ON PARENT_SCOPE)
+      return()
+    endif()
+    if(NOT _lib MATCHES "^sg2(::|_)" OR NOT TARGET ${_lib})
+      continue()
+    endif()
+    get_target_property(_aliased ${_lib} ALIASED_TARGET)
+    if(_aliased)
+      set(_lib ${_aliased})
+    endif()
+    _sg2_links_torch(_via ${_lib})
+    if(_via)
+      set(${out} ON PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+endfunction()
+
+# _sg2_reuse_torch_pch_in(DIR): every target of DIR and its subdirectories that links LibTorch.
+function(_sg2_reuse_torch_pch_in dir)
+  get_property(_targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(_target IN LISTS _targets)
+    get_target_property(_type ${_target} TYPE)
+    if(_target STREQUAL "sg2_torch_pch" OR NOT _type MATCHES "^(STATIC_LIBRARY|EXECUTABLE)$")
+      continue()
+    endif()
+    _sg2_links_torch(_uses_torch ${_target})
+    if(_uses_torch)
+      target_precompile_headers(${_target} REUSE_FROM sg2_torch_pch)
+    endif()
+  endforeach()
+  get_property(_subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(_subdir IN LISTS _subdirs)
+    _sg2_reuse_torch_pch_in(${_subdir})
+  endforeach()
+endfunction()
+
+# sg2_precompile_torch_header(): called once every target is defined (the top CMakeLists.txt).
+function(sg2_precompile_torch_header)
+  if(NOT SG2_PRECOMPILE_TORCH)
+    return()
+  endif()
+  set(_source ${CMAKE_BINARY_DIR}/sg2_torch_pch.cpp)
+  file(CONFIGURE OUTPUT ${_source} CONTENT "// The owner of the precompiled <ATen/ATen.h> (cmake/Sg2Helpers.cmake).\n")
+  add_library(sg2_torch_pch OBJECT ${_source})
+  target_link_libraries(sg2_torch_pch PRIVATE sg2::core sg2_torch)
+  target_compile_options(sg2_torch_pch PRIVATE ${SG2_WARNINGS})
+  target_precompile_headers(sg2_torch_pch PRIVATE $<$<COMPILE_LANGUAGE:CXX>:<ATen/ATen.h$<ANGLE-R>>)
+  _sg2_reuse_torch_pch_in(${PROJECT_SOURCE_DIR})
+endfunction()
