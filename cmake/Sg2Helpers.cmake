@@ -63,7 +63,8 @@ endfunction()
 # names any translation unit that could not. -DSG2_PRECOMPILE_TORCH=OFF builds without it (and so
 # checks that every file includes what it uses; the option is in Sg2Dependencies.cmake).
 
-# _sg2_links_torch(OUT TARGET): whether TARGET links sg2_torch, itself or through our libraries.
+# _sg2_links_torch(OUT TARGET): whether TARGET links sg2_torch, itself or through our libraries
+# (an alias such as sg2::nn reads as the library it names).
 function(_sg2_links_torch out target)
   set(${out} OFF PARENT_SCOPE)
   get_target_property(_libs ${target} LINK_LIBRARIES)
@@ -74,10 +75,6 @@ function(_sg2_links_torch out target)
     endif()
     if(NOT _lib MATCHES "^sg2(::|_)" OR NOT TARGET ${_lib})
       continue()
-    endif()
-    get_target_property(_aliased ${_lib} ALIASED_TARGET)
-    if(_aliased)
-      set(_lib ${_aliased})
     endif()
     _sg2_links_torch(_via ${_lib})
     if(_via)
