@@ -13,14 +13,22 @@ echo "test_torch_wheel: building against $wheel_dir/torch into $build_dir"
 BUILD_DIR=$build_dir \
 SG2_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$wheel_dir/torch/share/cmake -DSG2_WITH_CUDA=ON -DSG2_WITH_NCCL=ON" \
   scripts/build.sh
+# The object that compiled src/SOURCE: its own, or that of its unity batch (SG2_UNITY_BUILD: one
+# translation unit that includes it); nothing where it was not compiled.
+object_of() {
+  local module=${1%%/*}
+  local target_dir=$build_dir/src/$module/CMakeFiles/sg2_$module.dir batch
+  if [ -f "$target_dir/${1#*/}.o" ]; then echo "$target_dir/${1#*/}.o"; return; fi
+  batch=$(grep -l "/src/$1\"" "$target_dir"/Unity/unity_*.cxx 2> /dev/null | head -n 1) || true
+  if [ -n "$batch" ] && [ -f "$batch.o" ]; then echo "$batch.o"; fi
+}
 # Every CUDA source must have been compiled (not its CPU stub)...
 for source in dist/nccl_backend.cpp nn/cuda/kernels_cuda.cpp nn/cuda/fir_bias_act_kernels.cu; do
-  module=${source%%/*}
-  ls "$build_dir/src/$module/CMakeFiles/sg2_$module.dir/${source#*/}.o" > /dev/null 2>&1 ||
-    { echo "test_torch_wheel: src/$source was not compiled" >&2; exit 1; }
+  [ -n "$(object_of "$source")" ] || { echo "test_torch_wheel: src/$source was not compiled" >&2; exit 1; }
 done
 # ... and the device module with both of its CUDA parts: the runtime's and LibTorch's.
-device_object=$build_dir/src/device/CMakeFiles/sg2_device.dir/cuda_device.cpp.o
+device_object=$(object_of device/cuda_device.cpp)
+[ -n "$device_object" ] || { echo "test_torch_wheel: src/device/cuda_device.cpp was not compiled" >&2; exit 1; }
 # (nm's whole output first: grep -q leaving early would end nm by SIGPIPE, a failure under pipefail)
 device_symbols=$(nm -C "$device_object")
 for symbol in cudaSetDevice getCurrentCUDAStream; do

@@ -89,8 +89,8 @@ at::Tensor or_placeholder(const at::Tensor& t, const at::Tensor& like) {
 
 namespace {
 
-at::Tensor forward_on_device(const at::Tensor& x, const at::Tensor& b, int64_t dim, const ActivationParams& a,
-                             [[maybe_unused]] KernelVariant variant = KernelVariant::Fastest) {
+at::Tensor bias_act_on_device(const at::Tensor& x, const at::Tensor& b, int64_t dim, const ActivationParams& a,
+                              [[maybe_unused]] KernelVariant variant = KernelVariant::Fastest) {
 #if SG2_CUDA_KERNELS
   if (x.is_cuda()) return gpu::bias_act_forward(x, b, dim, a, variant);
 #endif
@@ -140,7 +140,7 @@ struct BiasActFunction : public torch::autograd::Function<BiasActFunction> {
                             int64_t act, double alpha, double gain, double clamp) {
     const ActivationParams a{static_cast<int>(act), static_cast<float>(alpha), static_cast<float>(gain),
                              static_cast<float>(clamp)};
-    at::Tensor y = forward_on_device(x, has_bias ? b : at::Tensor(), dim, a);
+    at::Tensor y = bias_act_on_device(x, has_bias ? b : at::Tensor(), dim, a);
     // Through save_for_backward: an output kept in saved_data would keep its own graph alive.
     ctx->save_for_backward({needs_output(a) ? y : at::Tensor()});
     ctx->saved_data["has_bias"] = has_bias;
@@ -181,7 +181,7 @@ at::Tensor bias_act_forward(const at::Tensor& x, const at::Tensor& b, const ops:
                             KernelVariant variant) {
   SG2_CHECK(supported(x), "bias_act kernel: unsupported tensor {} on {}", c10::toString(x.scalar_type()),
             x.device().str());
-  return forward_on_device(x, b, p.dim, resolve(p), variant);
+  return bias_act_on_device(x, b, p.dim, resolve(p), variant);
 }
 
 at::Tensor bias_act_gradient(const at::Tensor& dy, const at::Tensor& y, const ops::BiasActParams& p,

@@ -26,7 +26,7 @@ namespace kernels {
 
 namespace {
 
-at::Tensor forward_on_device(const EpilogueTensors& t, const ActivationParams& a) {
+at::Tensor epilogue_on_device(const EpilogueTensors& t, const ActivationParams& a) {
 #if SG2_CUDA_KERNELS
   if (t.x.is_cuda()) return gpu::conv_epilogue_forward(t, a);
 #endif
@@ -85,7 +85,7 @@ struct ConvEpilogueFunction : public torch::autograd::Function<ConvEpilogueFunct
                              static_cast<float>(clamp)};
     const EpilogueTensors t{x, demod, has_noise ? noise : at::Tensor(), has_noise ? noise_strength : at::Tensor(),
                             has_bias ? b : at::Tensor()};
-    at::Tensor y = forward_on_device(t, a);
+    at::Tensor y = epilogue_on_device(t, a);
     ctx->save_for_backward({x, demod, t.noise, t.noise_strength, needs_output(a) ? y : at::Tensor()});
     ctx->saved_data["activation"] = to_saved(a);
     return y;
@@ -142,7 +142,7 @@ bool conv_epilogue_runs_fused(const at::Tensor& x, const at::Tensor& noise, ops:
 }
 
 at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const ops::BiasActParams& p) {
-  return forward_on_device(t, resolve(p));
+  return epilogue_on_device(t, resolve(p));
 }
 
 EpilogueGradient conv_epilogue_gradient(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,

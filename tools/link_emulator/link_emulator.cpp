@@ -17,7 +17,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <stdexcept>
 #include <string>
@@ -30,10 +29,6 @@ namespace sg2::tools {
 namespace {
 
 constexpr std::size_t kMaxPacketBytes = std::size_t{1} << 17;  // a 64 KiB segment and its header
-
-std::runtime_error system_error(const std::string& what) {
-  return std::runtime_error(what + ": " + std::strerror(errno));
-}
 
 Nanoseconds monotonic_now() {
   timespec now{};

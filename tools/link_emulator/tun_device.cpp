@@ -13,11 +13,12 @@
 #include <utility>
 
 namespace sg2::tools {
-namespace {
 
 std::runtime_error system_error(const std::string& what) {
   return std::runtime_error(what + ": " + std::strerror(errno));
 }
+
+namespace {
 
 int open_or_throw(const std::string& path, int flags) {
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);

@@ -6,9 +6,13 @@
 // checksum and segmentation offloads, as a virtual machine's NIC does: TCP hands it segments of up
 // to 64 KiB whose checksums are not computed, so forwarding them costs little CPU whatever the MTU.
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 
 namespace sg2::tools {
+
+// "WHAT: <strerror(errno)>", for a failed system call.
+std::runtime_error system_error(const std::string& what);
 
 class TunDevice {
  public:

@@ -114,8 +114,8 @@ at::Tensor run_op(const EpilogueCase& c, const EpilogueInputs& in, const std::ve
 // kernels ran); with create_graph, the second derivatives of sum(dL/dx * u) + sum(dL/d demod) (the
 // composed gradient). g and u are rounded to `rounding` first, so that runs in different types see
 // the same ones.
-std::vector<at::Tensor> derivatives(const EpilogueCase& c, const EpilogueInputs& in, ops::Impl impl,
-                                    at::ScalarType rounding = at::kFloat, bool second_order = true) {
+std::vector<at::Tensor> epilogue_derivatives(const EpilogueCase& c, const EpilogueInputs& in, ops::Impl impl,
+                                             at::ScalarType rounding = at::kFloat, bool second_order = true) {
   std::vector<at::Tensor> v = leaves(in);
   at::Tensor y = run_op(c, in, v, impl);
   at::manual_seed(22);
@@ -140,10 +140,10 @@ TEST(ConvEpilogue, KernelsMatchTheComposedReferenceToSecondOrderAtEveryCpuLevel)
     const std::string where = c.name + ", " + layout_name(layout);
     const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU, layout);
     ASSERT_TRUE(kernels::conv_epilogue_runs_fused(in.x, in.noise, ops::Impl::Fast)) << where;
-    const auto reference = derivatives(c, in, ops::Impl::Reference);
+    const auto reference = epilogue_derivatives(c, in, ops::Impl::Reference);
     for (cpu::Level level : cpu::supported_levels()) {
       cpu::force_cpu_level(level);
-      const auto kernel = derivatives(c, in, ops::Impl::Fast);
+      const auto kernel = epilogue_derivatives(c, in, ops::Impl::Fast);
       ASSERT_EQ(kernel.size(), reference.size()) << where;
       for (size_t i = 0; i < kernel.size(); ++i) {
         EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5)
@@ -422,8 +422,8 @@ TEST(CudaKernels, EpilogueMatchesTheComposedReferenceInEveryPrecision) {
       const int64_t packed_dim = kernels::epilogue_channels_last(on_gpu.x) ? c.x_shape[1] : c.x_shape[2] * c.x_shape[3];
       EXPECT_EQ(kernels::conv_epilogue_runs_fused(on_gpu.x, on_gpu.noise, ops::Impl::Fast), packed_dim % lanes == 0)
           << where;
-      const auto kernel = derivatives(c, on_gpu, ops::Impl::Fast, precision.type, full);
-      const auto reference = derivatives(c, on_cpu, ops::Impl::Reference, precision.type, full);
+      const auto kernel = epilogue_derivatives(c, on_gpu, ops::Impl::Fast, precision.type, full);
+      const auto reference = epilogue_derivatives(c, on_cpu, ops::Impl::Reference, precision.type, full);
       ASSERT_EQ(kernel.size(), reference.size()) << where;
       const size_t compared = full || c.clamp < 0 ? kernel.size() : 1;
       for (size_t i = 0; i < compared; ++i) {

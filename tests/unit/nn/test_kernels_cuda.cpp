@@ -446,8 +446,8 @@ TEST(CudaKernels, ChannelsLastKeepsItsLayoutInEveryPrecision) {
 
 // Output, first and second derivatives of L = sum(op(x^2) * g) on the GPU, with kernels or the
 // reference ops (both on CUDA, so only the kernels differ).
-std::vector<at::Tensor> derivatives(const std::function<at::Tensor(const at::Tensor&)>& op, const at::Tensor& x0,
-                                    ops::Impl impl) {
+std::vector<at::Tensor> unary_op_derivatives(const std::function<at::Tensor(const at::Tensor&)>& op,
+                                             const at::Tensor& x0, ops::Impl impl) {
   const ops::ImplScope scope(impl);
   at::Tensor x = x0.clone().requires_grad_(true);
   at::Tensor y = op(x.square());
@@ -482,7 +482,8 @@ TEST(CudaKernels, DerivativesToSecondOrderMatchTheReferenceAtNetworkShapes) {
   const at::Tensor nchw = at::randn({2, 16, 16, 16}).cuda();
   for (const at::Tensor& x0 : {nchw, nchw.contiguous(at::MemoryFormat::ChannelsLast)}) {  // the gradients contiguous
     for (const auto& [name, op] : cases) {
-      const auto kernel = derivatives(op, x0, ops::Impl::Fast), reference = derivatives(op, x0, ops::Impl::Reference);
+      const auto kernel = unary_op_derivatives(op, x0, ops::Impl::Fast);
+      const auto reference = unary_op_derivatives(op, x0, ops::Impl::Reference);
       for (size_t i = 0; i < kernel.size(); ++i) {
         EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5)
             << name << ", derivative output " << i << ", x strides " << x0.strides();

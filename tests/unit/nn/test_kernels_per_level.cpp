@@ -64,7 +64,8 @@ std::vector<NetworkOp> network_ops() {
 }
 
 // Output, dL/dx, dL/dw and the second-order d((dL/dx . v))/d(x, w) for L = sum(op(x^2, w) * g).
-std::vector<at::Tensor> derivatives(const NetworkOp& op, const at::Tensor& x0, const at::Tensor& w0, ops::Impl impl) {
+std::vector<at::Tensor> network_op_derivatives(const NetworkOp& op, const at::Tensor& x0, const at::Tensor& w0,
+                                               ops::Impl impl) {
   const ops::ImplScope scope(impl);
   at::Tensor x = x0.clone().requires_grad_(true);
   at::Tensor w = w0.defined() ? w0.clone().requires_grad_(true) : at::Tensor();
@@ -94,10 +95,10 @@ TEST(KernelsPerCpuLevel, EveryCloneMatchesTheReferenceToSecondOrderAtNetworkShap
     at::manual_seed(5);
     const at::Tensor x0 = at::randn(op.x_shape);
     const at::Tensor w0 = op.w_shape.empty() ? at::Tensor() : at::randn(op.w_shape);
-    const auto reference = derivatives(op, x0, w0, ops::Impl::Reference);
+    const auto reference = network_op_derivatives(op, x0, w0, ops::Impl::Reference);
     for (cpu::Level level : levels) {
       cpu::force_cpu_level(level);
-      const auto kernel = derivatives(op, x0, w0, ops::Impl::Fast);
+      const auto kernel = network_op_derivatives(op, x0, w0, ops::Impl::Fast);
       ASSERT_EQ(kernel.size(), reference.size()) << op.name;
       for (size_t i = 0; i < kernel.size(); ++i) {
         EXPECT_LT(max_relative_error(kernel[i], reference[i]), 2e-5)

@@ -229,8 +229,9 @@ INSTANTIATE_TEST_SUITE_P(EveryBlockKind, ChannelsLastNetworks,
                                            std::make_pair(Architecture::Resnet, Architecture::Skip)));
 
 void expect_keys_match(const std::string& file) {
-  if (!std::filesystem::exists(test::shared_dir())) GTEST_SKIP() << "no shared/ folder at " << test::shared_dir();
-  std::ifstream in(test::shared_dir() + "/reference/" + file);
+  const std::string shared = sg2::test::shared_dir();
+  if (!std::filesystem::exists(shared)) GTEST_SKIP() << "no shared/ folder at " << shared;
+  std::ifstream in(shared + "/reference/" + file);
   ASSERT_TRUE(in.good()) << file;
   const auto expected = nlohmann::ordered_json::parse(in);  // keeps the file's key order
   GeneratorOptions g;
