@@ -6,15 +6,13 @@ include(CheckCXXSourceCompiles)
 # <ATen/ATen.h> precompiled once for every target that uses LibTorch (cmake/Sg2Helpers.cmake).
 option(SG2_PRECOMPILE_TORCH "Precompile <ATen/ATen.h> once for every target that uses LibTorch" ON)
 
-# Unity builds: each target's sources compiled in batches of SG2_UNITY_BATCH_SIZE files, one
-# translation unit per batch, so the headers and the templates they instantiate are compiled once
-# per batch instead of once per file. Files with options of their own (the -O3 CPU kernels, the
-# file that carries the commit) and CUDA sources are compiled alone. OFF compiles every file alone:
-# quicker after editing one file, and a check that every file includes what it uses.
-option(SG2_UNITY_BUILD "Compile each target's C++ sources in batches (CMake's unity builds)" ON)
-set(SG2_UNITY_BATCH_SIZE 8 CACHE STRING "Source files per unity batch (SG2_UNITY_BUILD)")
-set(CMAKE_UNITY_BUILD ${SG2_UNITY_BUILD})
-set(CMAKE_UNITY_BUILD_BATCH_SIZE ${SG2_UNITY_BATCH_SIZE})
+# Unity builds, on unless the cache says otherwise: each target's sources compiled in batches of
+# CMAKE_UNITY_BUILD_BATCH_SIZE (CMake's default, 8), one translation unit per batch, so the headers
+# and the templates they instantiate are compiled once per batch instead of once per file. Files
+# with options of their own (the -O3 CPU kernels, the file that carries the commit) and CUDA
+# sources are compiled alone. -DCMAKE_UNITY_BUILD=OFF compiles every file alone: quicker after
+# editing one file, and a check that every file includes what it uses.
+option(CMAKE_UNITY_BUILD "Compile each target's C++ sources in batches (CMake's unity builds)" ON)
 
 # ccache caches translation units that use the precompiled header only when told that the
 # header's definitions and timestamps are the build's business (ccache's "PRECOMPILED HEADERS").
@@ -177,5 +175,5 @@ function(sg2_print_summary)
   message(STATUS "  tests             ${SG2_BUILD_TESTS}")
   message(STATUS "  ccache            ${SG2_CCACHE}")
   message(STATUS "  precompiled ATen  ${SG2_PRECOMPILE_TORCH}")
-  message(STATUS "  unity build       ${SG2_UNITY_BUILD} (batches of ${SG2_UNITY_BATCH_SIZE})")
+  message(STATUS "  unity build       ${CMAKE_UNITY_BUILD}")
 endfunction()

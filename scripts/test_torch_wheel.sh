@@ -13,7 +13,7 @@ echo "test_torch_wheel: building against $wheel_dir/torch into $build_dir"
 BUILD_DIR=$build_dir \
 SG2_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$wheel_dir/torch/share/cmake -DSG2_WITH_CUDA=ON -DSG2_WITH_NCCL=ON" \
   scripts/build.sh
-# The object that compiled src/SOURCE: its own, or that of its unity batch (SG2_UNITY_BUILD: one
+# The object that compiled src/SOURCE: its own, or that of its unity batch (CMAKE_UNITY_BUILD: one
 # translation unit that includes it); nothing where it was not compiled.
 object_of() {
   local module=${1%%/*}
