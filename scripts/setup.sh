@@ -13,7 +13,7 @@ packages=(
   libgoogle-perftools-dev
   libgloo-dev iproute2 slurm-wlm munge
   python3 python3-protobuf gnuplot-nox
-  valgrind
+  valgrind universal-ctags
   dataset-fashion-mnist
 )
 
