@@ -14,6 +14,8 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 namespace sg2::dist {
@@ -156,15 +158,23 @@ class NcclCommunicator final : public Communicator {
     SG2_CHECK(id_bytes.size() == sizeof(id), "rank {}: NCCL unique id of {} bytes, expected {}", world.rank,
               id_bytes.size(), sizeof(id));
     std::memcpy(&id, id_bytes.data(), sizeof(id));
-    ncclComm_t comm = nullptr;
-    SG2_CHECK_STATUS("NCCL", world.rank, ncclCommInitRank(&comm, world.size, id, world.rank), ncclSuccess,
-                     describe_init_failure);
-    comm_ = comm;
-    SG2_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    // Watched from before the init: ncclCommInitRank waits for every rank, and one that died or
+    // stalls after the id's exchange would leave it waiting forever.
     watchdog_ = std::make_unique<CollectiveWatchdog>(WatchdogOptions{
         timeout_seconds, 0.1, [index = device_.index()] { cudaSetDevice(index); }, [this] { return async_error(); },
         [this](const std::string& reason) { abort_and_end_job(reason); },
         [this](const std::string& reason) { dist::end_job_from_stuck_watchdog(this->world(), reason); }});
+    ncclComm_t comm = nullptr;
+    {
+      auto initialised = std::make_shared<std::atomic<bool>>(false);
+      watchdog_->watch(fmt::format("NCCL's communicator (ncclCommInitRank of rank {} of {})", world.rank, world.size),
+                       [initialised] { return initialised->load(); });
+      const SetOnExit init_ends(*initialised);
+      SG2_CHECK_STATUS("NCCL", world.rank, ncclCommInitRank(&comm, world.size, id, world.rank), ncclSuccess,
+                       describe_init_failure);
+    }
+    comm_ = comm;
+    SG2_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   ~NcclCommunicator() override {
     watchdog_.reset();  // before the communicator it polls
@@ -216,7 +226,8 @@ class NcclCommunicator final : public Communicator {
   }
 
   void abort(const std::string& reason) noexcept override {
-    ncclComm_t comm = comm_.exchange(nullptr);  // once, whichever thread comes first
+    const std::lock_guard<std::mutex> lock(abort_mutex_);  // no async-error query of a communicator being freed
+    ncclComm_t comm = comm_.exchange(nullptr);             // once, whichever thread comes first
     if (comm != nullptr) ncclCommAbort(comm);
   }
 
@@ -243,11 +254,21 @@ class NcclCommunicator final : public Communicator {
     return std::make_shared<NcclWork>(std::move(done), device_, std::move(tensors));
   }
 
-  // The communicator's pending asynchronous error, "" when none (called from the watchdog thread).
-  std::string async_error() {
+  // The communicator's pending asynchronous error (ncclSuccess when none, or once aborted). Under
+  // abort's lock: the watchdog and a barrier's wait both ask, and either may abort, which frees the
+  // communicator. (A launch reads comm_ unlocked: it may be blocked in NCCL when an abort is due.)
+  ncclResult_t pending_async_error() {
+    const std::lock_guard<std::mutex> lock(abort_mutex_);
     ncclComm_t comm = comm_;
     ncclResult_t error = ncclSuccess;
-    if (comm == nullptr || ncclCommGetAsyncError(comm, &error) != ncclSuccess || error == ncclSuccess) return "";
+    if (comm == nullptr || ncclCommGetAsyncError(comm, &error) != ncclSuccess) return ncclSuccess;
+    return error;
+  }
+
+  // The same for the watchdog: "" when none.
+  std::string async_error() {
+    const ncclResult_t error = pending_async_error();
+    if (error == ncclSuccess) return "";
     return fmt::format("NCCL reports an asynchronous error: {}", ncclGetErrorString(error));
   }
 
@@ -264,8 +285,7 @@ class NcclCommunicator final : public Communicator {
       const cudaError_t state = cudaStreamQuery(stream_);
       if (state == cudaSuccess) return;
       SG2_CHECK(not_ready(state), "CUDA error in NCCL {} on rank {}: {}", op, rank(), cudaGetErrorString(state));
-      ncclResult_t async_error = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &async_error);
+      const ncclResult_t async_error = pending_async_error();
       if (async_error != ncclSuccess || std::chrono::steady_clock::now() > deadline) {
         abort(op);
         SG2_FAIL("NCCL {} on host {} rank {} of {}: {}", op, hostname(), rank(), size(),
@@ -279,6 +299,7 @@ class NcclCommunicator final : public Communicator {
   at::Device device_;
   double timeout_seconds_;
   std::atomic<ncclComm_t> comm_{nullptr};  // null once aborted (the watchdog reads it)
+  std::mutex abort_mutex_;
   cudaStream_t stream_ = nullptr;
   int64_t collectives_ = 0;
   std::unique_ptr<CollectiveWatchdog> watchdog_;

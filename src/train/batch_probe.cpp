@@ -54,9 +54,20 @@ double probe_budget_gib(const at::Device& device, std::string* description) {
   return budget_gib;
 }
 
+// NCCL allocates a collective's buffers at its first use, on the GPU but outside LibTorch's allocator:
+// one allreduce of a gradient bucket's size first, so that the budget leaves room for them.
+void warm_up_collectives(const TrainConfig& config, dist::Communicator& comm) {
+  if (comm.size() == 1 || !comm.device().is_cuda()) return;
+  const auto bucket_floats = static_cast<int64_t>(config.dist.bucket_mb * (1 << 20) / sizeof(float));
+  at::Tensor bucket = at::zeros({std::max<int64_t>(1, bucket_floats)}, at::TensorOptions().device(comm.device()));
+  comm.allreduce({bucket}, dist::ReduceOp::Sum);
+  comm.barrier();
+}
+
 // One whole training step of `batch_gpu` images on this rank alone. Empty when it fits; otherwise why not.
 std::string try_step(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
-                     const at::Device& device, int64_t batch_gpu, double budget_gib, double* peak_gib) {
+                     const at::Device& device, int64_t batch_gpu, bool smallest, double budget_gib,
+                     double* peak_gib) {
   TrainConfig c = config;
   c.train.batch_gpu = batch_gpu;
   c.train.batch = batch_gpu;  // one round, on a local communicator
@@ -72,17 +83,29 @@ std::string try_step(const TrainConfig& config, const std::shared_ptr<const data
       outcome = fmt::format("peak {:.1f} GiB, over the {:.1f} GiB budget", *peak_gib, budget_gib);
     }
   } catch (const std::exception& e) {
-    if (!may_be_out_of_memory(e)) throw;
-    const std::string message = message_of(e);
-    outcome = fmt::format("out of memory ({})", message.substr(0, std::min(message.find('\n'), size_t{120})));
+    outcome = probe_failure(e, batch_gpu, smallest);
   }
   release_cached_device_memory(device);  // for the next candidate, or for training
   return outcome;
 }
 
+std::string first_line(const std::string& message, size_t at_most) {
+  return message.substr(0, std::min(message.find('\n'), at_most));
+}
+
 std::string budget_note(const BatchProbe& probe) { return probe.budget.empty() ? "" : "; " + probe.budget; }
 
 }  // namespace
+
+std::string probe_failure(const std::exception& e, int64_t batch_gpu, bool smallest) {
+  if (!may_be_out_of_memory(e)) throw;
+  const std::string message = message_of(e);
+  if (is_out_of_memory(e)) return fmt::format("out of memory ({})", first_line(message, 120));
+  SG2_CHECK(!smallest, "train.batch_gpu auto: even {} image(s) per round failed, with an error that a full GPU "
+            "causes among other things (a library that does not match the driver, say); set train.batch_gpu to "
+            "see it in training. The error: {}", batch_gpu, message);
+  return fmt::format("failed, perhaps out of memory ({})", first_line(message, 120));
+}
 
 BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
                            const at::Device& device, dist::Communicator& comm) {
@@ -90,11 +113,13 @@ BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<cons
   SG2_CHECK(!candidates.empty(), "train.batch_gpu auto: no per-round batch passes the checks with train.batch {} "
             "over {} processes", config.train.batch, comm.size());
   BatchProbe probe;
+  warm_up_collectives(config, comm);
   const double budget_gib = probe_budget_gib(device, &probe.budget);
   auto chosen = static_cast<int64_t>(candidates.size());  // none fits
   for (size_t i = 0; i < candidates.size(); ++i) {
     double peak_gib = 0;
-    const std::string outcome = try_step(config, dataset, device, candidates[i], budget_gib, &peak_gib);
+    const std::string outcome =
+        try_step(config, dataset, device, candidates[i], i + 1 == candidates.size(), budget_gib, &peak_gib);
     const std::string fits = peak_gib > 0 ? fmt::format("fits, peak {:.1f} GiB", peak_gib) : "fits";
     probe.tries.push_back(fmt::format("{}: {}", candidates[i], outcome.empty() ? fits : outcome));
     if (outcome.empty()) {

@@ -11,6 +11,7 @@
 
 #include <ATen/ATen.h>
 
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,13 @@ double batch_probe_budget_gib(double total_gib, double outside_allocator_gib);
 
 // Values train.batch_gpu can take: divisors of the per-process batch that pass validate(), largest first.
 std::vector<int64_t> batch_gpu_candidates(const TrainConfig& config, int world_size);
+
+// A candidate's failed step as the probe's log says it; call it from the handler of the step's
+// error. An allocation failure is "out of memory (...)"; an error that means one only sometimes
+// (may_be_out_of_memory: a cuBLAS handle, cuDNN's engines) reads "failed, perhaps out of memory
+// (...)", except at the smallest candidate, where no smaller batch is left to tell a full GPU from a
+// broken library: it throws an Error with the whole message. Any other error is thrown again as it is.
+std::string probe_failure(const std::exception& e, int64_t batch_gpu, bool smallest);
 
 struct BatchProbe {
   int64_t batch_gpu = 0;

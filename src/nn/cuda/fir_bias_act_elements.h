@@ -202,7 +202,7 @@ SG2_HOST_DEVICE FixedAxis<Index, Fir> fixed_axis(Index o, int pad, Index in_len,
   for (int j = 0; j < Fir::kSpan; ++j) {
     const Index sample = first.s0 + j;
     axis.reads[j] = first.k0 + j * Fir::kUp < Fir::kTaps && within(sample, in_len);
-    axis.offset[j] = sample * stride;
+    axis.offset[j] = axis.reads[j] ? sample * stride : 0;  // the product only where it is read (no overflow)
   }
   return axis;
 }
@@ -242,16 +242,18 @@ SG2_HOST_DEVICE void upfirdn2d_window_outputs(const FirLaunch& job, const FirTap
   const Index y0 = first.oy * Fir::kDown - job.pad_y0, x0 = first.ox * Fir::kDown - job.pad_x0;
   const Index in_h = static_cast<Index>(job.in_h), in_w = static_cast<Index>(job.in_w);
   const Index base = first.n * static_cast<Index>(job.stride_n) + first.c * static_cast<Index>(job.stride_c);
-  Index column_offset[kCols];  // found once per column, not per sample
+  // Found once per column, not per sample; only inside the input, where fits_32bit_indices bounds
+  // them (the stride of an axis of size 1 may be anything).
+  Index column_offset[kCols];
   bool column_inside[kCols];
   for (int b = 0; b < kCols; ++b) {
     column_inside[b] = within(x0 + b, in_w);
-    column_offset[b] = (x0 + b) * static_cast<Index>(job.stride_x);
+    column_offset[b] = column_inside[b] ? (x0 + b) * static_cast<Index>(job.stride_x) : 0;
   }
   float window[kRows][kCols];
   for (int a = 0; a < kRows; ++a) {
     const bool row_inside = within(y0 + a, in_h);
-    const Index row = base + (y0 + a) * static_cast<Index>(job.stride_y);
+    const Index row = row_inside ? base + (y0 + a) * static_cast<Index>(job.stride_y) : base;
     for (int b = 0; b < kCols; ++b) window[a][b] = row_inside && column_inside[b] ? load(row + column_offset[b]) : 0.0f;
   }
   for (int r = 0; r < Fir::kOutputs; ++r) {

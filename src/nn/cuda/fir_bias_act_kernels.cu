@@ -58,12 +58,14 @@ unsigned int blocks_for(int64_t work) {
   return static_cast<unsigned int>(std::max<int64_t>(1, std::min<int64_t>(blocks, 65536)));
 }
 
-// Errors of the launch itself; any other error is a device fault (an illegal address, say) that an
-// earlier asynchronous operation left behind, which only surfaces here.
+// Errors of the launch itself (its configuration, or machine code or PTX that this GPU or driver
+// cannot run); any other error is a device fault (an illegal address, say) that an earlier
+// asynchronous operation left behind, which only surfaces here.
 bool is_launch_error(cudaError_t status) {
   return status == cudaErrorInvalidConfiguration || status == cudaErrorLaunchOutOfResources ||
          status == cudaErrorInvalidDeviceFunction || status == cudaErrorNoKernelImageForDevice ||
-         status == cudaErrorInvalidValue;
+         status == cudaErrorInvalidValue || status == cudaErrorInvalidKernelImage || status == cudaErrorInvalidPtx ||
+         status == cudaErrorUnsupportedPtxVersion;
 }
 
 void check_launch(const char* kernel) {

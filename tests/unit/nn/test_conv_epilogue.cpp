@@ -203,6 +203,30 @@ TEST(ConvEpilogue, BadArgumentsNameWhatWasExpected) {
             std::string::npos);
 }
 
+// The kernels' own entry (which the op reaches through its normalisation) checks what it would read
+// as raw memory.
+TEST(ConvEpilogue, KernelEntryRefusesTensorsOutsideItsContract) {
+  const EpilogueCase c = epilogue_cases()[0];
+  const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU);
+  const auto message = [&](const kernels::EpilogueTensors& t) {
+    return sg2::test::error_message([&] { kernels::conv_epilogue_forward(t, params_of(c)); });
+  };
+  const at::Tensor demod = in.demod.contiguous(), noise = in.noise.contiguous(), bias = in.bias.contiguous();
+  const at::Tensor strength = in.noise_strength.contiguous();
+  EXPECT_EQ(message({in.x, demod, noise, strength, bias}), "");  // the contract kept: it runs
+  EXPECT_NE(message({in.x.transpose(2, 3), demod, noise, strength, bias}).find("x must be [N, C, H, W]"),
+            std::string::npos);
+  EXPECT_NE(message({in.x, in.demod.t().contiguous().t(), noise, strength, bias}).find("demod [N, C] must be "
+                                                                                          "float32, contiguous"),
+            std::string::npos);
+  EXPECT_NE(message({in.x, demod.to(at::kDouble), noise, strength, bias}).find("got Double"), std::string::npos);
+  EXPECT_NE(message({in.x, demod, noise, strength, at::ones({4})}).find("bias [C]"), std::string::npos);
+  EXPECT_NE(message({in.x, demod, at::zeros({3, 1, 5, 5}), strength, bias}).find("noise [N or 1, 1, H, W]"),
+            std::string::npos);
+  EXPECT_NE(message({in.x, demod, noise, at::Tensor(), bias}).find("noise_strength must be float32"),
+            std::string::npos);
+}
+
 // The modulation of a layer's input runs the epilogue's kernels (linear, no noise or bias); its
 // gradient kernel reads dy where y would be.
 TEST(ScalePlanes, KernelsMatchTheProductToSecondOrderAtEveryCpuLevel) {

@@ -259,6 +259,30 @@ TEST(TrainConfig, LibraryAllocationFailuresCountAsOutOfMemory) {
   EXPECT_FALSE(is_out_of_memory(std::runtime_error("cuDNN error: CUDNN_STATUS_BAD_PARAM")));
 }
 
+// The probe's reading of a candidate's failed step (probe_failure, from the step's error handler).
+std::string probe_failure_of(const std::runtime_error& thrown, int64_t batch_gpu, bool smallest) {
+  try {
+    throw thrown;
+  } catch (const std::exception& e) {
+    return probe_failure(e, batch_gpu, smallest);
+  }
+}
+
+TEST(BatchProbe, FailuresReadAsMemoryWhereTheyMayBeAndTheLastOneThatMayNotIsShownWhole) {
+  const std::runtime_error oom("CUDA out of memory. Tried to allocate 2.00 GiB\nbacktrace");
+  EXPECT_EQ(probe_failure_of(oom, 8, false), "out of memory (CUDA out of memory. Tried to allocate 2.00 GiB)");
+  EXPECT_EQ(probe_failure_of(oom, 1, true), "out of memory (CUDA out of memory. Tried to allocate 2.00 GiB)");
+  const std::runtime_error handle("CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling cublasCreate(handle)");
+  EXPECT_EQ(probe_failure_of(handle, 8, false),
+            "failed, perhaps out of memory (CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling cublasCreate(handle))");
+  const std::string last = sg2::test::error_message([&] { probe_failure_of(handle, 2, true); });
+  EXPECT_NE(last.find("even 2 image(s) per round failed"), std::string::npos) << last;
+  EXPECT_NE(last.find("CUBLAS_STATUS_NOT_INITIALIZED when calling cublasCreate(handle)"), std::string::npos) << last;
+  // Anything else is no probe's business: it goes on up as it was.
+  EXPECT_THROW(probe_failure_of(std::runtime_error("cuDNN error: CUDNN_STATUS_BAD_PARAM"), 8, false),
+               std::exception);
+}
+
 TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
   TrainConfig c;
   dist::World world;
