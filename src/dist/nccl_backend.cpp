@@ -65,7 +65,8 @@ class CudaEvent {
   CudaEvent(const CudaEvent&) = delete;
   CudaEvent& operator=(const CudaEvent&) = delete;
   cudaEvent_t get() const { return event_; }
-  // Reached by the device (an error also ends the wait: the watchdog's async check reports it).
+  // Reached by the device. A CUDA error also ends the watch: it is the context's (sticky), and the
+  // training thread's next CUDA call reports it; NCCL's own errors are the async check's.
   bool completed() const { return !not_ready(cudaEventQuery(event_)); }
 
  private:
@@ -73,7 +74,10 @@ class CudaEvent {
 };
 
 // Makes the waiting thread's current stream wait for the collective (a gradient hook enqueues it from
-// autograd's device thread; the trainer waits from its own); keeps its tensors alive until then.
+// autograd's device thread; the trainer waits from its own). It holds the tensors until it is
+// destroyed, which may be before NCCL is done with them: that is safe because they were allocated
+// on the stream that wait() makes wait (the caching allocator hands a freed block only to work on
+// that stream, which then runs after the collective). A caller under another stream must keep them.
 class NcclWork final : public Work {
  public:
   NcclWork(std::shared_ptr<CudaEvent> done, at::Device device, std::vector<at::Tensor> tensors)
