@@ -102,7 +102,8 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(metric.pr_detector, "Feature detector of the pr metrics (NVIDIA's vgg16.pt, as the reference; empty: "
                                 "metric.detector)");
   SG2_FIELD(metric.ticks, "Evaluate the metrics every N ticks (0: at every network snapshot)");
-  SG2_FIELD(metric.cache_dir, "Cache of real-image statistics (empty: $XDG_CACHE_HOME or ~/.cache, /stylegan2-cpp)");
+  SG2_FIELD(metric.cache_dir, "Cache of real-image statistics (empty: $XDG_CACHE_HOME or ~/.cache, then "
+                                "/stylegan2-cpp/gan-metrics)");
   SG2_FIELD(metric.batch, "Images per evaluation block (part of what the result depends on)");
   SG2_FIELD(metric.seed, "Seed of the generated images' latents, labels and noise");
   return s;

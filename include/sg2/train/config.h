@@ -72,7 +72,7 @@ struct TrainConfig {
     std::string detector;                // TorchScript feature detector (Inception .pt or built-in)
     std::string pr_detector;             // the pr metrics' (NVIDIA's vgg16.pt); empty: `detector`
     int ticks = 0;                       // evaluate every N ticks; 0: at every network snapshot
-    std::string cache_dir;               // real statistics; empty: $XDG_CACHE_HOME or ~/.cache/stylegan2-cpp
+    std::string cache_dir;               // real stats; empty: ${XDG_CACHE_HOME:-~/.cache}/stylegan2-cpp/gan-metrics
     int64_t batch = 64;                  // images per block (fixed, so results do not depend on the world)
     int64_t seed = 0;                    // fakes' latents and noise
   } metric;

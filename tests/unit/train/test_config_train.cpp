@@ -273,8 +273,8 @@ TEST(BatchProbe, FailuresReadAsMemoryWhereTheyMayBeAndTheLastOneThatMayNotIsShow
   EXPECT_EQ(probe_failure_of(oom, 8, false), "out of memory (CUDA out of memory. Tried to allocate 2.00 GiB)");
   EXPECT_EQ(probe_failure_of(oom, 1, true), "out of memory (CUDA out of memory. Tried to allocate 2.00 GiB)");
   const std::runtime_error handle("CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling cublasCreate(handle)");
-  EXPECT_EQ(probe_failure_of(handle, 8, false),
-            "failed, perhaps out of memory (CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling cublasCreate(handle))");
+  EXPECT_EQ(probe_failure_of(handle, 8, false), "failed, perhaps out of memory (CUDA error: "
+                                                "CUBLAS_STATUS_NOT_INITIALIZED when calling cublasCreate(handle))");
   const std::string last = sg2::test::error_message([&] { probe_failure_of(handle, 2, true); });
   EXPECT_NE(last.find("even 2 image(s) per round failed"), std::string::npos) << last;
   EXPECT_NE(last.find("CUBLAS_STATUS_NOT_INITIALIZED when calling cublasCreate(handle)"), std::string::npos) << last;
