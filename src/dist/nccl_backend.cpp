@@ -75,9 +75,10 @@ class CudaEvent {
 
 // Makes the waiting thread's current stream wait for the collective (a gradient hook enqueues it from
 // autograd's device thread; the trainer waits from its own). It holds the tensors until it is
-// destroyed, which may be before NCCL is done with them: that is safe because they were allocated
-// on the stream that wait() makes wait (the caching allocator hands a freed block only to work on
-// that stream, which then runs after the collective). A caller under another stream must keep them.
+// destroyed, which may be before NCCL is done with them: that is safe once wait() has run, because
+// they were allocated on the stream that wait() makes wait (the caching allocator hands a freed
+// block only to work on that stream, which then runs after the collective). A caller that drops the
+// work unwaited, or allocated the tensors under another stream, must keep them itself.
 class NcclWork final : public Work {
  public:
   NcclWork(std::shared_ptr<CudaEvent> done, at::Device device, std::vector<at::Tensor> tensors)

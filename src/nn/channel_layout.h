@@ -99,7 +99,8 @@ inline void check_epilogue_tensors(const EpilogueTensors& t) {
   check_floats(t.demod, "demod [N, C]", samples * channels);
   if (t.bias.defined()) check_floats(t.bias, "bias [C]", channels);
   if (t.noise.defined()) {
-    check_floats(t.noise, "noise [N or 1, 1, H, W]", t.noise.size(0) == 1 ? plane : samples * plane);
+    const bool one_plane = t.noise.dim() == 4 && t.noise.size(0) == 1;
+    check_floats(t.noise, "noise [N or 1, 1, H, W]", one_plane ? plane : samples * plane);
     check_floats(t.noise_strength, "noise_strength", 1);
   }
 }
