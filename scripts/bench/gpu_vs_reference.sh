@@ -6,6 +6,11 @@
 #     (num_fp16_res 4, conv_clamp 256, batch_gpu = batch / 8, cuDNN benchmark on, TF32 off);
 #   - stylegan2_bench with the same precision and rounds, with train.batch_gpu auto, and each of
 #     those with the float16 blocks channels_last (run.channels_last reduced).
+# Then, where the budget allows, the reference in one round of the whole batch (batch_gpu = batch, as
+# `train.py --batch 32 --gpus 1` would run it): the speed its defaults leave unused on one GPU, and
+# the comparison at an equal per-round batch for our probed one. Each ratio is to the reference at
+# its defaults; the summary then says whether issue 13's goals are met (the best of ours at 2x the
+# reference's img/s; config-f at 5 s/kimg or less, in the reference's float16 settings).
 # Prints every table and a summary of img/s, s/kimg, peak memory and ratios into
 # $OUT/gpu_vs_reference.log and .md (default gpu-results/), both written as each run goes, so a call
 # cut off by its time limit still returns what ran. Each run stops after SG2_BENCH_RUN_LIMIT_S (default
@@ -15,8 +20,9 @@
 # binaries or packages for a build into BUILD_DIR where that has none (a fresh machine).
 #   scripts/bench/gpu_vs_reference.sh [BUILD_DIR] [REFERENCE_DIR]
 #   SG2_BENCH_PRESETS=config-f scripts/bench/gpu_vs_reference.sh   # one preset
-#   SG2_BENCH_VARIANTS="auto:nhwc ref:off" ...   # some of ours (default all four: auto:nhwc ref:off auto:off
-#                                                # ref:nhwc; ref: the reference's batch_gpu, nhwc: channels_last)
+#   SG2_BENCH_VARIANTS="auto:nhwc ref:off" ...   # some of ours (default all: auto:nhwc ref:off auto:off ref:nhwc
+#                                                # reference:full; ref: the reference's batch_gpu, nhwc:
+#                                                # channels_last; reference:full the reference in one round)
 #   SG2_TORCH_EXTENSIONS_DIR=DIR ...   # the reference's plugins built there already (reference_bench.py
 #                                      # --build-plugins, started earlier in the call: scripts/gpu/session.sh)
 #   scripts/bench/gpu_vs_reference.sh --cpu-dry-run     # the same runs on the CPU, tiny and short
@@ -46,10 +52,10 @@ if [ "$device" = cuda ]; then  # on a fresh machine as well: the kit's binaries,
 fi
 [ -x "$bench" ] || { echo "gpu_vs_reference: no $bench (build first: scripts/gpu/run.sh)" >&2; exit 1; }
 
-# preset | extra flags of ours (the reference's settings) | the reference's batch_gpu
+# preset | extra flags of ours (the reference's settings) | the reference's batch_gpu | its batch
 all_cases=(
-  "config-f|--G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256|4"
-  "paper256||8"
+  "config-f|--G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256|4|32"
+  "paper256||8|64"
 )
 # SG2_BENCH_PRESETS="config-f" (or paper256) times one preset: a device call is 10 minutes at most.
 presets=${SG2_BENCH_PRESETS:-config-f paper256}
@@ -61,7 +67,7 @@ done
 # Ours: BATCH_GPU:LAYOUT, with ref for the reference's per-round batch and nhwc for channels_last. The
 # default order puts first the variant most likely fastest (issue 13's 5 s/kimg for config-f), the
 # probed batch channels_last, right after the reference.
-all_variants="auto:nhwc ref:off auto:off ref:nhwc"
+all_variants="auto:nhwc ref:off auto:off ref:nhwc reference:full"
 variants=${SG2_BENCH_VARIANTS:-$all_variants}
 for variant in $variants; do
   [[ " $all_variants " == *" $variant "* ]] ||
@@ -85,32 +91,50 @@ fi
 
 # Field N of the "throughput X img/s, Y s/kimg; ... peak device memory Z GiB" line.
 field() { awk -v n="$2" '/^throughput/ {gsub(/[,;]/, ""); print $n}' "$1"; }
+# A / B to two decimals, "-" where either is not a positive number.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-"}'; }
+# "met" or "not met" for A >= B (both numbers), "-" where A is none.
+at_least() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || a == "-") print "-"; else print (a >= b ? "met" : "not met")}'; }
+
+# The reference: its runs, and a summary row with the ratio of its img/s to ref_rate.
+run_reference() {  # run_reference PRESET CONFIG BATCH_GPU NAME LABEL
+  local file="$cases_dir/$4.txt" label=$5 rate
+  echo "== $1: $label, batch_gpu $3" | tee -a "$log"
+  budgeted_run "$file" "$python" scripts/bench/reference_bench.py --ref "$ref" --config "$2" "${ref_common[@]}" \
+      --conv-clamp 256 --batch-gpu "$3"
+  rate=$(field "$file" 2)
+  grep -q "fell back to reference ops" "$file" && label="$label (plugins fell back: not its real speed)"
+  echo "| $1 | $label | $3 | $rate | $(field "$file" 4) | $(field "$file" 9) | $(ratio "$rate" "${ref_rate:-$rate}") |" \
+      >> "$summary"
+  last_rate=$rate
+}
 
 summary="$out/gpu_vs_reference.md"
 {
   echo "| preset | implementation | batch_gpu | img/s | s/kimg | peak GiB | vs reference |"
   echo "|---|---|---|---|---|---|---|"
 } > "$summary"
+goals=()
 for case in "${cases[@]}"; do
-  IFS='|' read -r preset ours_flags ref_batch_gpu <<< "$case"
+  IFS='|' read -r preset ours_flags ref_batch_gpu full_batch <<< "$case"
   config="configs/$preset.yaml"
   read -ra ours <<< "$ours_flags"
-  ref_extra=()
-  [ "$device" = cpu ] && ref_extra=(--batch-gpu 8) || ref_extra=(--batch-gpu "$ref_batch_gpu")
-  echo "== $preset: reference" | tee -a "$log"
-  budgeted_run "$cases_dir/$preset-reference.txt" "$python" scripts/bench/reference_bench.py --ref "$ref" \
-      --config "$config" "${ref_common[@]}" --conv-clamp 256 "${ref_extra[@]}"
-  ref_rate=$(field "$cases_dir/$preset-reference.txt" 2)
-  ref_label=stylegan2-ada-pytorch  # its CUDA plugins, or its slow fallback ops (not its real speed)
-  grep -q "fell back to reference ops" "$cases_dir/$preset-reference.txt" && ref_label="$ref_label (plugins fell back)"
-  echo "| $preset | $ref_label | ${ref_extra[1]} | $ref_rate | $(field "$cases_dir/$preset-reference.txt" 4) |" \
-       "$(field "$cases_dir/$preset-reference.txt" 9) | 1.00 |" >> "$summary"
+  [ "$device" = cpu ] && ref_batch_gpu=8 full_batch=8  # the dry run's batch of 8
+  ref_rate=""
+  run_reference "$preset" "$config" "$ref_batch_gpu" "$preset-reference" stylegan2-ada-pytorch
+  ref_rate=$last_rate
   # Ours: the reference's per-round batch, the probed one, and each with the float16 blocks
   # channels_last (run.channels_last reduced, which the reference has as fp16_channels_last, off by
   # default and in its timed run; the dry run's float32 blocks need all).
+  best_rate="" best_kimg="" auto_rate="" auto_batch="" full_rate=""
   for variant in $variants; do
+    if [ "$variant" = reference:full ]; then
+      run_reference "$preset" "$config" "$full_batch" "$preset-reference-full" "stylegan2-ada-pytorch, one round"
+      full_rate=$last_rate
+      continue
+    fi
     IFS=':' read -r batch_gpu layout <<< "$variant"
-    [ "$batch_gpu" = ref ] && batch_gpu=${ref_extra[1]}
+    [ "$batch_gpu" = ref ] && batch_gpu=$ref_batch_gpu
     [ "$layout" = nhwc ] && layout=$nhwc
     name="$preset-ours-$batch_gpu"
     label="stylegan2-cpp"
@@ -123,10 +147,27 @@ for case in "${cases[@]}"; do
     rate=$(field "$cases_dir/$name.txt" 2)
     chosen=$(sed -n 's/.*train.batch_gpu auto: \([0-9]*\) images.*/\1/p' "$cases_dir/$name.txt")
     echo "| $preset | $label | $batch_gpu${chosen:+: $chosen} | $rate | $(field "$cases_dir/$name.txt" 4) |" \
-         "$(field "$cases_dir/$name.txt" 13) | $(awk -v a="$rate" -v b="$ref_rate" \
-         'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-"}') |" >> "$summary"
+         "$(field "$cases_dir/$name.txt" 13) | $(ratio "$rate" "$ref_rate") |" >> "$summary"
+    [ "$batch_gpu" = auto ] && [ -n "$rate" ] && auto_rate=$rate auto_batch=$chosen
+    if [ -n "$rate" ] && awk -v a="$rate" -v b="${best_rate:-0}" 'BEGIN {exit !(a > b)}'; then
+      best_rate=$rate best_kimg=$(field "$cases_dir/$name.txt" 4)
+    fi
   done
+  goals+=("- $preset: the best of ours, ${best_rate:--} img/s, is $(ratio "$best_rate" "$ref_rate")x the reference at its \
+defaults (goal 2x: $(at_least "$(ratio "$best_rate" "$ref_rate")" 2))")
+  [ "$preset" = config-f ] && goals+=("- config-f: the best of ours takes ${best_kimg:--} s/kimg (goal 5 s/kimg or \
+less: $(awk -v k="$best_kimg" 'BEGIN {if (k == "") print "-"; else print (k <= 5 ? "met" : "not met")}'))")
+  if [ -n "$full_rate" ] && [ -n "$auto_rate" ]; then
+    goals+=("- $preset at an equal per-round batch: ours probed (${auto_batch:-?} images a round) against the reference \
+in one round of $full_batch: $(ratio "$auto_rate" "$full_rate")x")
+  fi
 done
+{
+  echo
+  echo "Issue 13's goals ($device; in the reference's default precision: float16 in the 4 highest resolutions," \
+       "conv_clamp 256):"
+  printf '%s\n' "${goals[@]}"
+} >> "$summary"
 echo "== summary ($device)"
 cat "$summary"
 [ "$run_failures" -eq 0 ] || { echo "gpu_vs_reference: $run_failures run(s) failed (see $log)" >&2; exit 1; }

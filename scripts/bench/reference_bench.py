@@ -112,9 +112,12 @@ def main():
     from torch_utils.ops import bias_act, conv2d_gradfix, upfirdn2d  # noqa: E402
 
     def plugin_status():
-        return 'CUDA plugins: upfirdn2d %s, bias_act %s' % (
+        # conv2d_gradfix runs on the PyTorch versions it names; on others it falls back to F.conv2d.
+        gradfix = any(torch.__version__.startswith(v) for v in ('1.7.', '1.8.', '1.9'))
+        return 'CUDA plugins: upfirdn2d %s, bias_act %s; conv2d_gradfix %s' % (
             'compiled' if upfirdn2d._plugin is not None else 'fell back to reference ops',
-            'compiled' if bias_act._plugin is not None else 'fell back to reference ops')
+            'compiled' if bias_act._plugin is not None else 'fell back to reference ops',
+            'on' if gradfix else f'off (torch {torch.__version__}: F.conv2d, as the reference falls back)')
 
     if args.build_plugins:
         upfirdn2d._init()

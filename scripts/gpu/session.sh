@@ -8,8 +8,8 @@
 #           parity on the GPU, training, resume on the GPU and across devices, the NCCL reducer,
 #           mixed precision with train.batch_gpu auto, the comm bench; issue 13: no host
 #           synchronisation in a step), then config-f 256 against stylegan2-ada-pytorch (issue 13:
-#           the reference, ours probed and channels_last, profiled, and ours at the reference's
-#           per-round batch)
+#           the reference, ours probed and channels_last, profiled, ours at the reference's
+#           per-round batch, and the reference in one round of the whole batch)
 #   second  paper256 against the reference (its four variants of ours), then the kit's other steps
 #           (a training for FID, the CPU suite on that build, FID on the GPU against the CPU,
 #           channels_last, the library copies, the op bench, memcheck)
@@ -71,9 +71,10 @@ run_comparison() {  # run_comparison PRESET VARIANTS MAX_SECONDS
 kit_failed=0 comparison_failed=0
 if [ "$call" = first ]; then
   run_kit "$kit_first_call_steps" "${SG2_SESSION_KIT_S:-220}" || kit_failed=$?
-  run_comparison config-f "auto:nhwc ref:off" "$budget" || comparison_failed=1
+  run_comparison config-f "auto:nhwc ref:off reference:full" "$budget" || comparison_failed=1
 else
-  run_comparison paper256 "auto:nhwc ref:off auto:off ref:nhwc" $((budget * 3 / 5)) || comparison_failed=1
+  run_comparison paper256 "auto:nhwc ref:off auto:off ref:nhwc reference:full" $((budget * 3 / 5)) ||
+    comparison_failed=1
   run_kit "$kit_second_call_steps" "${SG2_SESSION_KIT_S:-$budget}" || kit_failed=$?
 fi
 wait  # the plugins' build, if it still runs (within the budget)

@@ -66,6 +66,8 @@ class Trainer {
 
   nn::Generator& G() { return *G_; }
   nn::Discriminator& D() { return *D_; }
+  const nn::Generator& G() const { return *G_; }
+  const nn::Discriminator& D() const { return *D_; }
   nn::Generator& G_ema() { return *G_ema_; }
   const std::vector<TrainingPhase>& phases() const { return phases_; }
   StatsCollector& stats() { return stats_; }
