@@ -162,10 +162,11 @@ less: $(awk -v k="$best_kimg" 'BEGIN {if (k == "") print "-"; else print (k <= 5
 in one round of $full_batch: $(ratio "$auto_rate" "$full_rate")x")
   fi
 done
+conditions="in the reference's default precision: float16 in the 4 highest resolutions, conv_clamp 256"
+[ "$device" = cpu ] && conditions="a CPU dry run: tiny float32 networks, not the goals' conditions"
 {
   echo
-  echo "Issue 13's goals ($device; in the reference's default precision: float16 in the 4 highest resolutions," \
-       "conv_clamp 256):"
+  echo "Issue 13's goals ($device; $conditions):"
   printf '%s\n' "${goals[@]}"
 } >> "$summary"
 echo "== summary ($device)"
