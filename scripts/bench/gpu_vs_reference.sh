@@ -93,8 +93,11 @@ fi
 field() { awk -v n="$2" '/^throughput/ {gsub(/[,;]/, ""); print $n}' "$1"; }
 # A / B to two decimals, "-" where either is not a positive number.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-"}'; }
-# "met" or "not met" for A >= B (both numbers), "-" where A is none.
-at_least() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || a == "-") print "-"; else print (a >= b ? "met" : "not met")}'; }
+# "met" or "not met" for VALUE OP LIMIT (OP: >= or <=), "-" where VALUE is none.
+meets() {  # meets VALUE OP LIMIT
+  awk -v a="$1" -v op="$2" -v b="$3" 'BEGIN {
+    if (a == "" || a == "-") print "-"; else print ((op == ">=" ? a >= b : a <= b) ? "met" : "not met") }'
+}
 
 # The reference: its runs, and a summary row with the ratio of its img/s to ref_rate.
 run_reference() {  # run_reference PRESET CONFIG BATCH_GPU NAME LABEL
@@ -154,9 +157,9 @@ for case in "${cases[@]}"; do
     fi
   done
   goals+=("- $preset: the best of ours, ${best_rate:--} img/s, is $(ratio "$best_rate" "$ref_rate")x the reference at its \
-defaults (goal 2x: $(at_least "$(ratio "$best_rate" "$ref_rate")" 2))")
+defaults (goal 2x: $(meets "$(ratio "$best_rate" "$ref_rate")" ">=" 2))")
   [ "$preset" = config-f ] && goals+=("- config-f: the best of ours takes ${best_kimg:--} s/kimg (goal 5 s/kimg or \
-less: $(awk -v k="$best_kimg" 'BEGIN {if (k == "") print "-"; else print (k <= 5 ? "met" : "not met")}'))")
+less: $(meets "$best_kimg" "<=" 5))")
   if [ -n "$full_rate" ] && [ -n "$auto_rate" ]; then
     goals+=("- $preset at an equal per-round batch: ours probed (${auto_batch:-?} images a round) against the reference \
 in one round of $full_batch: $(ratio "$auto_rate" "$full_rate")x")

@@ -81,34 +81,9 @@ inline EpilogueLaunch epilogue_launch_for(const at::Tensor& x) {
   return job;
 }
 
-// What epilogue_launch hands the kernels as raw memory, checked against EpilogueTensors' contract,
-// so that a caller who skipped the op's normalisation (kernels::conv_epilogue_forward, say) gets an
-// error instead of reads of the wrong memory. Alignment is the launcher's check.
-inline void check_epilogue_tensors(const EpilogueTensors& t) {
-  SG2_CHECK(epilogue_takes_layout(t.x), "conv_epilogue kernels: x must be [N, C, H, W], contiguous or "
-            "channels_last, got sizes {} strides {}", t.x.sizes(), t.x.strides());
-  const auto check_floats = [&](const at::Tensor& a, const char* name, int64_t numel) {
-    SG2_CHECK(a.defined() && a.scalar_type() == at::kFloat && a.is_contiguous() && a.device() == t.x.device() &&
-                  a.numel() == numel,
-              "conv_epilogue kernels: {} must be float32, contiguous, on {}, with {} element(s); got {}", name,
-              t.x.device().str(), numel,
-              a.defined() ? fmt::format("{} {} on {}", c10::toString(a.scalar_type()), a.sizes(), a.device().str())
-                          : std::string("none"));
-  };
-  const int64_t samples = t.x.size(0), channels = t.x.size(1), plane = t.x.size(2) * t.x.size(3);
-  check_floats(t.demod, "demod [N, C]", samples * channels);
-  if (t.bias.defined()) check_floats(t.bias, "bias [C]", channels);
-  if (t.noise.defined()) {
-    const bool one_plane = t.noise.dim() == 4 && t.noise.size(0) == 1;
-    check_floats(t.noise, "noise [N or 1, 1, H, W]", one_plane ? plane : samples * plane);
-    check_floats(t.noise_strength, "noise_strength", 1);
-  }
-}
-
 // The epilogue's kernels' view of t; the caller sets out, and dy, y and sums for the gradient, all
 // laid out as x.
 inline EpilogueLaunch epilogue_launch(const EpilogueTensors& t) {
-  check_epilogue_tensors(t);
   EpilogueLaunch job = epilogue_launch_for(t.x);
   job.demod = t.demod.data_ptr<float>();
   job.bias = t.bias.defined() ? t.bias.data_ptr<float>() : nullptr;

@@ -26,6 +26,30 @@ namespace kernels {
 
 namespace {
 
+// What the kernels read as raw memory, checked against EpilogueTensors' contract at the entries
+// that skip the op's normalisation (epilogue_tensors), so that their caller gets an error instead of
+// reads of the wrong memory. Alignment is the CUDA launcher's check.
+void check_epilogue_tensors(const EpilogueTensors& t) {
+  SG2_CHECK(epilogue_takes_layout(t.x), "conv_epilogue kernels: x must be [N, C, H, W], contiguous or "
+            "channels_last, got sizes {} strides {}", t.x.sizes(), t.x.strides());
+  const auto check_floats = [&](const at::Tensor& a, const char* name, int64_t numel) {
+    SG2_CHECK(a.defined() && a.scalar_type() == at::kFloat && a.is_contiguous() && a.device() == t.x.device() &&
+                  a.numel() == numel,
+              "conv_epilogue kernels: {} must be float32, contiguous, on {}, with {} element(s); got {}", name,
+              t.x.device().str(), numel,
+              a.defined() ? fmt::format("{} {} on {}", c10::toString(a.scalar_type()), a.sizes(), a.device().str())
+                          : std::string("none"));
+  };
+  const int64_t samples = t.x.size(0), channels = t.x.size(1), plane = t.x.size(2) * t.x.size(3);
+  check_floats(t.demod, "demod [N, C]", samples * channels);
+  if (t.bias.defined()) check_floats(t.bias, "bias [C]", channels);
+  if (t.noise.defined()) {
+    const bool one_plane = t.noise.dim() == 4 && t.noise.size(0) == 1;
+    check_floats(t.noise, "noise [N or 1, 1, H, W]", one_plane ? plane : samples * plane);
+    check_floats(t.noise_strength, "noise_strength", 1);
+  }
+}
+
 at::Tensor epilogue_on_device(const EpilogueTensors& t, const ActivationParams& a) {
 #if SG2_CUDA_KERNELS
   if (t.x.is_cuda()) return gpu::conv_epilogue_forward(t, a);
@@ -142,11 +166,13 @@ bool conv_epilogue_runs_fused(const at::Tensor& x, const at::Tensor& noise, ops:
 }
 
 at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const ops::BiasActParams& p) {
+  check_epilogue_tensors(t);
   return epilogue_on_device(t, resolve(p));
 }
 
 EpilogueGradient conv_epilogue_gradient(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,
                                         const ops::BiasActParams& p) {
+  check_epilogue_tensors(t);
   return gradient_on_device(dy, y, t, resolve(p));
 }
 

@@ -25,9 +25,9 @@ import subprocess
 import sys
 import tempfile
 
-# "unity_<n>_cxx.cxx" under "<target>.dir/Unity/", each line of it an #include of one source.
-UNITY_GLOB = "**/CMakeFiles/*.dir/Unity/unity_*_c*.c*"
-UNITY_FILE = re.compile(r"[^\s:$]*CMakeFiles/[^\s/]+\.dir/Unity/unity_\d+_c\w*\.c\w*(?<!\.o)(?<!\.d)\b")
+# "unity_<n>_cxx.cxx" (C++) or "unity_<n>_c.c" under "<target>.dir/Unity/", each line of it an
+# #include of one source.
+UNITY_GLOBS = ("**/CMakeFiles/*.dir/Unity/unity_*_cxx.cxx", "**/CMakeFiles/*.dir/Unity/unity_*_c.c")
 INCLUDE = re.compile(r'^#include "(?P<path>[^"]+)"\s*$')
 ANONYMOUS_NAMESPACE = re.compile(r"^__anon[0-9a-f]+$")  # Ctags' name of one
 STATIC = re.compile(r"\bstatic\b")
@@ -52,28 +52,25 @@ def ctags_program():
                      "scripts/setup.sh installs it)")
 
 
-def batches_in_use(build_dir):
-    """The batch files that the build's rules name (Ninja's build.ninja, or each target's build.make):
-    CMake leaves the files of batches that no longer exist behind. None where there are no rules."""
+def rules_text(build_dir):
+    """The build's rules (Ninja's build.ninja, or every target's build.make), "" where there are none."""
     rules = glob.glob(os.path.join(build_dir, "build.ninja")) or \
         glob.glob(os.path.join(build_dir, "**/CMakeFiles/*.dir/build.make"), recursive=True)
-    if not rules:
-        return None
-    named = set()
+    text = []
     for rule_file in rules:
         with open(rule_file, encoding="utf-8", errors="replace") as f:
-            named.update(m.group(0) for m in UNITY_FILE.finditer(f.read()))
-    return named
+            text.append(f.read())
+    return "".join(text)
 
 
 def unity_batches(build_dir):
-    """{batch file: [its sources, in order]} for every batch of the build under build_dir."""
-    in_use = batches_in_use(build_dir)
+    """{batch file: [its sources, in order]} for every batch of the build under build_dir: those its
+    rules name (CMake leaves the files of batches that no longer exist behind)."""
+    rules = rules_text(build_dir)
     batches = {}
-    for batch in sorted(glob.glob(os.path.join(build_dir, UNITY_GLOB), recursive=True)):
-        if batch.endswith((".o", ".d", ".obj")):
-            continue
-        if in_use is not None and not any(batch.endswith(named) for named in in_use):
+    for batch in sorted(path for pattern in UNITY_GLOBS
+                        for path in glob.glob(os.path.join(build_dir, pattern), recursive=True)):
+        if rules and os.path.relpath(batch, build_dir) not in rules:
             continue
         with open(batch, encoding="utf-8") as f:
             sources = [m.group("path") for m in map(INCLUDE.match, f) if m]

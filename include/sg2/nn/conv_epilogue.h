@@ -59,7 +59,8 @@ struct EpilogueGradient {
 bool conv_epilogue_runs_fused(const at::Tensor& x, const at::Tensor& noise, ops::Impl impl);
 
 // The raw kernels, no autograd (for the op benchmark and the tests): y in x's layout, and the
-// gradient through y (dx in x's layout).
+// gradient through y (dx in x's layout). t must keep EpilogueTensors' contract (checked: an Error
+// names the tensor that does not).
 at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const ops::BiasActParams& p);
 EpilogueGradient conv_epilogue_gradient(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,
                                         const ops::BiasActParams& p);
