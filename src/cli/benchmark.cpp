@@ -142,12 +142,8 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
   out << fmt::format("preset {}  resolution {}  batch {}  device {}  threads {}\n", c.run.preset,
                      trainer.dataset().resolution(), r.batch, trainer.device().str(), at::get_num_threads());
   // What ran, not what was asked: mixed_precision auto runs float32 off CUDA.
-  const nn::GeneratorOptions& g = trainer.G().options;
-  const nn::DiscriminatorOptions& d = trainer.D().options;
-  const auto clamp = [](double value) { return value >= 0 ? fmt::format("{}", value) : std::string("off"); };
-  out << fmt::format("# precision: G {}, conv_clamp {}; D {}, conv_clamp {}; TF32 {}\n",
-                     g.precision.describe(g.img_resolution), clamp(g.conv_clamp),
-                     d.precision.describe(d.img_resolution), clamp(d.conv_clamp), c.run.allow_tf32 ? "on" : "off");
+  out << fmt::format("# precision: {}; TF32 {}\n", nn::describe_precision(trainer.G().options, trainer.D().options),
+                     c.run.allow_tf32 ? "on" : "off");
   out << fmt::format("{:<10} {:>10} {:>10} {:>10}\n", "phase", "ms/call", "img/s", "every");
   for (const auto& p : r.phases) {
     out << fmt::format("{:<10} {:>10.1f} {:>10.2f} {:>10}\n", p.name, p.seconds * 1e3, r.batch / p.seconds,

@@ -219,7 +219,7 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
                nn::count_parameters(trainer.D()));
   const nn::GeneratorOptions& g = trainer.G().options;
   const nn::DiscriminatorOptions& d = trainer.D().options;
-  spdlog::info("Precision: G {}, D {}", g.precision.describe(g.img_resolution), d.precision.describe(d.img_resolution));
+  spdlog::info("Precision: {}", nn::describe_precision(g, d));
   for (const std::string& warning : {g.precision.overflow_warning("G", g.img_resolution, g.conv_clamp),
                                      d.precision.overflow_warning("D", d.img_resolution, d.conv_clamp)}) {
     if (!warning.empty()) spdlog::warn(warning);

@@ -105,6 +105,12 @@ std::string MixedPrecision::overflow_warning(const char* net, int64_t img_resolu
                      net, num_fp16_res, lowest);
 }
 
+std::string describe_precision(const GeneratorOptions& g, const DiscriminatorOptions& d) {
+  const auto clamp = [](double value) { return value >= 0 ? fmt::format("{}", value) : std::string("off"); };
+  return fmt::format("G {}, conv_clamp {}; D {}, conv_clamp {}", g.precision.describe(g.img_resolution),
+                     clamp(g.conv_clamp), d.precision.describe(d.img_resolution), clamp(d.conv_clamp));
+}
+
 namespace {
 
 void check_precision(const char* net, const MixedPrecision& p) {

@@ -92,10 +92,10 @@ grep -q "Removed '.*network-snapshot-000000.pt.tmp999999', left by a write that 
 grep -q "train.batch_gpu auto: 8 images per process and round, 1 rounds per step (tried 8: fits)" "$work/mixed.log" ||
   { cat "$work/mixed.log"; fail "the batch probe did not report its choice"; }
 grep -q "  batch_gpu: 8" "$work"/runs-mixed/00000-*/config.yaml || fail "config.yaml does not record the probed batch_gpu"
-grep -q "Precision: G bfloat16 from 16x16 up, float32 below, D bfloat16 from 16x16 up" "$work/mixed.log" ||
+grep -q "Precision: G bfloat16 from 16x16 up, float32 below, conv_clamp 256; D bfloat16 from 16x16 up, float32 below, conv_clamp 256" "$work/mixed.log" ||
   { cat "$work/mixed.log"; fail "the mixed-precision run did not report its precision"; }
 grep -q "^tick 1 " "$work/mixed.log" || fail "the mixed-precision run did not finish its tick"
-grep -q "Precision: G float32, D float32" "$work/first.log" || fail "the CPU default is not float32"
+grep -q "Precision: G float32, conv_clamp off; D float32, conv_clamp off" "$work/first.log" || fail "the CPU default is not float32"
 
 # Bad input: a clear message and a non-zero exit, never a crash.
 expect_error() {  # expect_error PATTERN COMMAND...

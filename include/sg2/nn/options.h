@@ -108,6 +108,10 @@ struct DiscriminatorOptions {
   int64_t channels_at(int64_t resolution) const;
 };
 
+// What runs in each network: "G <MixedPrecision::describe>, conv_clamp <value or off>; D ..." (the
+// training log's and the bench's precision line).
+std::string describe_precision(const GeneratorOptions& g, const DiscriminatorOptions& d);
+
 // Checks a configuration the networks can be built from; errors name the field.
 void validate(const GeneratorOptions& g);
 void validate(const DiscriminatorOptions& d);
