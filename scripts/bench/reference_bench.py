@@ -112,12 +112,14 @@ def main():
     from torch_utils.ops import bias_act, conv2d_gradfix, upfirdn2d  # noqa: E402
 
     def plugin_status():
-        # conv2d_gradfix runs on the PyTorch versions it names; on others it falls back to F.conv2d.
-        gradfix = any(torch.__version__.startswith(v) for v in ('1.7.', '1.8.', '1.9'))
-        return 'CUDA plugins: upfirdn2d %s, bias_act %s; conv2d_gradfix %s' % (
+        return 'CUDA plugins: upfirdn2d %s, bias_act %s' % (
             'compiled' if upfirdn2d._plugin is not None else 'fell back to reference ops',
-            'compiled' if bias_act._plugin is not None else 'fell back to reference ops',
-            'on' if gradfix else f'off (torch {torch.__version__}: F.conv2d, as the reference falls back)')
+            'compiled' if bias_act._plugin is not None else 'fell back to reference ops')
+
+    def gradfix_status(device):  # the reference's own choice for a convolution on device
+        if conv2d_gradfix._should_use_custom_op(torch.empty(0, device=device)):
+            return 'conv2d_gradfix on'
+        return f'conv2d_gradfix off (torch {torch.__version__}: F.conv2d, as the reference falls back)'
 
     if args.build_plugins:
         upfirdn2d._init()
@@ -211,7 +213,7 @@ def main():
         step(i)
     print(f'reference stylegan2-ada-pytorch, torch {torch.__version__}, device {device}, {args.threads} threads, '
           f'batch {batch} in rounds of {batch_gpu}, resolution {c["resolution"]}, num_fp16_res {c["fp16_res"]}, '
-          f'conv_clamp {clamp}' + (f', {plugin_status()}' if device.type == 'cuda' else ''))
+          f'conv_clamp {clamp}' + (f', {plugin_status()}; {gradfix_status(device)}' if device.type == 'cuda' else ''))
     print(f'{"phase":<10} {"ms/call":>10} {"img/s":>10}')
     real, z = fetch(0)
     for phase, phase_z in zip(phases, z):

@@ -14,7 +14,7 @@ linkage (an anonymous namespace, or static).
 
 Reads the sources with Universal Ctags (its JSON output). Exit code: 0 when no batch has a clash,
 1 when one has (each clash named with its batch, name and the files and lines that declare it),
-2 when the check cannot run.
+77 (skipped) when there is no Universal Ctags, 2 when the check cannot run otherwise.
 """
 import collections
 import glob
@@ -40,6 +40,10 @@ class CheckError(Exception):
     pass
 
 
+class NoCtags(Exception):
+    pass
+
+
 def ctags_program():
     for name in ("ctags-universal", "universal-ctags", "ctags"):
         for folder in os.environ.get("PATH", "").split(os.pathsep):
@@ -48,8 +52,8 @@ def ctags_program():
                 version = subprocess.run([candidate, "--version"], capture_output=True, text=True).stdout
                 if version.startswith("Universal Ctags"):
                     return candidate
-    raise CheckError("no Universal Ctags on the PATH (Debian: apt-get install universal-ctags; "
-                     "scripts/setup.sh installs it)")
+    raise NoCtags("no Universal Ctags on the PATH (Debian: apt-get install universal-ctags; "
+                  "scripts/setup.sh installs it)")
 
 
 def rules_text(build_dir):
@@ -250,6 +254,9 @@ def main(argv):
         if argv[1] == "--self-test":
             return self_test()
         return 1 if check(argv[1]) else 0
+    except NoCtags as error:
+        print(f"SKIP: unity_name_clashes: {error}")
+        return 77
     except CheckError as error:
         print(f"unity_name_clashes: {error}", file=sys.stderr)
         return 2
