@@ -81,16 +81,15 @@ grep -qx '/.gpu-kit/' .gitignore 2>/dev/null || grep -qx '/.gpu-kit/' .git/info/
   echo '/.gpu-kit/' >> .git/info/exclude
 # A device call sends the working tree (tracked and untracked files that git does not ignore) with
 # the carried .gpu-kit, and refuses the call where they pass 64 MiB (the device tool's README).
-travel_limit=$((64 * 1024 * 1024))
+limit_mib=64
 tree_bytes=$({ git ls-files -z --cached --others --exclude-standard | du -cb --files0-from=- 2>/dev/null || true; } |
   tail -n 1 | cut -f1)
 kit_bytes=$(du -sb "$kit" | cut -f1)
-du -sh "$kit"
-echo "prepare: a device call would send $(((tree_bytes + kit_bytes) / 1048576)) MiB (the tree $((tree_bytes / 1048576)) MiB," \
-  "$kit $((kit_bytes / 1048576)) MiB) of the 64 MiB it takes"
-if [ $((tree_bytes + kit_bytes)) -gt "$travel_limit" ]; then
-  echo "prepare: $kit and the working tree pass the 64 MiB a device call takes; remove untracked files" \
-    "or leave packages out of $kit" >&2
+sent_bytes=$((tree_bytes + kit_bytes))
+echo "prepare: a device call would send $((sent_bytes >> 20)) MiB (the tree $((tree_bytes >> 20)) MiB, $kit" \
+  "$((kit_bytes >> 20)) MiB) of the $limit_mib MiB it takes"
+if [ "$sent_bytes" -gt $((limit_mib << 20)) ]; then
+  echo "prepare: that is more than a device call takes; remove untracked files or leave packages out of $kit" >&2
   exit 1
 fi
 echo "prepare: done; carry .gpu-kit and run scripts/gpu/session.sh first (then second) on the GPU machine"

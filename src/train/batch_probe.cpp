@@ -96,11 +96,12 @@ std::string budget_note(const BatchProbe& probe) { return probe.budget.empty() ?
 std::string probe_failure(const std::exception& e, int64_t batch_gpu, bool smallest) {
   if (!may_be_out_of_memory(e)) throw;
   const std::string message = message_of(e);
-  if (is_out_of_memory(e)) return fmt::format("out of memory ({})", first_line(message).substr(0, 120));
+  const std::string gist = first_line(message).substr(0, 120);  // for the probe's log line
+  if (is_out_of_memory(e)) return fmt::format("out of memory ({})", gist);
   SG2_CHECK(!smallest, "train.batch_gpu auto: even {} image(s) per round failed, with an error that a full GPU "
             "causes among other things (a library that does not match the driver, say); set train.batch_gpu to "
             "see it in training. The error: {}", batch_gpu, message);
-  return fmt::format("failed, perhaps out of memory ({})", first_line(message).substr(0, 120));
+  return fmt::format("failed, perhaps out of memory ({})", gist);
 }
 
 BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
