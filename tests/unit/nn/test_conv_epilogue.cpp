@@ -203,13 +203,16 @@ TEST(ConvEpilogue, BadArgumentsNameWhatWasExpected) {
             std::string::npos);
 }
 
-// The kernels' own entry (which the op reaches through its normalisation) checks what it would read
-// as raw memory.
-TEST(ConvEpilogue, KernelEntryRefusesTensorsOutsideItsContract) {
-  const EpilogueCase c = epilogue_cases()[0];
-  const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU);
+// What one kernel entry says of tensors outside its contract (and that it runs with them inside).
+void expect_entry_refuses_bad_tensors(const EpilogueInputs& in, const ops::BiasActParams& params, bool gradient) {
   const auto message = [&](const kernels::EpilogueTensors& t) {
-    return sg2::test::error_message([&] { kernels::conv_epilogue_forward(t, params_of(c)); });
+    return sg2::test::error_message([&] {
+      if (gradient) {
+        kernels::conv_epilogue_gradient(in.x, in.x, t, params);  // dy and y: any values of x's shape
+      } else {
+        kernels::conv_epilogue_forward(t, params);
+      }
+    });
   };
   const at::Tensor demod = in.demod.contiguous(), noise = in.noise.contiguous(), bias = in.bias.contiguous();
   const at::Tensor strength = in.noise_strength.contiguous();
@@ -224,6 +227,24 @@ TEST(ConvEpilogue, KernelEntryRefusesTensorsOutsideItsContract) {
   EXPECT_NE(message({in.x, demod, at::zeros({3, 1, 5, 5}), strength, bias}).find("noise [N or 1, 1, H, W]"),
             std::string::npos);
   EXPECT_NE(message({in.x, demod, noise, at::Tensor(), bias}).find("noise_strength must be float32"),
+            std::string::npos);
+}
+
+// The kernels' own entries, forward and gradient (which the op reaches through its normalisation),
+// check what they would read as raw memory; the gradient's dy and y too.
+TEST(ConvEpilogue, KernelEntriesRefuseTensorsOutsideTheirContract) {
+  const EpilogueCase c = epilogue_cases()[0];
+  const EpilogueInputs in = random_inputs(c, at::kFloat, at::kCPU);
+  for (const bool gradient : {false, true}) {
+    SCOPED_TRACE(gradient ? "conv_epilogue_gradient" : "conv_epilogue_forward");
+    expect_entry_refuses_bad_tensors(in, params_of(c), gradient);
+  }
+  const kernels::EpilogueTensors t{in.x, in.demod.contiguous(), in.noise.contiguous(),
+                                   in.noise_strength.contiguous(), in.bias.contiguous()};
+  const at::Tensor y = kernels::conv_epilogue_forward(t, params_of(c));
+  EXPECT_NE(sg2::test::error_message([&] {
+              kernels::conv_epilogue_gradient(y.slice(3, 0, 4), y, t, params_of(c));
+            }).find("expected a tensor of shape [2, 3, 5, 5], got [2, 3, 5, 4]"),
             std::string::npos);
 }
 
