@@ -203,6 +203,11 @@ TEST(ConvEpilogue, BadArgumentsNameWhatWasExpected) {
             std::string::npos);
 }
 
+// The inputs as the kernels' entries take them: every tensor but x float32 and contiguous.
+kernels::EpilogueTensors kept_to_contract(const EpilogueInputs& in) {
+  return {in.x, in.demod.contiguous(), in.noise.contiguous(), in.noise_strength.contiguous(), in.bias.contiguous()};
+}
+
 // What one kernel entry says of tensors outside its contract (and that it runs with them inside).
 void expect_entry_refuses_bad_tensors(const EpilogueInputs& in, const ops::BiasActParams& params, bool gradient) {
   const auto message = [&](const kernels::EpilogueTensors& t) {
@@ -214,19 +219,18 @@ void expect_entry_refuses_bad_tensors(const EpilogueInputs& in, const ops::BiasA
       }
     });
   };
-  const at::Tensor demod = in.demod.contiguous(), noise = in.noise.contiguous(), bias = in.bias.contiguous();
-  const at::Tensor strength = in.noise_strength.contiguous();
-  EXPECT_EQ(message({in.x, demod, noise, strength, bias}), "");  // the contract kept: it runs
-  EXPECT_NE(message({in.x.transpose(2, 3), demod, noise, strength, bias}).find("x must be [N, C, H, W]"),
+  const auto [x, demod, noise, strength, bias] = kept_to_contract(in);
+  EXPECT_EQ(message({x, demod, noise, strength, bias}), "");  // the contract kept: it runs
+  EXPECT_NE(message({x.transpose(2, 3), demod, noise, strength, bias}).find("x must be [N, C, H, W]"),
             std::string::npos);
-  EXPECT_NE(message({in.x, in.demod.t().contiguous().t(), noise, strength, bias}).find("demod [N, C] must be "
-                                                                                          "float32, contiguous"),
+  EXPECT_NE(message({x, in.demod.t().contiguous().t(), noise, strength, bias})
+                .find("demod [N, C] must be float32, contiguous"),
             std::string::npos);
-  EXPECT_NE(message({in.x, demod.to(at::kDouble), noise, strength, bias}).find("got Double"), std::string::npos);
-  EXPECT_NE(message({in.x, demod, noise, strength, at::ones({4})}).find("bias [C]"), std::string::npos);
-  EXPECT_NE(message({in.x, demod, at::zeros({3, 1, 5, 5}), strength, bias}).find("noise [N or 1, 1, H, W]"),
+  EXPECT_NE(message({x, demod.to(at::kDouble), noise, strength, bias}).find("got Double"), std::string::npos);
+  EXPECT_NE(message({x, demod, noise, strength, at::ones({4})}).find("bias [C]"), std::string::npos);
+  EXPECT_NE(message({x, demod, at::zeros({3, 1, 5, 5}), strength, bias}).find("noise [N or 1, 1, H, W]"),
             std::string::npos);
-  EXPECT_NE(message({in.x, demod, noise, at::Tensor(), bias}).find("noise_strength must be float32"),
+  EXPECT_NE(message({x, demod, noise, at::Tensor(), bias}).find("noise_strength must be float32"),
             std::string::npos);
 }
 
@@ -239,11 +243,8 @@ TEST(ConvEpilogue, KernelEntriesRefuseTensorsOutsideTheirContract) {
     SCOPED_TRACE(gradient ? "conv_epilogue_gradient" : "conv_epilogue_forward");
     expect_entry_refuses_bad_tensors(in, params_of(c), gradient);
   }
-  const kernels::EpilogueTensors t{in.x, in.demod.contiguous(), in.noise.contiguous(),
-                                   in.noise_strength.contiguous(), in.bias.contiguous()};
-  const at::Tensor y = kernels::conv_epilogue_forward(t, params_of(c));
   EXPECT_NE(sg2::test::error_message([&] {
-              kernels::conv_epilogue_gradient(y.slice(3, 0, 4), y, t, params_of(c));
+              kernels::conv_epilogue_gradient(in.x.slice(3, 0, 4), in.x, kept_to_contract(in), params_of(c));
             }).find("expected a tensor of shape [2, 3, 5, 5], got [2, 3, 5, 4]"),
             std::string::npos);
 }
