@@ -78,7 +78,7 @@ bool FashionMnistDataset::looks_like(const std::string& directory) {
 
 FashionMnistDataset::FashionMnistDataset(const std::string& directory, const std::string& split, bool use_labels,
                                          int64_t max_images)
-    : use_labels_(use_labels) {
+    : split_(split), use_labels_(use_labels) {
   SG2_CHECK(split == "train" || split == "test" || split == "all",
             "Fashion-MNIST split '{}': expected train, test or all", split);
   if (split == "train" || split == "all") load_split(directory, "train");

@@ -82,6 +82,7 @@ nlohmann::json dataset_identity(const std::string& path, const data::Dataset& da
   const data::ImageShape shape = dataset.shape();
   nlohmann::json identity = {{"path", fs::exists(path) ? fs::absolute(path).lexically_normal().string() : path},
                              {"name", dataset.name()},
+                             {"subset", dataset.subset()},
                              {"size", dataset.size()},
                              {"shape", {shape.channels, shape.height, shape.width}},
                              {"files", file_entries(path)}};
@@ -169,8 +170,8 @@ const FeatureStats& MetricEvaluator::real_stats(int64_t max_items, bool capture_
   std::string path;
   if (!options_.cache_dir.empty()) {
     // The name depends on what stays put (path, detector, options); the full key inside catches changes.
-    const std::string stable = fmt::format("{} {} {} {}", reals_identity_.at("path").dump(),
-                                           detector_->name(), count, capture_all);
+    const std::string stable = fmt::format("{} {} {} {} {}", reals_identity_.at("path").dump(),
+                                           reals_identity_.at("subset").dump(), detector_->name(), count, capture_all);
     path = fmt::format("{}/{}-{}-{}-{:08x}.pt", options_.cache_dir, reals_->name(), detector_->name(),
                        capture_all ? "all" : "meancov", data::crc32c(stable.data(), stable.size()));
   }

@@ -28,6 +28,9 @@ class Dataset {
   virtual int64_t label_dim() const = 0;
   virtual void read_image(int64_t index, uint8_t* out) const = 0;  // out: shape().bytes() bytes, CHW
   virtual void read_label(int64_t index, float* out) const = 0;    // out: label_dim() floats
+  // Which part of the source at the path this dataset reads, where the path alone does not say
+  // (Fashion-MNIST: its split); empty where it reads the whole source.
+  virtual std::string subset() const { return ""; }
 
   int64_t resolution() const;  // side of the square images; errors for non-square ones
 };

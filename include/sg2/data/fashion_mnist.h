@@ -14,6 +14,7 @@ class FashionMnistDataset : public Dataset {
   FashionMnistDataset(const std::string& directory, const std::string& split, bool use_labels, int64_t max_images);
 
   std::string name() const override { return "fashion-mnist"; }
+  std::string subset() const override { return split_; }
   int64_t size() const override { return static_cast<int64_t>(classes_.size()); }
   ImageShape shape() const override { return {1, padded_side_, padded_side_}; }
   int64_t label_dim() const override { return use_labels_ ? 10 : 0; }
@@ -32,6 +33,7 @@ class FashionMnistDataset : public Dataset {
   std::vector<uint8_t> classes_;
   int64_t side_ = 28;
   int64_t padded_side_ = 32;
+  std::string split_;
   bool use_labels_;
 };
 

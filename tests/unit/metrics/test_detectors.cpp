@@ -128,5 +128,30 @@ TEST(MetricEvaluator, RealStatisticsAreCachedAndRecomputedWhenTheDatasetChanges)
   EXPECT_TRUE(at::allclose(recomputed, detector->features(images).to(at::kDouble).mean(0), 1e-9, 1e-9));
 }
 
+// Two splits of one Fashion-MNIST directory share the path, size, shape and files; each keeps
+// its own cached statistics all the same.
+TEST(MetricEvaluator, FashionMnistSplitsKeepTheirOwnCachedRealStatistics) {
+  test::TempDir dir;
+  auto comm = dist::local_communicator(at::kCPU);
+  std::shared_ptr<FeatureDetector> detector = load_torchscript_detector(write_scripted_detector(dir.file("d.pt")), at::kCPU);
+  EvaluationOptions options;
+  options.batch = 20;
+  options.cache_dir = dir.file("cache");
+  options.show_progress = false;
+  const auto real_mean = [&](const std::string& split) {
+    auto reals = std::make_shared<data::FashionMnistDataset>(kFashionMnist, split, false, 96);
+    MetricEvaluator evaluator(*comm, detector, reals, dataset_identity(kFashionMnist, *reals), options);
+    const at::Tensor own = detector->features(data::read_images(*reals, data::index_range(0, reals->size())));
+    return std::make_pair(evaluator.real_stats(0, false).mean(), own.to(at::kDouble).mean(0));
+  };
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass reads both from the cache
+    for (const std::string split : {"train", "test"}) {
+      const auto [cached, own] = real_mean(split);
+      EXPECT_TRUE(at::allclose(cached, own, 1e-9, 1e-9)) << split << ", pass " << pass;
+    }
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(options.cache_dir), {}), 2);
+}
+
 }  // namespace
 }  // namespace sg2::metrics
