@@ -141,10 +141,12 @@ void ImageArchiveDataset::load_labels() {
               "'{}': every label must be a [file, label] pair, found {}", where, pair.dump());
     by_name[pair[0].get<std::string>()] = pair[1];
   }
+  // Every image has a label, and the label size is the whole archive's, as in stylegan2-ada-pytorch:
+  // data.max_images keeps the first images but not fewer classes.
   std::vector<nlohmann::json> labels;
-  for (int64_t i = 0; i < count_; ++i) {
-    const auto it = by_name.find(files_.names()[size_t(i)]);
-    SG2_CHECK(it != by_name.end(), "'{}' has no label for '{}'", where, files_.names()[size_t(i)]);
+  for (const std::string& name : files_.names()) {
+    const auto it = by_name.find(name);
+    SG2_CHECK(it != by_name.end(), "'{}' has no label for '{}'", where, name);
     labels.push_back(it->second);
   }
   const bool classes = std::all_of(labels.begin(), labels.end(), [](const auto& l) { return l.is_number_integer(); });
@@ -160,14 +162,14 @@ void ImageArchiveDataset::load_labels() {
     return;
   }
   labels_.cols = labels[0].is_array() ? int64_t(labels[0].size()) : 0;
-  for (int64_t i = 0; i < count_; ++i) {
-    const auto& l = labels[size_t(i)];
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const auto& l = labels[i];
     SG2_CHECK(l.is_array() && int64_t(l.size()) == labels_.cols,
               "'{}': the label of '{}' is {}, expected a class index or a list of {} numbers", where,
-              files_.names()[size_t(i)], l.dump(), labels_.cols);
+              files_.names()[i], l.dump(), labels_.cols);
     for (const auto& v : l) {
-      SG2_CHECK(v.is_number(), "'{}': the label of '{}' holds a non-number", where, files_.names()[size_t(i)]);
-      labels_.values.push_back(v.get<float>());
+      SG2_CHECK(v.is_number(), "'{}': the label of '{}' holds a non-number", where, files_.names()[i]);
+      if (int64_t(i) < count_) labels_.values.push_back(v.get<float>());
     }
   }
 }

@@ -41,7 +41,11 @@ Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name) {
   jpeg_create_decompress(&info);
   jpeg_mem_src(&info, data, static_cast<unsigned long>(size));
   jpeg_read_header(&info, TRUE);
-  // CMYK and other exotic spaces are converted to RGB; grayscale stays gray.
+  if (info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK) {  // libjpeg gives no RGB of these
+    jpeg_destroy_decompress(&info);
+    SG2_FAIL("JPEG '{}' is CMYK: convert it to RGB or grayscale first", name);
+  }
+  // Grayscale stays gray; YCbCr and RGB decode to RGB.
   info.out_color_space = info.jpeg_color_space == JCS_GRAYSCALE ? JCS_GRAYSCALE : JCS_RGB;
   if (info.image_width > kMaxDecodedSide || info.image_height > kMaxDecodedSide) {
     jpeg_destroy_decompress(&info);

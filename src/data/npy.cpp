@@ -50,7 +50,7 @@ FloatMatrix read_npy_float32(const std::string& path) {
             path);
   const std::string shape = header_field(header, "shape", path);
   std::smatch dims;
-  const std::regex two_dims("\\(\\s*(\\d+)\\s*,\\s*(\\d+)\\s*\\)");
+  const std::regex two_dims("\\(\\s*(\\d{1,18})\\s*,\\s*(\\d{1,18})\\s*\\)");  // 18 digits: no overflow
   SG2_CHECK(std::regex_match(shape, dims, two_dims), "'{}': expected a 2-D array [N, label_size], the shape is {}",
             path, shape);
   FloatMatrix matrix;
@@ -58,12 +58,14 @@ FloatMatrix read_npy_float32(const std::string& path) {
   matrix.cols = std::stoll(dims[2]);
   const auto data_start = static_cast<uint64_t>(in.tellg());
   const uint64_t file_size = std::filesystem::file_size(path);
-  const uint64_t needed = uint64_t(matrix.rows) * uint64_t(matrix.cols) * 4;
-  SG2_CHECK(matrix.cols <= (1 << 20) && data_start + needed == file_size,
-            "'{}': shape ({}, {}) needs {} bytes of data but the file has {}", path, matrix.rows, matrix.cols, needed,
-            file_size - data_start);
+  const uint64_t data_size = file_size - data_start, row_size = uint64_t(matrix.cols) * 4;
+  // Divided first, so that no product of the header's numbers overflows.
+  const bool countable = row_size == 0 || uint64_t(matrix.rows) <= UINT64_MAX / row_size;
+  SG2_CHECK(matrix.cols <= (1 << 20) && countable && uint64_t(matrix.rows) * row_size == data_size,
+            "'{}': shape ({}, {}) needs {} bytes of data but the file has {}", path, matrix.rows, matrix.cols,
+            countable ? std::to_string(uint64_t(matrix.rows) * row_size) : "over 2^64", data_size);
   matrix.values.resize(static_cast<size_t>(matrix.rows * matrix.cols));
-  in.read(reinterpret_cast<char*>(matrix.values.data()), static_cast<std::streamsize>(needed));
+  in.read(reinterpret_cast<char*>(matrix.values.data()), static_cast<std::streamsize>(data_size));
   SG2_CHECK(in.good(), "'{}': read failed", path);
   return matrix;
 }

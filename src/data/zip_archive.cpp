@@ -20,7 +20,6 @@ constexpr uint32_t kZip64EndSignature = 0x06064b50;
 constexpr uint32_t kZip64LocatorSignature = 0x07064b50;
 constexpr uint64_t kLocalHeaderBytes = 30, kCentralHeaderBytes = 46, kEndBytes = 22;
 constexpr uint64_t kZip64EndBytes = 56, kZip64LocatorBytes = 20;
-constexpr uint64_t kMaxEntryBytes = uint64_t(1) << 32;
 constexpr uint32_t kOverflow32 = 0xffffffffu;
 constexpr uint16_t kOverflow16 = 0xffffu;
 
@@ -42,7 +41,7 @@ class FieldReader {
  private:
   const uint8_t* data_;
   uint64_t size_;
-  const std::string& what_;
+  std::string what_;
 };
 
 void put_le(std::vector<uint8_t>& out, uint64_t value, int bytes) {
@@ -69,6 +68,43 @@ void apply_zip64_extra(const FieldReader& fields, uint64_t start, uint64_t lengt
   }
 }
 
+// Where the central directory lies, from the end record, or from the ZIP64 end record where a ZIP64
+// locator sits right before the end record. Without a locator a count of 0xffff is the true count
+// (Python's zipfile writes 65535 entries so).
+struct DirectoryLocation {
+  uint64_t count = 0, size = 0, offset = 0;
+};
+
+DirectoryLocation locate_central_directory(const ReadOnlyFile& file) {
+  // The end record sits in the last 22 + 65535 (comment) bytes.
+  const uint64_t tail_size = std::min<uint64_t>(file.size(), kEndBytes + 0xffff);
+  std::vector<uint8_t> tail(tail_size);
+  file.read_at(tail.data(), tail_size, file.size() - tail_size, "the end of the archive");
+  const std::string what = fmt::format("'{}'", file.path());
+  const FieldReader tail_fields(tail.data(), tail_size, what);
+  int64_t end_at = -1;
+  for (int64_t at = int64_t(tail_size) - int64_t(kEndBytes); at >= 0 && end_at < 0; --at) {
+    if (tail_fields.get(uint64_t(at), 4) == kEndSignature) end_at = at;
+  }
+  SG2_CHECK(end_at >= 0, "{} is not a ZIP archive (no end-of-central-directory record)", what);
+  const DirectoryLocation plain{tail_fields.get(uint64_t(end_at) + 10, 2), tail_fields.get(uint64_t(end_at) + 12, 4),
+                                tail_fields.get(uint64_t(end_at) + 16, 4)};
+  const uint64_t end_offset = file.size() - tail_size + uint64_t(end_at);
+  uint8_t locator[kZip64LocatorBytes] = {};
+  if (end_offset >= kZip64LocatorBytes)
+    file.read_at(locator, kZip64LocatorBytes, end_offset - kZip64LocatorBytes, "the ZIP64 locator");
+  const FieldReader locator_fields(locator, kZip64LocatorBytes, what);
+  if (locator_fields.get(0, 4) != kZip64LocatorSignature) {
+    SG2_CHECK(plain.size != kOverflow32 && plain.offset != kOverflow32, "{}: ZIP64 locator missing", what);
+    return plain;
+  }
+  uint8_t record[kZip64EndBytes];
+  file.read_at(record, kZip64EndBytes, locator_fields.get(8, 8), "the ZIP64 end record");
+  const FieldReader record_fields(record, kZip64EndBytes, what);
+  SG2_CHECK(record_fields.get(0, 4) == kZip64EndSignature, "{}: bad ZIP64 end record", what);
+  return {record_fields.get(32, 8), record_fields.get(40, 8), record_fields.get(48, 8)};
+}
+
 }  // namespace
 
 ZipReader::ZipReader(const std::string& path) : file_(path, "ZIP archive") { read_central_directory(); }
@@ -85,41 +121,14 @@ bool ZipReader::looks_like(const std::string& path) {
 }
 
 void ZipReader::read_central_directory() {
-  // The end record sits in the last 22 + 65535 (comment) bytes.
-  const uint64_t tail_size = std::min<uint64_t>(file_.size(), kEndBytes + 0xffff);
-  std::vector<uint8_t> tail(tail_size);
-  file_.read_at(tail.data(), tail_size, file_.size() - tail_size, "the end of the archive");
-  const std::string what = fmt::format("'{}'", path());
-  const FieldReader tail_fields(tail.data(), tail_size, what);
-  int64_t end_at = -1;
-  for (int64_t at = int64_t(tail_size) - int64_t(kEndBytes); at >= 0 && end_at < 0; --at) {
-    if (tail_fields.get(uint64_t(at), 4) == kEndSignature) end_at = at;
-  }
-  SG2_CHECK(end_at >= 0, "'{}' is not a ZIP archive (no end-of-central-directory record)", path());
-  uint64_t count = tail_fields.get(uint64_t(end_at) + 10, 2);
-  uint64_t directory_size = tail_fields.get(uint64_t(end_at) + 12, 4);
-  uint64_t directory_offset = tail_fields.get(uint64_t(end_at) + 16, 4);
-  if (count == kOverflow16 || directory_size == kOverflow32 || directory_offset == kOverflow32) {
-    const uint64_t end_offset = file_.size() - tail_size + uint64_t(end_at);
-    SG2_CHECK(end_offset >= kZip64LocatorBytes, "'{}': ZIP64 locator missing", path());
-    uint8_t locator[kZip64LocatorBytes], record[kZip64EndBytes];
-    file_.read_at(locator, kZip64LocatorBytes, end_offset - kZip64LocatorBytes, "the ZIP64 locator");
-    const FieldReader locator_fields(locator, kZip64LocatorBytes, what);
-    SG2_CHECK(locator_fields.get(0, 4) == kZip64LocatorSignature, "'{}': ZIP64 locator missing", path());
-    file_.read_at(record, kZip64EndBytes, locator_fields.get(8, 8), "the ZIP64 end record");
-    const FieldReader record_fields(record, kZip64EndBytes, what);
-    SG2_CHECK(record_fields.get(0, 4) == kZip64EndSignature, "'{}': bad ZIP64 end record", path());
-    count = record_fields.get(32, 8);
-    directory_size = record_fields.get(40, 8);
-    directory_offset = record_fields.get(48, 8);
-  }
+  const auto [count, directory_size, directory_offset] = locate_central_directory(file_);
   SG2_CHECK(directory_offset <= file_.size() && directory_size <= file_.size() - directory_offset &&
                 count <= directory_size / kCentralHeaderBytes,
             "'{}': the central directory ({} entries, {} bytes at {}) does not fit the file of {} bytes", path(), count,
             directory_size, directory_offset, file_.size());
   std::vector<uint8_t> directory(directory_size);
   file_.read_at(directory.data(), directory_size, directory_offset, "the central directory");
-  const FieldReader fields(directory.data(), directory_size, what + " central directory");
+  const FieldReader fields(directory.data(), directory_size, fmt::format("'{}' central directory", path()));
   uint64_t at = 0;
   for (uint64_t i = 0; i < count; ++i) {
     SG2_CHECK(fields.get(at, 4) == kCentralHeaderSignature, "'{}': central directory entry {} is corrupt", path(), i);
@@ -155,8 +164,13 @@ std::vector<uint8_t> ZipReader::read(const ZipEntry& entry) const {
   const uint64_t data_offset = entry.header_offset + kLocalHeaderBytes + fields.get(26, 2) + fields.get(28, 2);
   SG2_CHECK(entry.method == 0 || entry.method == 8, "{}: compression method {} is not supported (stored or deflate)",
             what, entry.method);
-  SG2_CHECK(entry.size <= kMaxEntryBytes && (entry.method == 8 || entry.compressed_size == entry.size),
+  // Checked before allocating: zlib takes 32-bit lengths, and the stored bytes lie within the file.
+  SG2_CHECK(entry.size < kOverflow32 && entry.compressed_size < kOverflow32 &&
+                (entry.method == 8 || entry.compressed_size == entry.size),
             "{}: implausible sizes ({} compressed, {} uncompressed)", what, entry.compressed_size, entry.size);
+  SG2_CHECK(data_offset <= file_.size() && entry.compressed_size <= file_.size() - data_offset,
+            "{}: {} stored bytes at byte {} run past the end of the file ({} bytes)", what, entry.compressed_size,
+            data_offset, file_.size());
   std::vector<uint8_t> stored(entry.compressed_size);
   file_.read_at(stored.data(), stored.size(), data_offset, ("the data of " + entry.name).c_str());
   std::vector<uint8_t> data;

@@ -7,9 +7,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace sg2::test {
 
@@ -30,6 +32,11 @@ inline std::string error_message(const std::function<void()>& body) {
     return e.what();
   }
   return "";
+}
+
+// Writes `bytes` as the whole file at `path` (damaged or hand-made inputs).
+inline void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
 }
 
 // A fresh directory under the system temp dir, removed when the object goes away.

@@ -166,6 +166,9 @@ TEST(ZipDataset, RoundTripWithClassLabels) {
   const ImageArchiveDataset zip(dir.file("set.zip"), true, 0);
   ASSERT_EQ(zip.size(), 1003);
   ASSERT_EQ(zip.label_dim(), 4);
+  const ImageArchiveDataset first_two(dir.file("set.zip"), true, 2);  // classes 0 and 1 of the archive's 4
+  EXPECT_EQ(first_two.size(), 2);
+  EXPECT_EQ(first_two.label_dim(), 4);
   for (int64_t i : {0, 999, 1000, 1002}) {
     EXPECT_EQ(image_of(zip, i), source.image(i));
     float label[4];
@@ -268,6 +271,10 @@ TEST(Jpeg, DecodesRgbAndGrayAndResizesThem) {
   EXPECT_NEAR(pixel(gray, 3, 3, 0), 128, 2);
   const std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + 100);
   EXPECT_NE(test::error_message([&] { decode_image(cut.data(), cut.size(), "cut.jpg"); }).find("cut.jpg"), std::string::npos);
+  const std::vector<uint8_t> cmyk = read_file_bytes(dir + "cmyk_8x8.jpg");  // PIL's Image.new("CMYK", ...)
+  EXPECT_NE(test::error_message([&] { decode_image(cmyk.data(), cmyk.size(), "cmyk.jpg"); })
+                .find("JPEG 'cmyk.jpg' is CMYK: convert it to RGB"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -11,11 +11,6 @@
 namespace sg2::data {
 namespace {
 
-void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
-}
-
 std::vector<uint8_t> idx_header(uint8_t type, std::vector<uint32_t> dims) {
   std::vector<uint8_t> out{0, 0, type, static_cast<uint8_t>(dims.size())};
   for (uint32_t d : dims) {
@@ -67,23 +62,23 @@ TEST(IdxFile, RejectsBrokenFilesNamingThem) {
   auto header = idx_header(0x08, {2, 3, 3});
   std::vector<uint8_t> full = header;
   full.resize(header.size() + 18, 7);
-  write_bytes(dir.file("ok"), full);
+  test::write_file_bytes(dir.file("ok"), full);
   const IdxArray ok = read_idx_file(dir.file("ok"));
   EXPECT_EQ(ok.dims, (std::vector<int64_t>{2, 3, 3}));
   EXPECT_EQ(ok.data.size(), 18u);
 
   std::vector<uint8_t> truncated(full.begin(), full.end() - 5);
-  write_bytes(dir.file("truncated"), truncated);
+  test::write_file_bytes(dir.file("truncated"), truncated);
   std::string message = test::error_message([&] { read_idx_file(dir.file("truncated")); });
   EXPECT_NE(message.find("truncated"), std::string::npos) << message;
   EXPECT_NE(message.find("promises 18 bytes"), std::string::npos) << message;
 
   auto wrong_type = idx_header(0x0D, {2});
   wrong_type.resize(wrong_type.size() + 8);
-  write_bytes(dir.file("float"), wrong_type);
+  test::write_file_bytes(dir.file("float"), wrong_type);
   EXPECT_NE(test::error_message([&] { read_idx_file(dir.file("float")); }).find("0x0d"), std::string::npos);
 
-  write_bytes(dir.file("short"), {0, 0});
+  test::write_file_bytes(dir.file("short"), {0, 0});
   EXPECT_NE(test::error_message([&] { read_idx_file(dir.file("short")); }).find("too short"), std::string::npos);
 }
 
@@ -99,7 +94,7 @@ TEST(IdxFile, ReadsGzipAndReportsCorruptGzip) {
   std::ifstream in(dir.file("a.gz"), std::ios::binary);
   std::vector<uint8_t> gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   gz.resize(gz.size() - 6);  // cut the gzip trailer and some data
-  write_bytes(dir.file("cut.gz"), gz);
+  test::write_file_bytes(dir.file("cut.gz"), gz);
   const std::string message = test::error_message([&] { read_idx_file(dir.file("cut.gz")); });
   EXPECT_NE(message.find("cut.gz"), std::string::npos) << message;
 }

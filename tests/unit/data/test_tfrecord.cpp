@@ -1,6 +1,7 @@
 // The TFRecord container, tf.train.Example payloads, .npy labels and their errors on bad input.
 #include "test_support.h"
 
+#include "sg2/core/files.h"
 #include "sg2/data/crc32c.h"
 #include "sg2/data/example.h"
 #include "sg2/data/npy.h"
@@ -12,15 +13,6 @@
 
 namespace sg2::data {
 namespace {
-
-std::vector<uint8_t> file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-void put_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-}
 
 // Three records of a tiny 1x2x2 image each, written by our writer.
 std::string write_three_records(const test::TempDir& dir) {
@@ -95,7 +87,7 @@ TEST(TFRecord, WriteScanReadRoundTrip) {
     EXPECT_EQ(image.pixels, (std::vector<uint8_t>{uint8_t(k), uint8_t(k + 1), uint8_t(k + 2), uint8_t(k + 3)}));
   }
   int visited = 0;
-  const auto bytes = file_bytes(path);
+  const auto bytes = read_file_bytes(path);
   parse_records(bytes.data(), bytes.size(), path, [&](int64_t, const uint8_t*, uint64_t) { ++visited; });
   EXPECT_EQ(visited, 3);
 }
@@ -103,14 +95,14 @@ TEST(TFRecord, WriteScanReadRoundTrip) {
 TEST(TFRecord, CorruptionIsReportedWithFileRecordAndOffset) {
   test::TempDir dir;
   const std::string path = write_three_records(dir);
-  const std::vector<uint8_t> good = file_bytes(path);
+  const std::vector<uint8_t> good = read_file_bytes(path);
   TFRecordFile reference(path);
   const RecordSpan second = reference.scan()[1];
   auto corrupt = [&](uint64_t at, int delta) {
     std::vector<uint8_t> bytes = good;
     bytes[at] = uint8_t(bytes[at] + delta);
     const std::string bad = dir.file("bad.tfrecords");
-    put_bytes(bad, bytes);
+    test::write_file_bytes(bad, bytes);
     return read_error(bad);
   };
   const std::string where = fmt::format("record 1 at byte offset {}", second.offset);
@@ -120,11 +112,11 @@ TEST(TFRecord, CorruptionIsReportedWithFileRecordAndOffset) {
   EXPECT_NE(corrupt(second.end() - 2, 1).find(where + ": payload CRC mismatch"), std::string::npos);
 
   std::vector<uint8_t> cut(good.begin(), good.end() - 3);
-  put_bytes(dir.file("cut.tfrecords"), cut);
+  test::write_file_bytes(dir.file("cut.tfrecords"), cut);
   EXPECT_NE(read_error(dir.file("cut.tfrecords")).find("record 2 at byte offset"), std::string::npos);
   EXPECT_NE(read_error(dir.file("cut.tfrecords")).find("truncated record"), std::string::npos);
   cut.assign(good.begin(), good.begin() + long(second.offset) + 5);
-  put_bytes(dir.file("cut.tfrecords"), cut);
+  test::write_file_bytes(dir.file("cut.tfrecords"), cut);
   EXPECT_NE(read_error(dir.file("cut.tfrecords")).find("truncated header"), std::string::npos);
 }
 
@@ -136,7 +128,7 @@ TEST(TFRecord, HugeLengthsAreRefusedBeforeAllocating) {
     const uint32_t masked = masked_crc32c(bytes.data(), 8);
     for (int i = 0; i < 4; ++i) bytes.push_back(uint8_t(masked >> (8 * i)));
     bytes.resize(bytes.size() + 100, 0);
-    put_bytes(dir.file("huge.tfrecords"), bytes);
+    test::write_file_bytes(dir.file("huge.tfrecords"), bytes);
     const std::string message = read_error(dir.file("huge.tfrecords"));
     EXPECT_NE(message.find(length > kMaxRecordBytes ? "exceeds the limit" : "truncated record"), std::string::npos)
         << message;
@@ -193,7 +185,7 @@ TEST(Example, WrongFeaturesAreClearErrors) {
 TEST(FuzzCorpus, SeedsParseOrGiveTheirError) {
   const std::string corpus = test::source_dir() + "/tests/fuzz/corpus/records/";
   auto first_error = [&](const std::string& name) {
-    const std::vector<uint8_t> bytes = file_bytes(corpus + name);
+    const std::vector<uint8_t> bytes = read_file_bytes(corpus + name);
     return test::error_message([&] {
       parse_records(bytes.data(), bytes.size(), name, [&](int64_t record, const uint8_t* payload, uint64_t size) {
         decode_image_example(payload, size, fmt::format("'{}': record {}", name, record));
@@ -226,13 +218,25 @@ TEST(Npy, RoundTripAndErrors) {
   EXPECT_EQ(back.rows, 3);
   EXPECT_EQ(back.cols, 2);
   EXPECT_EQ(back.values, labels.values);
-  EXPECT_EQ(file_bytes(dir.file("l.npy")).size() % 64, 24u);  // 64-byte aligned header + 24 bytes of data
-  std::vector<uint8_t> bytes = file_bytes(dir.file("l.npy"));
+  EXPECT_EQ(read_file_bytes(dir.file("l.npy")).size() % 64, 24u);  // 64-byte aligned header + 24 bytes of data
+  std::vector<uint8_t> bytes = read_file_bytes(dir.file("l.npy"));
   bytes.resize(bytes.size() - 4);
-  put_bytes(dir.file("short.npy"), bytes);
+  test::write_file_bytes(dir.file("short.npy"), bytes);
   EXPECT_NE(test::error_message([&] { read_npy_float32(dir.file("short.npy")); }).find("needs 24 bytes of data but the file has 20"),
             std::string::npos);
-  put_bytes(dir.file("junk.npy"), {1, 2, 3});
+  // Header numbers whose product overflows, or too long to parse, are refused by name.
+  const auto with_shape = [&](const std::string& name, const std::string& shape) {
+    const std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }\n";
+    std::vector<uint8_t> npy = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, uint8_t(header.size()), 0};
+    npy.insert(npy.end(), header.begin(), header.end());
+    test::write_file_bytes(dir.file(name), npy);
+    return test::error_message([&] { read_npy_float32(dir.file(name)); });
+  };
+  const std::string huge = with_shape("huge.npy", "(999999999999999999, 5)");
+  EXPECT_NE(huge.find("huge.npy': shape (999999999999999999, 5) needs over 2^64 bytes"), std::string::npos) << huge;
+  const std::string long_number = with_shape("long.npy", "(12345678901234567890, 1)");
+  EXPECT_NE(long_number.find("long.npy': expected a 2-D array"), std::string::npos) << long_number;
+  test::write_file_bytes(dir.file("junk.npy"), {1, 2, 3});
   EXPECT_NE(test::error_message([&] { read_npy_float32(dir.file("junk.npy")); }).find("not a NumPy .npy file"),
             std::string::npos);
 }
