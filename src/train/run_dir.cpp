@@ -75,7 +75,7 @@ std::string resolve_resume(const std::string& spec, const std::string& outdir) {
     return snapshot;
   }
   SG2_CHECK(fs::is_regular_file(spec), "--resume '{}': no such snapshot file or run directory", spec);
-  return spec;
+  return fs::absolute(spec).lexically_normal().string();
 }
 
 }  // namespace sg2::train

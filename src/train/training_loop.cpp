@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <filesystem>
 
 namespace sg2::train {
@@ -50,10 +51,12 @@ void TrainingLoop::write_initial_images() {
   save_grid_png(render_fakes(trainer_, grid_), grid_, run_dir_ + "/fakes_init.png");
 }
 
+int64_t images_of_kimg(double kimg) { return static_cast<int64_t>(std::ceil(kimg * 1000 - 1e-6)); }
+
 bool TrainingLoop::run() {
   const TrainConfig& c = trainer_.config();
   Progress& p = trainer_.progress();
-  const auto total_nimg = static_cast<int64_t>(c.train.total_kimg * 1000);
+  const int64_t total_nimg = images_of_kimg(c.train.total_kimg);
   run_clock_.reset();
   write_initial_images();
   spdlog::info("Training for {} kimg{}...", c.train.total_kimg,
@@ -66,7 +69,7 @@ bool TrainingLoop::run() {
   tick_start_time_ = run_clock_.seconds();
   maintenance_seconds_ = tick_start_time_;
   reset_device_peak_memory(trainer_.device());
-  const auto tick_nimg = static_cast<int64_t>(c.train.kimg_per_tick * 1000);
+  const int64_t tick_nimg = images_of_kimg(c.train.kimg_per_tick);
   for (;;) {
     trainer_.step();
     const bool done = p.cur_nimg >= total_nimg;

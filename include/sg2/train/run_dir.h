@@ -16,7 +16,8 @@ std::string snapshot_name(int64_t cur_nimg);
 std::string latest_snapshot_in(const std::string& run_dir);
 
 // --resume argument -> snapshot file: a snapshot file, a run directory (its latest snapshot), or
-// "latest" (the latest snapshot of the newest run directory under outdir that has one).
+// "latest" (the latest snapshot of the newest run directory under outdir that has one). A file's
+// path comes back absolute: its directory is the run directory the training continues in.
 std::string resolve_resume(const std::string& spec, const std::string& outdir);
 
 }  // namespace sg2::train

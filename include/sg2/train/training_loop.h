@@ -19,6 +19,11 @@
 
 namespace sg2::train {
 
+// The images in `kimg` thousand: kimg * 1000 rounded up, where a product within 1e-6 of an integer
+// is that integer (1.001 * 1000 = 1000.9999999999999 is 1001 images, 2.007 * 1000 =
+// 2007.0000000000002 is 2007), not truncated as a cast does.
+int64_t images_of_kimg(double kimg);
+
 // Steps between the ranks' votes on stopping (each waits for the device: not every step).
 constexpr int64_t kStopVoteSteps = 16;
 

@@ -54,6 +54,14 @@ TEST(TrainingLoop, WritesGridsStatsAndSnapshots) {
   EXPECT_EQ(resolve_resume(run_dir, dir.path()), latest_snapshot_in(run_dir));
   EXPECT_EQ(fs::path(create_run_dir(dir.path(), "next")).filename(), "00001-next");
   EXPECT_THROW(resolve_resume(dir.file("nothing"), dir.path()), Error);
+  // A snapshot named from inside its run directory resolves to its absolute path, whose directory
+  // is the run directory (not "", which would put the run's files at /).
+  const fs::path caller_dir = fs::current_path();
+  fs::current_path(run_dir);
+  const std::string bare = resolve_resume(snapshot_name(48), dir.path());
+  fs::current_path(caller_dir);
+  EXPECT_EQ(bare, latest_snapshot_in(run_dir));
+  EXPECT_EQ(fs::path(bare).parent_path(), fs::path(run_dir));
 
   GenerateOptions g;
   g.network = latest_snapshot_in(run_dir);
@@ -64,6 +72,14 @@ TEST(TrainingLoop, WritesGridsStatsAndSnapshots) {
   ASSERT_EQ(written.size(), 4u);
   EXPECT_EQ(data::read_png(written[0]).width, 32);
   EXPECT_EQ(data::read_png(written.back()).width, 2 * 32);  // 3 images in a 2x2 grid
+}
+
+TEST(TrainingLoop, KimgCountsImagesRoundedUpNotTruncated) {
+  EXPECT_EQ(images_of_kimg(1.001), 1001);  // 1000.9999999999999 as a double product
+  EXPECT_EQ(images_of_kimg(1.009), 1009);  // 1008.9999999999999
+  EXPECT_EQ(images_of_kimg(2.007), 2007);  // 2007.0000000000002
+  EXPECT_EQ(images_of_kimg(0.0015), 2);
+  EXPECT_EQ(images_of_kimg(25000), 25000000);
 }
 
 TEST(Generate, LatentsAreNumpyCompatible) {
