@@ -64,17 +64,18 @@ std::vector<std::pair<std::string, std::string>> communication_library_versions(
   return {{"mpi", mpi_library_version()}, {"nccl", nccl_library_version()}};
 }
 
-std::unique_ptr<Session> Session::start(const CommunicatorOptions& requested) {
-  std::unique_ptr<Session> session(new Session());
-  CommunicatorOptions options = requested;
-  const Launcher launcher = detect_launcher();
-  World world;
+namespace {
+
+void log_rank_error(const World& world, const std::string& reason) {
+  log_fatal_error(fmt::format("error on rank {} of {} (host {}): {}", world.rank, world.size, hostname(), reason));
+}
+
+// The communicator of the backend that `options` ask for, over the launch's world (MPI's, already
+// initialised, or the TCPStore rendezvous of the Env launch).
+std::unique_ptr<Communicator> connect_world(Launcher launcher, World world, CommunicatorOptions options) {
   std::shared_ptr<Rendezvous> store;
   std::unique_ptr<Communicator> mpi_comm;
   if (launcher == Launcher::Mpi) {
-    select_device_before_mpi_init(options);
-    world = mpi_init_world();
-    session->finalize_mpi_ = true;
     mpi_comm = make_mpi_communicator(world, options.timeout_seconds);
   } else if (launcher == Launcher::Env) {
     const EnvRendezvous env = read_env_rendezvous();
@@ -82,7 +83,7 @@ std::unique_ptr<Session> Session::start(const CommunicatorOptions& requested) {
     store = connect_tcp_store(env, options.timeout_seconds);
   }
   if (options.device_for) options.device = options.device_for(world);
-  const std::string backend = resolve_backend(options.backend, launcher, options.device, world.size);
+  const std::string backend = Session::resolve_backend(options.backend, launcher, options.device, world.size);
   SG2_CHECK(backend != "mpi" || launcher == Launcher::Mpi,
             "dist.backend = mpi, but this process was not launched by mpirun or srun ({})", to_string(launcher));
   SG2_CHECK(backend != "gloo" || store != nullptr,
@@ -90,16 +91,36 @@ std::unique_ptr<Session> Session::start(const CommunicatorOptions& requested) {
   SG2_CHECK(!options.device.is_cuda() || backend == "nccl" || backend == "local",
             "dist.backend = {} reduces CPU tensors, but run.device is {}: use dist.backend = nccl", backend,
             options.device.str());
-  if (backend == "mpi") {
-    session->comm_ = std::move(mpi_comm);
-  } else if (backend == "nccl") {
-    session->comm_ = make_nccl_communicator(world, options.device, share_over(mpi_comm.get(), store, world.rank),
-                                            options.timeout_seconds);
-    mpi_comm.reset();
-  } else if (backend == "gloo") {
-    session->comm_ = make_gloo_communicator(world, store, options.timeout_seconds);
-  } else {
-    session->comm_ = make_local_communicator(world, options.device);
+  if (backend == "mpi") return mpi_comm;
+  if (backend == "nccl") {
+    return make_nccl_communicator(world, options.device, share_over(mpi_comm.get(), store, world.rank),
+                                  options.timeout_seconds);
+  }
+  if (backend == "gloo") return make_gloo_communicator(world, store, options.timeout_seconds);
+  return make_local_communicator(world, options.device);
+}
+
+}  // namespace
+
+std::unique_ptr<Session> Session::start(const CommunicatorOptions& requested) {
+  std::unique_ptr<Session> session(new Session());
+  CommunicatorOptions options = requested;
+  const Launcher launcher = detect_launcher();
+  World world;
+  if (launcher == Launcher::Mpi) {
+    select_device_before_mpi_init(options);
+    world = mpi_init_world();
+    session->finalize_mpi_ = true;
+  }
+  try {
+    session->comm_ = connect_world(launcher, world, options);
+  } catch (const std::exception& e) {
+    // ~Session's MPI_Finalize would wait for the other ranks, and they for this one: end them all.
+    if (session->finalize_mpi_ && world.size > 1) {
+      log_rank_error(world, e.what());
+      mpi_abort_world(1);
+    }
+    throw;
   }
   g_active_session = session.get();
   return session;
@@ -112,12 +133,6 @@ Session::~Session() {
 }
 
 Session* active_session() { return g_active_session; }
-
-namespace {
-void log_rank_error(const World& world, const std::string& reason) {
-  log_fatal_error(fmt::format("error on rank {} of {} (host {}): {}", world.rank, world.size, hostname(), reason));
-}
-}  // namespace
 
 void end_job_from_watchdog(const World& world, const std::string& reason) {
   log_rank_error(world, reason);

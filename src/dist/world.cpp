@@ -38,12 +38,13 @@ std::string World::describe() const {
 }
 
 Launcher detect_launcher() {
+  const bool rank_variables = env("RANK") != nullptr && env("WORLD_SIZE") != nullptr;
+  if (rank_variables && env("MASTER_ADDR") != nullptr && env("MASTER_PORT") != nullptr) return Launcher::Env;
   // Open MPI's mpirun, PMI-1/2 (srun --mpi=pmi2, MPICH), PMIx (srun --mpi=pmix).
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
     if (env(name) != nullptr) return Launcher::Mpi;
   }
-  if (env("RANK") != nullptr && env("WORLD_SIZE") != nullptr) return Launcher::Env;
-  return Launcher::Single;
+  return rank_variables ? Launcher::Env : Launcher::Single;
 }
 
 int local_rank_before_mpi_init() {

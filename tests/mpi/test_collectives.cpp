@@ -116,6 +116,24 @@ TEST(Session, TheLocalRankIsKnownBeforeMpiInit) {
   unsetenv("SLURM_LOCALID");
 }
 
+// stylegan2_launch or torchrun started one per node by mpirun or srun --mpi=pmix: their ranks see the
+// launcher's MPI variables beside their own RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT.
+TEST(Session, RankVariablesOfALauncherUnderMpiMakeAnEnvLaunch) {
+  const Launcher own = comm().world().launcher;
+  if (own == Launcher::Env) GTEST_SKIP() << "the test sets the Env launch's variables itself";
+  if (own != Launcher::Mpi) setenv("PMIX_RANK", "0", 1);
+  EXPECT_EQ(detect_launcher(), Launcher::Mpi);
+  setenv("RANK", "1", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  EXPECT_EQ(detect_launcher(), Launcher::Mpi);  // RANK and WORLD_SIZE alone, beside MPI's: still MPI
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("MASTER_PORT", "29500", 1);
+  EXPECT_EQ(detect_launcher(), Launcher::Env);
+  for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) unsetenv(name);
+  if (own != Launcher::Mpi) unsetenv("PMIX_RANK");
+  EXPECT_EQ(detect_launcher(), own);
+}
+
 TEST(Collectives, MaxOverRanksIsTheLargestValueEverywhere) {
   EXPECT_EQ(comm().max_over_ranks(comm().rank() == comm().size() - 1 ? 15 : 0), 15);
   EXPECT_EQ(comm().max_over_ranks(-1 - comm().rank()), -1);

@@ -77,7 +77,9 @@ equivalence() {
 
 launch() {
   [ -d "$work/mpi2" ] || mpirun_n 2 "$bin/stylegan2_train" "${common[@]}" --outdir "$work/mpi2" > "$work/mpi2.log" 2>&1
-  "$bin/stylegan2_launch" --nproc-per-node 2 --master-port 29611 -- \
+  # One launcher per node as mpirun or srun --mpi=pmix starts it: its ranks see the launcher's MPI
+  # variables and must still take theirs (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), not MPI_Init.
+  mpirun_n 1 "$bin/stylegan2_launch" --nproc-per-node 2 --master-port 29611 -- \
       "$bin/stylegan2_train" "${common[@]}" --outdir "$work/launch" > "$work/launch.log" 2>&1 ||
       { cat "$work/launch.log"; fail "stylegan2_launch"; }
   grep -q "World: 2 processes, backend gloo" "$work/launch.log" || fail "launch did not use gloo"
@@ -119,7 +121,7 @@ expect_job_failure() {  # expect_job_failure NAME BOUND TRIGGER_FUNCTION [EXIT_C
   local name=$1 bound=$2 trigger=$3 expected_rc=${4:-} start rc elapsed
   $trigger
   start=$(date +%s.%N)
-  rc=0; timeout $((bound + 30)) tail --pid="$job_pid" -f /dev/null || true
+  rc=0; timeout $((bound + 30)) tail --pid="$job_pid" -f /dev/null || kill -TERM "$job_pid" 2> /dev/null || true
   wait "$job_pid" || rc=$?
   elapsed=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { printf "%.1f", a - b }')
   echo "$name: exit $rc after ${elapsed} s"
@@ -172,6 +174,16 @@ failure() {
   expect_job_failure "ranks with different options" 60 no_trigger
   grep -q "the config of rank 1 differs from rank 0's: 'G.channel_max: 32' here" "$work/mismatch.log" ||
     { cat "$work/mismatch.log"; fail "the mismatch does not name G.channel_max"; }
+
+  # A rank that fails while starting its session (here: a backend its launch lacks) ends the job at
+  # once, naming itself, instead of waiting in MPI_Finalize for ranks that wait for it.
+  mpirun --oversubscribe -np 1 "$bin/stylegan2_train" "${common[@]}" --outdir "$work/start" --dist.timeout 30 : \
+      -np 1 "$bin/stylegan2_train" "${common[@]}" --outdir "$work/start" --dist.timeout 30 --dist.backend gloo \
+      > "$work/start.log" 2>&1 &
+  job_pid=$!
+  expect_job_failure "a rank failing to start" 15 no_trigger
+  grep -q "error on rank 1 of 2 (host .*): dist.backend = gloo needs" "$work/start.log" ||
+    { cat "$work/start.log"; fail "the failing rank was not named"; }
 
   start_long_job killed
   expect_job_failure "kill -9 of one rank" 30 kill_rank1

@@ -24,8 +24,10 @@ struct World {
   std::string describe() const;  // "rank 1 of 4 (local 1 of 2, launched by mpi)"
 };
 
-// How the environment says this process was started: Open MPI / PMI / PMIx variables -> Mpi,
-// RANK + WORLD_SIZE -> Env, neither -> Single.
+// How the environment says this process was started: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT
+// (stylegan2_launch, torchrun) -> Env, even where MPI variables are set too: those are a launcher's
+// own, started one per node by mpirun or srun --mpi=pmix. Else Open MPI / PMI / PMIx variables ->
+// Mpi, RANK + WORLD_SIZE alone -> Env (with a local master), none -> Single.
 Launcher detect_launcher();
 
 // This process's rank on its node as an MPI launcher states it before MPI_Init (Open MPI, MVAPICH,
