@@ -98,59 +98,59 @@ std::shared_ptr<data::Dataset> write_zip(const std::string& path, const std::str
   return data::open_dataset(options);
 }
 
-TEST(MetricEvaluator, RealStatisticsAreCachedAndRecomputedWhenTheDatasetChanges) {
+// The scripted detector on one process, with real statistics cached in a fresh directory.
+class RealStatisticsCache : public ::testing::Test {
+ protected:
+  RealStatisticsCache() {
+    options.batch = 20;
+    options.cache_dir = dir.file("cache");
+    options.show_progress = false;
+  }
+  // The mean of the real features, as the evaluator computes or reads them.
+  at::Tensor real_mean(const std::shared_ptr<data::Dataset>& dataset, const std::string& path) {
+    MetricEvaluator evaluator(*comm, detector, dataset, dataset_identity(path, *dataset), options);
+    return evaluator.real_stats(0, false).mean();
+  }
+  // The mean of the dataset's own features, computed here.
+  at::Tensor own_mean(const data::Dataset& dataset) const {
+    const at::Tensor images = data::read_images(dataset, data::index_range(0, dataset.size()));
+    return detector->features(images).to(at::kDouble).mean(0);
+  }
+  int64_t cache_files() const { return std::distance(std::filesystem::directory_iterator(options.cache_dir), {}); }
+
   test::TempDir dir;
-  auto comm = dist::local_communicator(at::kCPU);
+  std::unique_ptr<dist::Communicator> comm = dist::local_communicator(at::kCPU);
   std::shared_ptr<FeatureDetector> detector = load_torchscript_detector(write_scripted_detector(dir.file("d.pt")), at::kCPU);
   EvaluationOptions options;
-  options.batch = 20;
-  options.cache_dir = dir.file("cache");
-  options.show_progress = false;
+};
+
+TEST_F(RealStatisticsCache, IsReadBackAndRecomputedWhenTheDatasetChanges) {
   const std::string zip = dir.file("data.zip");
-  auto reals = write_zip(zip, "train");
-  const auto real_mean = [&](const std::shared_ptr<data::Dataset>& dataset) {
-    MetricEvaluator evaluator(*comm, detector, dataset, dataset_identity(zip, *dataset), options);
-    return evaluator.real_stats(0, false).mean();
-  };
-  const at::Tensor first = real_mean(reals);
-  ASSERT_EQ(std::distance(std::filesystem::directory_iterator(options.cache_dir), {}), 1);
+  const auto reals = write_zip(zip, "train");
+  const at::Tensor first = real_mean(reals, zip);
+  ASSERT_EQ(cache_files(), 1);
   const auto cache_file = std::filesystem::directory_iterator(options.cache_dir)->path();
   const auto written = std::filesystem::last_write_time(cache_file);
-  EXPECT_TRUE(at::equal(real_mean(reals), first));  // from the cache: the file is not rewritten
+  EXPECT_TRUE(at::equal(real_mean(reals, zip), first));  // from the cache: the file is not rewritten
   EXPECT_EQ(std::filesystem::last_write_time(cache_file), written);
 
   auto changed = write_zip(zip, "test");  // same path, same size, other images
-  const at::Tensor recomputed = real_mean(changed);
+  const at::Tensor recomputed = real_mean(changed, zip);
   EXPECT_FALSE(at::allclose(recomputed, first));
   EXPECT_NE(std::filesystem::last_write_time(cache_file), written);
-  // The recomputed statistics are the dataset's own.
-  const at::Tensor images = data::read_images(*changed, data::index_range(0, changed->size()));
-  EXPECT_TRUE(at::allclose(recomputed, detector->features(images).to(at::kDouble).mean(0), 1e-9, 1e-9));
+  EXPECT_TRUE(at::allclose(recomputed, own_mean(*changed), 1e-9, 1e-9));  // the dataset's own statistics
 }
 
 // Two splits of one Fashion-MNIST directory share the path, size, shape and files; each keeps
 // its own cached statistics all the same.
-TEST(MetricEvaluator, FashionMnistSplitsKeepTheirOwnCachedRealStatistics) {
-  test::TempDir dir;
-  auto comm = dist::local_communicator(at::kCPU);
-  std::shared_ptr<FeatureDetector> detector = load_torchscript_detector(write_scripted_detector(dir.file("d.pt")), at::kCPU);
-  EvaluationOptions options;
-  options.batch = 20;
-  options.cache_dir = dir.file("cache");
-  options.show_progress = false;
-  const auto real_mean = [&](const std::string& split) {
-    auto reals = std::make_shared<data::FashionMnistDataset>(kFashionMnist, split, false, 96);
-    MetricEvaluator evaluator(*comm, detector, reals, dataset_identity(kFashionMnist, *reals), options);
-    const at::Tensor own = detector->features(data::read_images(*reals, data::index_range(0, reals->size())));
-    return std::make_pair(evaluator.real_stats(0, false).mean(), own.to(at::kDouble).mean(0));
-  };
+TEST_F(RealStatisticsCache, KeepsFashionMnistSplitsApart) {
   for (int pass = 0; pass < 2; ++pass) {  // the second pass reads both from the cache
     for (const std::string split : {"train", "test"}) {
-      const auto [cached, own] = real_mean(split);
-      EXPECT_TRUE(at::allclose(cached, own, 1e-9, 1e-9)) << split << ", pass " << pass;
+      auto reals = std::make_shared<data::FashionMnistDataset>(kFashionMnist, split, false, 96);
+      EXPECT_TRUE(at::allclose(real_mean(reals, kFashionMnist), own_mean(*reals), 1e-9, 1e-9)) << split << ", " << pass;
     }
   }
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(options.cache_dir), {}), 2);
+  EXPECT_EQ(cache_files(), 2);
 }
 
 }  // namespace
