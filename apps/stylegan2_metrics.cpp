@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   metrics.add_to(app);
   sg2::cli::DetectorCommand detector;
   CLI::App* train_detector = app.add_subcommand("train-detector", "Train the built-in CNN feature detector");
+  train_detector->allow_extras(false);  // created after the main command's allow_extras(), whose setting it copies
   detector.add_to(*train_detector);
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
   return sg2::run_reporting_errors("stylegan2_metrics", [&] {

@@ -7,6 +7,7 @@
 #include "sg2/train/training_state.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -48,13 +49,17 @@ TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::Discrim
 
 ImportResult import_reference_networks(const std::string& state_dict_path, const std::string& config_path,
                                        const std::string& out_path) {
-  const nn::TensorMap tensors = nn::load_tensor_file(state_dict_path);
   const nlohmann::json config = read_json(config_path);
   SG2_CHECK(config.contains("G") && config.contains("D"), "'{}' needs \"G\" and \"D\" network options", config_path);
+  std::vector<std::string> unknown;
+  const nn::GeneratorOptions g = nn::generator_options_from_json(config.at("G"), &unknown);
+  const nn::DiscriminatorOptions d = nn::discriminator_options_from_json(config.at("D"), &unknown);
+  // A dropped option such as conv_clamp changes no tensor shape: the import would render otherwise.
+  SG2_CHECK(unknown.empty(), "'{}': unknown network option(s) {} (the G.* and D.* keys of stylegan2_train, as "
+            "scripts/export_pkl.py writes them)", config_path, fmt::join(unknown, ", "));
+  const nn::TensorMap tensors = nn::load_tensor_file(state_dict_path);
   SG2_CHECK(has_prefix(tensors, "G.") || has_prefix(tensors, "G_ema."),
             "'{}' holds no G.<name> or G_ema.<name> tensors (a state dict saved as {{'G.' + k: v}})", state_dict_path);
-  const nn::GeneratorOptions g = nn::generator_options_from_json(config.at("G"));
-  const nn::DiscriminatorOptions d = nn::discriminator_options_from_json(config.at("D"));
   ImportResult result;
   auto G = std::make_shared<nn::Generator>(g), G_ema = std::make_shared<nn::Generator>(g);
   auto D = std::make_shared<nn::Discriminator>(d);

@@ -66,6 +66,10 @@ int64_t decode_integer(const YAML::Node& node, const std::string& where) {
   return decode_scalar<int64_t>(node, where, "an integer");
 }
 
+int decode_int32(const YAML::Node& node, const std::string& where) {
+  return decode_scalar<int>(node, where, "an integer from -2147483648 to 2147483647");
+}
+
 IntOrAuto decode_integer_or_auto(const YAML::Node& node, const std::string& where) {
   if (node.IsScalar() && node.Scalar() == "auto") return {0, true};
   return {decode_scalar<int64_t>(node, where, "an integer or auto"), false};

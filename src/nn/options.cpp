@@ -184,11 +184,11 @@ config::Schema<GeneratorOptions> make_generator_schema() {
   SG2_OPTION(img_channels, "Output channels");
   SG2_OPTION(mapping_layers, "Number of mapping network layers");
   SG2_OPTION(mapping_lr_multiplier, "Learning rate multiplier of the mapping network");
-  SG2_OPTION(w_avg_beta, "Decay of the tracked average of W, for truncation (none: not tracked)").none_is(-1.0);
+  SG2_OPTION(w_avg_beta, "Decay of the tracked average of W, for truncation (null: not tracked)").none_is(-1.0);
   SG2_OPTION(channel_base, "Generator channels at resolution r: min(channel_base / r, channel_max)");
   SG2_OPTION(channel_max, "Maximum generator channels in any layer");
   SG2_OPTION(architecture, "Synthesis network architecture").one_of({"orig", "skip", "resnet"});
-  SG2_OPTION(conv_clamp, "Clamp generator activations to +-X (< 0 or none: off)").none_is(-1.0);
+  SG2_OPTION(conv_clamp, "Clamp generator activations to +-X (< 0 or null: off)").none_is(-1.0);
   SG2_OPTION(use_noise, "Per-pixel noise inputs in the synthesis layers");
   SG2_OPTION(resample_filter, "FIR taps of the up- and downsampling filters");
   return s;
@@ -203,14 +203,14 @@ config::Schema<DiscriminatorOptions> make_discriminator_schema() {
   SG2_OPTION(architecture, "Discriminator architecture").one_of({"orig", "skip", "resnet"});
   SG2_OPTION(channel_base, "Discriminator channels at resolution r: min(channel_base / r, channel_max)");
   SG2_OPTION(channel_max, "Maximum discriminator channels in any layer");
-  SG2_OPTION(mbstd_group_size, "Minibatch standard deviation group size (0 or none: the whole per-round batch)")
+  SG2_OPTION(mbstd_group_size, "Minibatch standard deviation group size (0 or null: the whole per-round batch)")
       .none_is(0);
   SG2_OPTION(mbstd_num_channels, "Minibatch standard deviation features (0: off)");
-  SG2_OPTION(cmap_dim, "Dimensionality of the label embedding of a conditional D (none: the channels at 4x4)")
+  SG2_OPTION(cmap_dim, "Dimensionality of the label embedding of a conditional D (null: the channels at 4x4)")
       .none_is(-1);
   SG2_OPTION(mapping_layers, "Layers of the label mapping of a conditional discriminator");
   SG2_OPTION(mapping_lr_multiplier, "Learning rate multiplier of the label mapping");
-  SG2_OPTION(conv_clamp, "Clamp discriminator activations to +-X (< 0 or none: off)").none_is(-1.0);
+  SG2_OPTION(conv_clamp, "Clamp discriminator activations to +-X (< 0 or null: off)").none_is(-1.0);
   SG2_OPTION(resample_filter, "FIR taps of the downsampling filters");
   return s;
 }

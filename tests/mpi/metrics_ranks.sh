@@ -19,6 +19,11 @@ fmnist=/usr/share/datasets/fashion-mnist
 
 "$bin/stylegan2_metrics" train-detector --data "$fmnist" --out "$work/detector.pt" --epochs 1 --max-images 3000 \
     > "$work/detector.log" 2>&1 || { cat "$work/detector.log"; fail "train-detector"; }
+# A misspelled option of the subcommand is a command-line error, not a default silently kept.
+if "$bin/stylegan2_metrics" train-detector --data "$fmnist" --out "$work/typo.pt" --epoch 5 > "$work/typo.log" 2>&1; then
+  fail "train-detector accepted --epoch"
+fi
+grep -q -- "--epoch" "$work/typo.log" || { cat "$work/typo.log"; fail "the error does not name --epoch"; }
 
 metrics=(fid320_full kid320_full pr3203_full)  # pr3203: 320 fakes, neighbourhood 3
 metric_options=(--metrics "$(IFS=,; echo "${metrics[*]}")" --detector "$work/detector.pt" --metric.batch 50

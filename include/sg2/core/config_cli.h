@@ -24,7 +24,8 @@ struct CliValues {
   std::vector<Binding> bindings;            // in the order they were added
 };
 
-// "5" -> scalar, "[a, b]" -> list; anything YAML would read as a map stays a plain string.
+// "5" -> scalar, "[a, b]" -> list, "null" or "~" -> null (a field's none value), '"a"' -> a;
+// anything else (a map, "exp #3", which YAML would cut at the comment) stays the text as given.
 YAML::Node parse_cli_value(const std::string& text);
 
 // Option group shown in --help for a dotted key: "G.z_dim" -> "Config G.*".

@@ -35,6 +35,7 @@ struct IntOrAuto {
 
 // Conversions between YAML nodes and field types; `where` names the key and its source in errors.
 int64_t decode_integer(const YAML::Node& node, const std::string& where);
+int decode_int32(const YAML::Node& node, const std::string& where);  // out of int's range: an error
 IntOrAuto decode_integer_or_auto(const YAML::Node& node, const std::string& where);
 double decode_number(const YAML::Node& node, const std::string& where);
 bool decode_bool(const YAML::Node& node, const std::string& where);
@@ -57,7 +58,7 @@ struct Codec;
 template <>
 struct Codec<int> {
   static constexpr const char* type_name = "INT";
-  static int decode(const YAML::Node& n, const std::string& w) { return static_cast<int>(decode_integer(n, w)); }
+  static int decode(const YAML::Node& n, const std::string& w) { return decode_int32(n, w); }
 };
 template <>
 struct Codec<int64_t> {

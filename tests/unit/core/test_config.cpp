@@ -17,6 +17,9 @@ struct Sample {
   double rate = 0.002;
   bool flag = false;
   std::vector<std::string> items{"a"};
+  std::string desc;
+  double clamp = 128;  // null: -1
+  int ticks = 4;
 };
 
 const Sample kDefaults;
@@ -29,6 +32,9 @@ const Schema<Sample>& schema() {
     out.add("rate", [](Sample& c) -> auto& { return c.rate; }, "Rate");
     out.add("flag", [](Sample& c) -> auto& { return c.flag; }, "Flag");
     out.add("items", [](Sample& c) -> auto& { return c.items; }, "Items");
+    out.add("desc", [](Sample& c) -> auto& { return c.desc; }, "Description");
+    out.add("clamp", [](Sample& c) -> auto& { return c.clamp; }, "Clamp").none_is(-1.0);
+    out.add("ticks", [](Sample& c) -> auto& { return c.ticks; }, "Ticks");
     return out;
   }();
   return s;
@@ -130,6 +136,44 @@ TEST(ConfigCli, BadFlagValueNamesTheFlag) {
   Sample c;
   const std::string message = test::error_message([&] { apply_cli(schema(), c, values); });
   EXPECT_NE(message.find("command line --rate"), std::string::npos) << message;
+}
+
+// A Sample with `args` applied as command-line flags.
+Sample from_flags(std::vector<std::string> args) {
+  CLI::App app;
+  CliValues values;
+  add_cli_options(schema(), app, values, kDefaults);
+  args.insert(args.begin(), "prog");
+  std::vector<const char*> argv;
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  app.parse(int(argv.size()), argv.data());
+  Sample c;
+  apply_cli(schema(), c, values);
+  return c;
+}
+
+TEST(ConfigCli, TextIsKeptAsTypedAndNullGivesTheNoneValue) {
+  EXPECT_EQ(from_flags({"--desc", "exp #3"}).desc, "exp #3");  // not cut at a YAML comment
+  EXPECT_EQ(from_flags({"--desc", "&a |"}).desc, "&a |");      // nor read as an anchor and a block
+  EXPECT_EQ(from_flags({"--desc", "\"quoted #\""}).desc, "quoted #");
+  EXPECT_EQ(from_flags({"--desc", ""}).desc, "");
+  EXPECT_EQ(from_flags({"--items", "[u, v]"}).items, (std::vector<std::string>{"u", "v"}));
+  EXPECT_DOUBLE_EQ(from_flags({"--clamp", "256"}).clamp, 256);
+  EXPECT_DOUBLE_EQ(from_flags({"--clamp", "null"}).clamp, -1);
+  EXPECT_DOUBLE_EQ(from_flags({"--clamp", "~"}).clamp, -1);
+  EXPECT_EQ(from_flags({"--ticks", " 7 "}).ticks, 7);
+}
+
+TEST(ConfigSchema, IntFieldsRefuseValuesOutsideTheirRange) {
+  const std::string flag = test::error_message([] { from_flags({"--ticks", "4294967297"}); });
+  EXPECT_NE(flag.find("--ticks): expected an integer from -2147483648 to 2147483647, got '4294967297'"),
+            std::string::npos)
+      << flag;
+  Sample c;
+  EXPECT_NE(test::error_message([&] { schema().read_yaml(c, YAML::Load("ticks: 2147483648"), "f"); }).find("'ticks'"),
+            std::string::npos);
+  schema().read_yaml(c, YAML::Load("ticks: -2147483648"), "f");
+  EXPECT_EQ(c.ticks, -2147483647 - 1);
 }
 
 TEST(ConfigCli, AliasesAndUnknownFlags) {

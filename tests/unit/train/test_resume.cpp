@@ -1,5 +1,6 @@
 // Snapshots continue a run exactly: the same losses and weights as an uninterrupted run.
 #include "sg2/cli/command_line.h"
+#include "sg2/cli/import.h"
 #include "sg2/train/snapshot.h"
 #include "sg2/train/trainer.h"
 #include "test_support.h"
@@ -130,6 +131,19 @@ TEST(GradientBuckets, FollowTheOrderBackwardProducesGradientsInOnGsParameters) {
   EXPECT_EQ(names, nn::named_parameters(trainer->G()).size());
   // Training continues on the rebuilt buckets.
   EXPECT_NO_THROW(trainer->step());
+}
+
+// An option the networks do not know (a typo, a nested reference kwarg) changes no tensor shape, so
+// only its name can stop an import that would render otherwise.
+TEST(Import, UnknownNetworkOptionsAreRefusedByName) {
+  test::TempDir dir;
+  std::ofstream(dir.file("net.json")) << R"({"G": {"img_resolution": 8, "convclamp": 256},
+                                          "D": {"img_resolution": 8, "epilogue_kwargs": {"mbstd_group_size": 2}}})";
+  const std::string message = test::error_message(
+      [&] { import_reference_networks(dir.file("state.pt"), dir.file("net.json"), dir.file("out.pt")); });
+  EXPECT_NE(message.find("net.json': unknown network option(s) G.convclamp, D.epilogue_kwargs"), std::string::npos)
+      << message;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out.pt")));
 }
 
 TEST(Resume, AGeneratorStateOfAnotherDeviceTypeStartsAFreshStream) {
