@@ -57,6 +57,12 @@ void EventWriter::add_png(const std::string& tag, const std::vector<uint8_t>& pn
   write_event(event.SerializeAsString());
 }
 
+void EventWriter::add_session_start(int64_t step) {
+  tensorboard::Event event = event_at(step);
+  event.mutable_session_log()->set_status(tensorboard::SessionLog::START);
+  write_event(event.SerializeAsString());
+}
+
 void EventWriter::flush() {
   out_.flush();
   SG2_CHECK(out_.good(), "cannot flush the event file '{}'", path_);

@@ -1,8 +1,12 @@
 #include "sg2/train/run_dir.h"
 
 #include "sg2/core/error.h"
+#include "sg2/data/atomic_file.h"
+
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 namespace sg2::train {
@@ -52,6 +56,23 @@ std::string latest_snapshot_in(const std::string& run_dir) {
     }
   }
   return best;
+}
+
+int trim_stats_after(const std::string& stats_path, int64_t cur_nimg) {
+  std::ifstream in(stats_path);
+  std::string kept;
+  int dropped = 0;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json tick = nlohmann::json::parse(line, nullptr, false);
+    const bool whole = !tick.is_discarded() && tick.contains("Progress/kimg");
+    if (whole && tick["Progress/kimg"].value("mean", 0.0) * 1000 <= double(cur_nimg) + 0.5) {
+      kept += line + "\n";
+    } else {
+      ++dropped;
+    }
+  }
+  if (dropped > 0) data::write_file_atomically(stats_path, kept.data(), kept.size());
+  return dropped;
 }
 
 std::string resolve_resume(const std::string& spec, const std::string& outdir) {

@@ -37,12 +37,21 @@ TrainingLoop::TrainingLoop(Trainer& trainer, std::string run_dir, bool resumed)
   if (is_rank0()) {
     grid_ = setup_sample_grid(trainer_.dataset(), c.run.grid_w, c.run.grid_h, c.G.z_dim,
                               static_cast<uint64_t>(c.train.seed), trainer_.device());
+    if (resumed_) forget_ticks_past_the_snapshot();
     stats_jsonl_.open(run_dir_ + "/stats.jsonl", std::ios::app);
     SG2_CHECK(stats_jsonl_.good(), "cannot open '{}/stats.jsonl'", run_dir_);
     events_ = std::make_unique<EventWriter>(run_dir_);
+    if (resumed_) events_->add_session_start(trainer_.progress().cur_nimg + 1);
   }
   if (!c.metrics.empty())
     metrics_ = std::make_unique<TrainingMetrics>(c, trainer_.shared_dataset(), trainer_.comm(), trainer_.device());
+}
+
+// A run killed after its last snapshot logged ticks that the resumed run repeats: stats.jsonl loses
+// them here, TensorBoard at the session start that the event file records (steps past the snapshot).
+void TrainingLoop::forget_ticks_past_the_snapshot() {
+  const int dropped = trim_stats_after(run_dir_ + "/stats.jsonl", trainer_.progress().cur_nimg);
+  if (dropped > 0) spdlog::info("Dropped {} line(s) of stats.jsonl written past the snapshot", dropped);
 }
 
 void TrainingLoop::write_initial_images() {

@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """Independent reader of the TensorBoard event files a run wrote: TFRecord framing and CRC32C checked
 here in Python, Event messages parsed with Debian's protobuf package from Python code that protoc
-generates from src/train/event.proto. Checks the version record, the expected scalar tags, that the
-scalars equal stats.jsonl and metric-*.jsonl, and that images are PNGs of the stated size.
+generates from src/train/event.proto. Checks the version record of every file, the expected scalar
+tags, that the scalars equal stats.jsonl and metric-*.jsonl, and that images are PNGs of the stated
+size. The files of a resumed run are read as TensorBoard reads them: in name order, a session START
+at step S dropping the values of steps >= S read before it.
 
-  check_events.py RUN_DIR PROTO_FILE
+  check_events.py RUN_DIR PROTO_FILE [--no-images]
 """
 import glob
 import importlib
@@ -58,16 +60,23 @@ def main():
         subprocess.run(["protoc", f"--python_out={out}", f"-I{os.path.dirname(proto)}", proto], check=True)
         sys.path.insert(0, out)
         event_pb2 = importlib.import_module(os.path.basename(proto)[:-len(".proto")] + "_pb2")
-        files = glob.glob(os.path.join(run_dir, "events.out.tfevents.*"))
-        assert len(files) == 1, f"expected one event file in {run_dir}, found {files}"
-        events = []
-        for payload in records(files[0]):
-            event = event_pb2.Event()
-            event.ParseFromString(payload)
-            events.append(event)
-    assert events[0].file_version == "brain.Event:2", "the first event must carry the file version"
+        files = sorted(glob.glob(os.path.join(run_dir, "events.out.tfevents.*")))
+        assert files, f"no event file in {run_dir}"
+        events, starts = [], 0
+        for path in files:
+            for index, payload in enumerate(records(path)):
+                event = event_pb2.Event()
+                event.ParseFromString(payload)
+                if index == 0:
+                    assert event.file_version == "brain.Event:2", f"{path}: the first event must carry the file version"
+                elif event.HasField("session_log") and event.session_log.status == event_pb2.SessionLog.START:
+                    events = [e for e in events if e.step < event.step]
+                    starts += 1
+                else:
+                    events.append(event)
+    assert starts == len(files) - 1, f"{len(files)} event files but {starts} session starts"
     scalars, images = {}, {}
-    for event in events[1:]:
+    for event in events:
         for value in event.summary.value:
             if value.HasField("image"):
                 images.setdefault(value.tag, []).append((event.step, value.image))
@@ -96,8 +105,9 @@ def main():
         assert png[:8] == b"\x89PNG\r\n\x1a\n", "image is not a PNG"
         width, height = struct.unpack(">II", png[16:24])
         assert (width, height) == (image.width, image.height), f"PNG {width}x{height} vs {image.width}x{image.height}"
-    assert images.get("fakes"), "no fakes image"
-    print(f"check_events: {len(events)} events, {len(scalars)} scalar tags, {len(images['fakes'])} images: ok")
+    assert images.get("fakes") or "--no-images" in sys.argv[3:], "no fakes image"
+    print(f"check_events: {len(files)} file(s), {len(events)} events, {len(scalars)} scalar tags, "
+          f"{len(images.get('fakes', []))} images: ok")
 
 
 if __name__ == "__main__":

@@ -194,6 +194,12 @@ failure() {
     { cat "$work/resume.log"; fail "resume after the kill"; }
   grep -q "Resumed from $last" "$work/resume.log" || fail "did not resume from $last"
   grep -q "World: 1 processes" "$work/resume.log" || fail "resume did not run on one process"
+  # The ticks the killed job logged past its snapshot are gone from stats.jsonl and, read as
+  # TensorBoard reads the two event files, from the events: both show each step once.
+  python3 -c 'import json, sys; k = [json.loads(l)["Progress/kimg"]["mean"] for l in open(sys.argv[1])]
+sys.exit(any(b <= a for a, b in zip(k, k[1:])))' "$run_dir/stats.jsonl" || fail "stats.jsonl repeats ticks"
+  /usr/bin/python3 "$src/tests/e2e/check_events.py" "$run_dir" "$src/src/train/event.proto" --no-images ||
+    fail "the resumed run's events"
 }
 
 for section in $sections; do

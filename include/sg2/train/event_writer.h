@@ -18,6 +18,8 @@ class EventWriter {
   // png: an encoded PNG of height x width with `channels` (1 or 3) channels.
   void add_png(const std::string& tag, const std::vector<uint8_t>& png, int64_t height, int64_t width,
                int64_t channels, int64_t step);
+  // A resumed run's start: TensorBoard drops the values of steps >= `step` that earlier files hold.
+  void add_session_start(int64_t step);
   void flush();
   const std::string& path() const { return path_; }
 

@@ -15,6 +15,10 @@ std::string snapshot_name(int64_t cur_nimg);
 // The snapshot with the most images in `run_dir`; empty if there is none.
 std::string latest_snapshot_in(const std::string& run_dir);
 
+// Drops the lines of a run's stats.jsonl past `cur_nimg` (written after the snapshot a resumed run
+// continues from, before a crash) and a line a crash cut short; returns how many it dropped.
+int trim_stats_after(const std::string& stats_path, int64_t cur_nimg);
+
 // --resume argument -> snapshot file: a snapshot file, a run directory (its latest snapshot), or
 // "latest" (the latest snapshot of the newest run directory under outdir that has one). A file's
 // path comes back absolute: its directory is the run directory the training continues in.

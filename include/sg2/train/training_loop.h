@@ -39,6 +39,7 @@ class TrainingLoop {
   int stop_signal() const { return stop_signal_; }
 
  private:
+  void forget_ticks_past_the_snapshot();
   void write_initial_images();
   void end_tick(bool done, bool stopping);
   void report_tick(double tick_end);

@@ -63,6 +63,12 @@ TEST(TrainingLoop, WritesGridsStatsAndSnapshots) {
   EXPECT_EQ(bare, latest_snapshot_in(run_dir));
   EXPECT_EQ(fs::path(bare).parent_path(), fs::path(run_dir));
 
+  // A resumed run forgets the ticks past its snapshot, and a line a crash cut short.
+  std::ofstream(run_dir + "/stats.jsonl", std::ios::app) << R"({"Loss/G/loss": {"mean")";
+  EXPECT_EQ(trim_stats_after(run_dir + "/stats.jsonl", 24), 3);  // ticks at 40 and 48 images, the cut line
+  EXPECT_EQ(count_lines(run_dir + "/stats.jsonl"), 2);
+  EXPECT_EQ(trim_stats_after(run_dir + "/stats.jsonl", 24), 0);
+
   GenerateOptions g;
   g.network = latest_snapshot_in(run_dir);
   g.seeds = {0, 1, 2};
