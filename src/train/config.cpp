@@ -188,7 +188,9 @@ void validate(const TrainConfig& c, int world_size) {
   SG2_CHECK(std::isfinite(c.optim.eps) && c.optim.eps > 0, "optim.eps = {}: must be > 0", c.optim.eps);
   SG2_CHECK(c.train.ema_rampup >= 0, "train.ema_rampup = {}: must be >= 0 (0: off)", c.train.ema_rampup);
   SG2_CHECK(c.dist.bucket_mb > 0, "dist.bucket_mb = {}: must be > 0", c.dist.bucket_mb);
-  SG2_CHECK(c.dist.timeout_seconds > 0, "dist.timeout = {}: must be > 0 seconds", c.dist.timeout_seconds);
+  // At most 10^6 s (11.6 days): in milliseconds it still fits poll()'s int.
+  SG2_CHECK(c.dist.timeout_seconds > 0 && c.dist.timeout_seconds <= 1e6,
+            "dist.timeout = {}: must be > 0 and at most 1000000 seconds", c.dist.timeout_seconds);
   for (const std::string& name : c.metrics) {
     SG2_CHECK(!metric_detector(c, name).empty(),
               "metric {} needs metric.detector: NVIDIA's inception-2015-12-05.pt or a file from "

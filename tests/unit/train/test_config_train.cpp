@@ -53,6 +53,7 @@ TEST(TrainConfig, OutOfRangeValuesNameTheirKey) {
       {[](TrainConfig& c) { c.run.grid_w = 100000; }, "run.grid_w = 100000"},
       {[](TrainConfig& c) { c.optim.eps = 0; }, "optim.eps = 0: must be > 0"},
       {[](TrainConfig& c) { c.optim.G_lr = std::numeric_limits<double>::infinity(); }, "optim.G_lr = inf"},
+      {[](TrainConfig& c) { c.dist.timeout_seconds = 3e6; }, "dist.timeout = 3000000: must be > 0 and at most"},
   };
   for (const Case& test_case : cases) {
     TrainConfig c;
