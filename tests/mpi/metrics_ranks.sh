@@ -20,7 +20,8 @@ fmnist=/usr/share/datasets/fashion-mnist
 "$bin/stylegan2_metrics" train-detector --data "$fmnist" --out "$work/detector.pt" --epochs 1 --max-images 3000 \
     > "$work/detector.log" 2>&1 || { cat "$work/detector.log"; fail "train-detector"; }
 # A misspelled option of the subcommand is a command-line error, not a default silently kept.
-if "$bin/stylegan2_metrics" train-detector --data "$fmnist" --out "$work/typo.pt" --epoch 5 > "$work/typo.log" 2>&1; then
+if "$bin/stylegan2_metrics" train-detector --data "$fmnist" --out "$work/typo.pt" --epoch 5 \
+    > "$work/typo.log" 2>&1; then
   fail "train-detector accepted --epoch"
 fi
 grep -q -- "--epoch" "$work/typo.log" || { cat "$work/typo.log"; fail "the error does not name --epoch"; }

@@ -36,7 +36,8 @@ inline std::string error_message(const std::function<void()>& body) {
 
 // Writes `bytes` as the whole file at `path` (damaged or hand-made inputs).
 inline void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 // A fresh directory under the system temp dir, removed when the object goes away.
