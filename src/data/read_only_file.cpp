@@ -23,16 +23,32 @@ ReadOnlyFile::~ReadOnlyFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void ReadOnlyFile::read_at(void* out, uint64_t count, uint64_t offset, const char* what, int64_t index) const {
-  auto name = [&] { return index >= 0 ? fmt::format("{} {}", what, index) : std::string(what); };
+namespace {
+std::string name_of(const char* what, int64_t index) {
+  return index >= 0 ? fmt::format("{} {}", what, index) : std::string(what);
+}
+}  // namespace
+
+void ReadOnlyFile::check_range(uint64_t count, uint64_t offset, const char* what, int64_t index) const {
   SG2_CHECK(offset <= size_ && count <= size_ - offset,
-            "'{}': {} at byte offset {} ({} bytes) lies beyond the end of the file ({} bytes)", path_, name(), offset,
-            count, size_);
+            "'{}': {} at byte offset {} ({} bytes) lies beyond the end of the file ({} bytes)", path_,
+            name_of(what, index), offset, count, size_);
+}
+
+std::vector<uint8_t> ReadOnlyFile::read_bytes(uint64_t count, uint64_t offset, const char* what) const {
+  check_range(count, offset, what, -1);
+  std::vector<uint8_t> bytes(count);
+  read_at(bytes.data(), count, offset, what);
+  return bytes;
+}
+
+void ReadOnlyFile::read_at(void* out, uint64_t count, uint64_t offset, const char* what, int64_t index) const {
+  check_range(count, offset, what, index);
   auto* p = static_cast<uint8_t*>(out);
   while (count > 0) {
     const ssize_t got = ::pread(fd_, p, count, static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
-    SG2_CHECK(got > 0, "'{}': reading {} at byte offset {} failed: {}", path_, name(), offset,
+    SG2_CHECK(got > 0, "'{}': reading {} at byte offset {} failed: {}", path_, name_of(what, index), offset,
               got < 0 ? std::strerror(errno) : "end of file");
     p += got;
     offset += static_cast<uint64_t>(got);

@@ -78,8 +78,7 @@ struct DirectoryLocation {
 DirectoryLocation locate_central_directory(const ReadOnlyFile& file) {
   // The end record sits in the last 22 + 65535 (comment) bytes.
   const uint64_t tail_size = std::min<uint64_t>(file.size(), kEndBytes + 0xffff);
-  std::vector<uint8_t> tail(tail_size);
-  file.read_at(tail.data(), tail_size, file.size() - tail_size, "the end of the archive");
+  const std::vector<uint8_t> tail = file.read_bytes(tail_size, file.size() - tail_size, "the end of the archive");
   const std::string what = fmt::format("'{}'", file.path());
   const FieldReader tail_fields(tail.data(), tail_size, what);
   int64_t end_at = -1;
@@ -126,8 +125,7 @@ void ZipReader::read_central_directory() {
                 count <= directory_size / kCentralHeaderBytes,
             "'{}': the central directory ({} entries, {} bytes at {}) does not fit the file of {} bytes", path(), count,
             directory_size, directory_offset, file_.size());
-  std::vector<uint8_t> directory(directory_size);
-  file_.read_at(directory.data(), directory_size, directory_offset, "the central directory");
+  const std::vector<uint8_t> directory = file_.read_bytes(directory_size, directory_offset, "the central directory");
   const FieldReader fields(directory.data(), directory_size, fmt::format("'{}' central directory", path()));
   uint64_t at = 0;
   for (uint64_t i = 0; i < count; ++i) {
@@ -164,15 +162,11 @@ std::vector<uint8_t> ZipReader::read(const ZipEntry& entry) const {
   const uint64_t data_offset = entry.header_offset + kLocalHeaderBytes + fields.get(26, 2) + fields.get(28, 2);
   SG2_CHECK(entry.method == 0 || entry.method == 8, "{}: compression method {} is not supported (stored or deflate)",
             what, entry.method);
-  // Checked before allocating: zlib takes 32-bit lengths, and the stored bytes lie within the file.
-  SG2_CHECK(entry.size < kOverflow32 && entry.compressed_size < kOverflow32 &&
+  SG2_CHECK(entry.size < kOverflow32 && entry.compressed_size < kOverflow32 &&  // zlib takes 32-bit lengths
                 (entry.method == 8 || entry.compressed_size == entry.size),
             "{}: implausible sizes ({} compressed, {} uncompressed)", what, entry.compressed_size, entry.size);
-  SG2_CHECK(data_offset <= file_.size() && entry.compressed_size <= file_.size() - data_offset,
-            "{}: {} stored bytes at byte {} run past the end of the file ({} bytes)", what, entry.compressed_size,
-            data_offset, file_.size());
-  std::vector<uint8_t> stored(entry.compressed_size);
-  file_.read_at(stored.data(), stored.size(), data_offset, ("the data of " + entry.name).c_str());
+  const std::string data_name = "the data of " + entry.name;
+  std::vector<uint8_t> stored = file_.read_bytes(entry.compressed_size, data_offset, data_name.c_str());
   std::vector<uint8_t> data;
   if (entry.method == 0) {
     data = std::move(stored);

@@ -102,9 +102,8 @@ std::unique_ptr<Communicator> connect_world(Launcher launcher, World world, Comm
 
 }  // namespace
 
-std::unique_ptr<Session> Session::start(const CommunicatorOptions& requested) {
+std::unique_ptr<Session> Session::start(const CommunicatorOptions& options) {
   std::unique_ptr<Session> session(new Session());
-  CommunicatorOptions options = requested;
   const Launcher launcher = detect_launcher();
   World world;
   if (launcher == Launcher::Mpi) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace sg2::data {
 
@@ -20,8 +21,13 @@ class ReadOnlyFile {
 
   // Reads exactly `count` bytes at `offset`; `what` (with `index` when >= 0) names them in errors.
   void read_at(void* out, uint64_t count, uint64_t offset, const char* what, int64_t index = -1) const;
+  // The same into a new buffer, allocated only once the bytes are known to lie within the file (a
+  // size read from a damaged file cannot make it allocate more than the file holds).
+  std::vector<uint8_t> read_bytes(uint64_t count, uint64_t offset, const char* what) const;
 
  private:
+  void check_range(uint64_t count, uint64_t offset, const char* what, int64_t index) const;
+
   std::string path_;
   int fd_ = -1;
   uint64_t size_ = 0;
