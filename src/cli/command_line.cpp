@@ -165,13 +165,14 @@ int TrainCommand::print_dry_run(const TrainConfig& config, dist::Session& sessio
   const dist::World& world = session.world();
   validate(config, world.size);
   if (!world.is_root()) return 0;
+  const std::string mbstd_warning = mbstd_group_warning(config, world.size);
   std::cout << train_schema().to_yaml_string(config)
             << fmt::format("# world: {} processes ({} per node), launcher {}, backend {}, device of rank 0 {}\n",
                            world.size, world.local_size, dist::to_string(dist::detect_launcher()),
                            session.comm().backend(), session.comm().device().str())
             << fmt::format("# per step: {} images = {} processes x {} rounds x {} images\n", config.train.batch,
                            world.size, rounds_per_step(config, world.size), batch_per_round(config, world.size))
-            << "# versions: " << library_versions().dump() << ", source " << source_commit() << "\n";
+            << (mbstd_warning.empty() ? "" : "# warning: " + mbstd_warning + "\n") << "# versions: " << library_versions().dump() << ", source " << source_commit() << "\n";
   return 0;
 }
 
@@ -210,6 +211,8 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
   spdlog::info("World: {} processes, backend {}, rng {}, {} rounds of {} images per process and step",
                world.size, session.comm().backend(), config.dist.rng, rounds_per_step(config, world.size),
                batch_per_round(config, world.size));
+  const std::string mbstd_warning = mbstd_group_warning(config, world.size);
+  if (world.is_root() && !mbstd_warning.empty()) spdlog::warn(mbstd_warning);
   spdlog::info("Dataset: {} ({} images, {}x{}x{}, {} labels), device {}", dataset->name(), dataset->size(),
                dataset->shape().channels, dataset->resolution(), dataset->resolution(), dataset->label_dim(),
                device.str());

@@ -3,6 +3,9 @@
 #include "sg2/core/error.h"
 #include "example.pb.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <cstring>
 #include <limits>
 
@@ -68,9 +71,15 @@ std::string encode_image_example(const uint8_t* pixels, int64_t channels, int64_
   shape->add_value(height);
   shape->add_value(width);
   features["data"].mutable_bytes_list()->add_value(pixels, static_cast<size_t>(channels * height * width));
+  // Deterministic: the feature map in key order, so that the same image is always the same bytes.
   std::string out;
-  SG2_CHECK(example.SerializeToString(&out), "serialising an Example of shape [{}, {}, {}] failed", channels, height,
-            width);
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    SG2_CHECK(example.SerializeToCodedStream(&coded), "serialising an Example of shape [{}, {}, {}] failed", channels,
+              height, width);
+  }
   return out;
 }
 

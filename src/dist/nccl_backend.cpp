@@ -73,6 +73,27 @@ class CudaEvent {
   cudaEvent_t event_ = nullptr;
 };
 
+// Makes a device the calling thread's current one for a scope. Events belong to the device current
+// at their creation and can only be recorded on that device's streams; a thread that calls a
+// collective may have another device current (its own default, 0).
+class CurrentDeviceScope {
+ public:
+  explicit CurrentDeviceScope(int index) {
+    SG2_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != index) SG2_CUDA_CHECK(cudaSetDevice(index));
+    changed_ = previous_ != index;
+  }
+  ~CurrentDeviceScope() {
+    if (changed_) cudaSetDevice(previous_);
+  }
+  CurrentDeviceScope(const CurrentDeviceScope&) = delete;
+  CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool changed_ = false;
+};
+
 // Makes the waiting thread's current stream wait for the collective (a gradient hook enqueues it from
 // autograd's device thread; the trainer waits from its own). It holds the tensors until it is
 // destroyed, which may be before NCCL is done with them: that is safe once wait() has run, because
@@ -242,6 +263,7 @@ class NcclCommunicator final : public Communicator {
   // launch returns (or throws) the collective counts as running.
   template <class Launch>
   std::shared_ptr<Work> enqueue(const char* op, std::vector<at::Tensor> tensors, Launch launch) {
+    const CurrentDeviceScope on_device(device_.index());
     auto done = std::make_shared<CudaEvent>();
     auto launched = std::make_shared<std::atomic<bool>>(false);
     watchdog_->watch(fmt::format("NCCL {} #{} ({} tensor(s))", op, ++collectives_, tensors.size()),

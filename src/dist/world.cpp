@@ -21,6 +21,20 @@ int env_int(const char* name, int min_value, int max_value) {
   return static_cast<int>(value);
 }
 
+// srun without an MPI plugin (--mpi=none, or MpiDefault=none in slurm.conf) starts its tasks with no
+// process manager that MPI could find: each would train alone as rank 0 of 1, all into one run
+// directory. srun states the step's task count in SLURM_STEP_NUM_TASKS (not set in a batch script).
+void check_not_a_bare_srun_step() {
+  const char* tasks = env("SLURM_STEP_NUM_TASKS");
+  if (tasks == nullptr || std::string(tasks) == "1") return;
+  const char* task = env("SLURM_PROCID");
+  SG2_FAIL("srun started this process as task {} of {} (SLURM_PROCID, SLURM_STEP_NUM_TASKS) without an MPI plugin: "
+           "none of OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK or RANK + WORLD_SIZE is set, so every task would "
+           "train alone as rank 0 of 1. Launch with srun --mpi=pmix (srun --mpi=list shows the plugins), with "
+           "mpirun inside the allocation, or with scripts/slurm/train.sbatch",
+           task ? task : "?", tasks);
+}
+
 }  // namespace
 
 std::string to_string(Launcher launcher) {
@@ -44,7 +58,9 @@ Launcher detect_launcher() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
     if (env(name) != nullptr) return Launcher::Mpi;
   }
-  return rank_variables ? Launcher::Env : Launcher::Single;
+  if (rank_variables) return Launcher::Env;
+  check_not_a_bare_srun_step();
+  return Launcher::Single;
 }
 
 int local_rank_before_mpi_init() {

@@ -138,6 +138,17 @@ int64_t rounds_per_step(const TrainConfig& c, int world_size) {
   return c.train.batch / (batch_per_round(c, world_size) * world_size);
 }
 
+std::string mbstd_group_warning(const TrainConfig& c, int world_size) {
+  const int64_t group = c.D.mbstd_group_size, per_round = batch_per_round(c, world_size);
+  if (group <= 0 || per_round >= group) return "";
+  return fmt::format(
+      "D.mbstd_group_size = {} but a round holds {} images per process (train.batch {} over {} processes): "
+      "minibatch-std groups of {}, as the reference's min(group, batch){}, so D sees another statistic than "
+      "with {} images per round; groups of {} take train.batch_gpu {} or more (so train.batch {} or more)",
+      group, per_round, c.train.batch, world_size, per_round,
+      per_round == 1 ? " (groups of 1: the feature is a constant)" : "", group, group, group, group * world_size);
+}
+
 void validate(const TrainConfig& c, int world_size) {
   const int64_t batch = c.train.batch;
   SG2_CHECK(batch >= 1, "train.batch = {}: must be >= 1", batch);

@@ -12,11 +12,11 @@
 # through), checks that the time-limit warning (SIGUSR1 to the batch shell) reaches the ranks as one
 # SIGTERM and no SIGKILL (exit 143), and that errors end the job non-zero; scaling_bench.sbatch runs
 # it on 1 and 2 ranks plus the comm run.
-# Opt-in:
+# Options:
 #   SG2_SLURM_TRAIN=0  skips run_training_job: stylegan2_train from BIN_DIR through train.sbatch on 2 ranks
 #                      (fashion32, 0.064 kimg): exit 0 and a network-snapshot-*.pt; then a run under
 #                      mpirun stopped by the time-limit warning (exit 143, snapshot) and resumed
-#                      under srun with --resume latest (~10 s in all).
+#                      under srun with --resume latest; srun --mpi=none refused (~15 s in all).
 #                      SG2_SLURM_DATA=DIR overrides the config's dataset.
 #   SG2_SLURM_BENCH=1  scaling_bench.sbatch with stylegan2_bench from BIN_DIR on 1 and 2 ranks
 #                      (arguments: SG2_SLURM_BENCH_ARGS, SG2_SLURM_COMM_ARGS; ~20 s).
@@ -122,7 +122,8 @@ pick_ports() {
   local base _
   for _ in $(seq 50); do
     base=$((20000 + RANDOM % 30000))
-    if ! command -v ss > /dev/null || ! ss -Htan | awk '{print $4}' | grep -Eq ":($base|$((base + 1)))\$"; then
+    # grep -c reads everything: grep -q could end first and fail the pipeline (SIGPIPE, pipefail).
+    if ! command -v ss > /dev/null || [ "$(ss -Htan | awk '{print $4}' | grep -Ec ":($base|$((base + 1)))\$")" = 0 ]; then
       echo "$base"; return 0
     fi
   done
@@ -345,6 +346,17 @@ run_training_job() {
   say "PASS training job: 2 ranks, exit 0, $(basename "$snapshot")"
 }
 
+# srun without an MPI plugin: stylegan2_train refuses on every task instead of training 2 runs of 1.
+run_training_without_mpi_plugin() {
+  local name=train-no-plugin
+  SG2_BIN=$bin SG2_CONFIG=$src/configs/fashion32.yaml SG2_ARGS="$(train_args "$work/runs-no-plugin")" \
+    SG2_SRUN_MPI=none run_job "$name" "$src/scripts/slurm/train.sbatch"
+  [ "$job_rc" != 0 ] || fail_job "$name" "exit status 0, expected a refusal"
+  expect_out "$name" "task 1 of 2 .*without an MPI plugin"
+  ! compgen -G "$work/runs-no-plugin/*/network-snapshot-*.pt" > /dev/null || fail_job "$name" "it trained"
+  say "PASS srun --mpi=none: stylegan2_train refused (exit $job_rc)"
+}
+
 # A long run under mpirun stopped by the time-limit warning, then continued under srun with
 # --resume latest.
 run_training_stop_resume() {
@@ -415,6 +427,7 @@ main() {
   preflight_bench
   if [ "${SG2_SLURM_TRAIN:-1}" = 1 ]; then
     run_training_job
+    run_training_without_mpi_plugin
     run_training_stop_resume
   else
     say "training job not run (SG2_SLURM_TRAIN=0)"

@@ -27,7 +27,8 @@ struct World {
 // How the environment says this process was started: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT
 // (stylegan2_launch, torchrun) -> Env, even where MPI variables are set too: those are a launcher's
 // own, started one per node by mpirun or srun --mpi=pmix. Else Open MPI / PMI / PMIx variables ->
-// Mpi, RANK + WORLD_SIZE alone -> Env (with a local master), none -> Single.
+// Mpi, RANK + WORLD_SIZE alone -> Env (with a local master), none -> Single. Throws for none inside an
+// srun step of several tasks (srun without an MPI plugin: every task would be rank 0 of 1).
 Launcher detect_launcher();
 
 // This process's rank on its node as an MPI launcher states it before MPI_Init (Open MPI, MVAPICH,

@@ -103,4 +103,8 @@ bool fused_modconv_in_inference(const TrainConfig& config);
 int64_t batch_per_round(const TrainConfig& config, int world_size);
 int64_t rounds_per_step(const TrainConfig& config, int world_size);
 
+// A warning when D.mbstd_group_size exceeds the per-round batch, whose size the groups then take (the
+// reference's min(group, batch)), so D's statistic depends on the world size; "" otherwise.
+std::string mbstd_group_warning(const TrainConfig& config, int world_size);
+
 }  // namespace sg2::train

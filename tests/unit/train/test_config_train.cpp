@@ -91,6 +91,10 @@ TEST(TrainConfig, ConfigFMatchesTheDesignTable) {
   EXPECT_DOUBLE_EQ(c.optim.G_lr, 0.002);
   EXPECT_DOUBLE_EQ(c.loss.r1_gamma, 10);
   EXPECT_DOUBLE_EQ(c.train.ema_kimg, 10);
+  TrainConfig e;  // NVlabs/stylegan2's run_training.py: config-e halves fmap_base and sets gamma 100
+  train_schema().read_yaml_file(e, test::source_dir() + "/configs/config-e.yaml");
+  EXPECT_EQ(e.G.channel_base, 16384);
+  EXPECT_DOUBLE_EQ(e.loss.r1_gamma, 100);
   TrainConfig cifar;
   train_schema().read_yaml_file(cifar, test::source_dir() + "/configs/cifar.yaml");
   EXPECT_EQ(cifar.G.mapping_layers, 2);
@@ -139,6 +143,15 @@ TEST(TrainConfig, BatchGpuTakesAutoAndTheProbeTriesOnlyValidValues) {
   EXPECT_EQ(batch_gpu_candidates(c, 2), (std::vector<int64_t>{16, 8, 4, 2}));
   c.D.mbstd_group_size = 8;  // a group larger than the per-round batch shrinks to it, as in the reference
   EXPECT_EQ(batch_gpu_candidates(c, 2), (std::vector<int64_t>{16, 8, 4, 2}));
+  c.train.batch_gpu = {0, true};
+  EXPECT_EQ(mbstd_group_warning(c, 2), "");  // 16 images per process and round
+  const std::string shrunk = mbstd_group_warning(c, 8);
+  EXPECT_NE(shrunk.find("D.mbstd_group_size = 8 but a round holds 4 images per process (train.batch 32 over 8 "
+                        "processes): minibatch-std groups of 4"), std::string::npos) << shrunk;
+  EXPECT_NE(shrunk.find("train.batch_gpu 8 or more (so train.batch 64 or more)"), std::string::npos) << shrunk;
+  EXPECT_NE(mbstd_group_warning(c, 32).find("groups of 1: the feature is a constant"), std::string::npos);
+  c.train.batch_gpu = {2, false};  // accumulation: rounds of 2 of the 16 per process
+  EXPECT_NE(mbstd_group_warning(c, 2).find("a round holds 2 images"), std::string::npos);
   c.D.mbstd_group_size = 3;  // only per-round batches that 3 divides, or that are smaller than 3
   EXPECT_EQ(batch_gpu_candidates(c, 2), (std::vector<int64_t>{2}));
 }
