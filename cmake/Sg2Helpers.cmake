@@ -39,7 +39,8 @@ function(sg2_add_test_binary name)
   target_compile_options(${name} PRIVATE ${SG2_WARNINGS})
   target_compile_definitions(${name} PRIVATE
     SG2_SOURCE_DIR="${PROJECT_SOURCE_DIR}" SG2_BINARY_DIR="${CMAKE_BINARY_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;${_t_LABELS}")
+  # A limit of their own: plain `ctest` has no default, and a hung test would wait forever.
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;${_t_LABELS}" TIMEOUT 300)
 endfunction()
 
 # sg2_add_mpi_test(NAME NP n COMMAND ...): runs COMMAND under real mpirun with n ranks.

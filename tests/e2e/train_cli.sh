@@ -36,6 +36,22 @@ rc=0; "$bin/stylegan2_dataset" create --source "$work/fashion.zip" --dest "$work
 [ "$rc" -eq 1 ] && grep -q "is the source itself" "$work/overwrite.log" || fail "create overwrote its own source"
 "$bin/stylegan2_dataset" convert "$work/fashion-mnist" "$work/fashion-copy.zip" --overwrite > /dev/null ||
   fail "--overwrite did not replace the ZIP"
+# A deflated ZIP (Python's zipfile.ZIP_DEFLATED) reads as the stored one: converted, the very same
+# TFRecord files (their Examples are written deterministically).
+python3 - "$work/fashion.zip" "$work/deflated.zip" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as src, zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED) as dst:
+    for name in src.namelist():
+        dst.writestr(name, src.read(name))
+    assert all(info.compress_type == zipfile.ZIP_DEFLATED for info in dst.infolist())
+PY
+"$bin/stylegan2_dataset" convert "$work/fashion.zip" "$work/from-stored" > /dev/null
+"$bin/stylegan2_dataset" convert "$work/deflated.zip" "$work/from-deflated" > /dev/null
+for level in r02 r03 r04 r05 rxx; do
+  suffix=$([ "$level" = rxx ] && echo labels || echo tfrecords)
+  cmp -s "$work/from-stored/from-stored-$level.$suffix" "$work/from-deflated/from-deflated-$level.$suffix" ||
+    fail "the deflated ZIP's $level.$suffix differs from the stored one's"
+done
 # A ZIP with one corrupt PNG (cut short) fails info's check, naming the file.
 python3 - "$work/fashion.zip" "$work/corrupt.zip" <<'PY'
 import sys, zipfile
@@ -97,10 +113,24 @@ grep -q "Precision: G bfloat16 from 16x16 up, float32 below, conv_clamp 256; D b
 grep -q "^tick 1 " "$work/mixed.log" || fail "the mixed-precision run did not finish its tick"
 grep -q "Precision: G float32, conv_clamp off; D float32, conv_clamp off" "$work/first.log" || fail "the CPU default is not float32"
 
-# Bad input: a clear message and a non-zero exit, never a crash.
+# SIGINT (Ctrl-C) to one process: it ends the step, writes a snapshot and exits 128 + 2.
+"$bin/stylegan2_train" "${tiny[@]}" --kimg 100 --outdir "$work/runs-int" > "$work/int.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do grep -q "^tick 1 " "$work/int.log" && break; sleep 0.1; done
+kill -INT "$pid"
+rc=0; wait "$pid" || rc=$?
+[ "$rc" -eq 130 ] || { cat "$work/int.log"; fail "SIGINT: exit $rc, not 130"; }
+tail -n 2 "$work/int.log" | head -n 1 | grep -q "^Wrote .*/network-snapshot-[0-9]*.pt$" ||
+  { cat "$work/int.log"; fail "SIGINT: no snapshot written at the stop"; }
+grep -q "^Stopped by signal 2 at .* kimg; resume with --resume $work/runs-int/" "$work/int.log" ||
+  fail "SIGINT: no stop message"
+
+# Bad input: a clear message and exit status 1, never a crash (a signal's 128 + n, an abort's 134).
 expect_error() {  # expect_error PATTERN COMMAND...
-  local pattern=$1; shift
-  if "$@" > "$work/err.log" 2>&1; then fail "expected failure: $*"; fi
+  local pattern=$1 rc=0; shift
+  "$@" > "$work/err.log" 2>&1 || rc=$?
+  [ "$rc" -ne 0 ] || fail "expected failure: $*"
+  [ "$rc" -eq 1 ] || { cat "$work/err.log"; fail "exit status $rc, not 1: $*"; }
   grep -q "$pattern" "$work/err.log" || { cat "$work/err.log"; fail "message lacks '$pattern'"; }
 }
 expect_error "did you mean 'G.z_dim'" "$bin/stylegan2_train" "${tiny[@]}" --G.zdim 3
@@ -136,6 +166,9 @@ rc=0; "$bin/stylegan2_generate" --seeds 1 > "$work/cli.log" 2>&1 || rc=$?  # --n
 "$bin/stylegan2_train" "${tiny[@]}" --dry-run > "$work/dry.log"
 grep -q "z_dim: 32" "$work/dry.log" || fail "--dry-run did not print the config"
 grep -q "# world: 1 processes" "$work/dry.log" || fail "--dry-run did not print the world"
+"$bin/stylegan2_train" "${tiny[@]}" --train.batch_gpu 2 --dry-run > "$work/dry-groups.log"
+grep -q "^# warning: D.mbstd_group_size = 4 but a round holds 2 images" "$work/dry-groups.log" ||
+  fail "--dry-run did not warn of mbstd groups of 2"
 grep -q '# versions: {.*"libtorch"' "$work/dry.log" || fail "--dry-run did not print the versions"
 
 # Damaged data: info names the file, record and offset and exits non-zero; so does training.

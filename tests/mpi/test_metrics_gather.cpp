@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 namespace sg2::metrics {
@@ -43,8 +44,16 @@ TEST(GatherFeatures, EveryRanksBlocksArriveInBlockOrder) {
 TEST(GatherFeatures, RealStatisticsEqualOneProcessComputation) {
   const std::string path = "/usr/share/datasets/fashion-mnist";
   auto reals = std::make_shared<data::FashionMnistDataset>(path, "test", false, 203);
-  // A detector file written by rank 0 (each rank loads it as it would the Inception file).
-  const std::string file = (std::filesystem::temp_directory_path() / "sg2-gather-detector.pt").string();
+  // A detector file written by rank 0 (each rank loads it as it would the Inception file), in a directory
+  // of its own: ctest runs the .local, .np2 and .np3 jobs of this test at the same time.
+  std::string directory;
+  if (comm().rank() == 0) {
+    std::string name = (std::filesystem::temp_directory_path() / "sg2-gather-XXXXXX").string();
+    if (mkdtemp(name.data()) != nullptr) directory = name;
+  }
+  directory = comm().broadcast_bytes(directory, 0);  // "" on every rank when rank 0 failed
+  ASSERT_FALSE(directory.empty()) << "rank 0 could not create a directory in " << std::filesystem::temp_directory_path();
+  const std::string file = directory + "/detector.pt";
   if (comm().rank() == 0) {
     torch::jit::Module module("GatherDetector");
     module.define(R"(
@@ -67,7 +76,7 @@ def forward(self, images, return_features: bool = False):
   EXPECT_TRUE(at::allclose(stats.mean(), features.mean(0), 1e-10, 1e-10));
   EXPECT_TRUE(at::allclose(stats.covariance(), at::matmul(centered.transpose(0, 1), centered) / 203.0, 1e-8, 1e-8));
   comm().barrier();
-  if (comm().rank() == 0) std::filesystem::remove(file);
+  if (comm().rank() == 0) std::filesystem::remove_all(directory);
 }
 
 TEST(PrecisionRecallRanks, EveryWorldSizeComputesTheOneProcessResult) {

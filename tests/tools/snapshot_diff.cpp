@@ -1,50 +1,17 @@
 // snapshot_diff A B [--tolerance T] [--rms-tolerance R] [--prefixes G.,D.,G_ema.]: compares two
 // snapshots' tensors with the given prefixes; prints per prefix the largest absolute difference (and
 // its tensor) and the root mean square of the differences over all elements. Exit 0 when every
-// difference is within T and every RMS within R, 1 when not, 2 on bad input.
+// difference is within T and every RMS within R, 1 when not (a NaN or Inf in either counts as an infinite
+// difference), 2 on bad input (a tensor in only one of them).
+#include "snapshot_compare.h"
+
 #include "sg2/core/cli_parse.h"
 #include "sg2/core/logging.h"
 #include "sg2/train/out_of_memory.h"
-#include "sg2/train/snapshot.h"
 
 #include <CLI/CLI.hpp>
 
-#include <cmath>
 #include <iostream>
-
-namespace {
-
-struct Worst {
-  double diff = 0;
-  std::string name;
-  int64_t compared = 0;
-  double squared_sum = 0;  // of the differences of every element
-  int64_t elements = 0;
-  double rms() const { return elements > 0 ? std::sqrt(squared_sum / static_cast<double>(elements)) : 0.0; }
-};
-
-Worst compare_prefix(const sg2::train::Snapshot& a, const sg2::train::Snapshot& b, const std::string& prefix) {
-  Worst worst;
-  for (const auto& [name, ta] : a.tensors) {
-    if (name.rfind(prefix, 0) != 0) continue;
-    auto it = b.tensors.find(name);
-    SG2_CHECK(it != b.tensors.end(), "'{}' is in {} but not in {}", name, a.path, b.path);
-    SG2_CHECK(ta.sizes() == it->second.sizes(), "'{}': shape {} vs {}", name, ta.sizes(), it->second.sizes());
-    const at::Tensor delta = ta.to(at::kDouble) - it->second.to(at::kDouble);
-    const double diff = delta.abs().max().item<double>();
-    ++worst.compared;
-    worst.squared_sum += delta.square().sum().item<double>();
-    worst.elements += delta.numel();
-    if (diff >= worst.diff) {
-      worst.diff = diff;
-      worst.name = name;
-    }
-  }
-  SG2_CHECK(worst.compared > 0, "no tensor named {}* in {}", prefix, a.path);
-  return worst;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Compare the tensors of two stylegan2-cpp snapshots."};
@@ -63,7 +30,7 @@ int main(int argc, char** argv) {
     status = 0;
     std::stringstream list(prefixes);
     for (std::string prefix; std::getline(list, prefix, ',');) {
-      const Worst worst = compare_prefix(a, b, prefix);
+      const sg2::test::SnapshotDifference worst = sg2::test::compare_snapshot_tensors(a, b, prefix);
       std::cout << fmt::format("{:<8} max |a - b| = {:.3e} ({}; {} tensors), rms {:.3e}\n", prefix, worst.diff,
                                worst.name, worst.compared, worst.rms());
       if (worst.diff > tolerance || (rms_tolerance >= 0 && worst.rms() > rms_tolerance)) status = 1;

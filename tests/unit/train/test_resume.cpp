@@ -3,9 +3,11 @@
 #include "sg2/cli/import.h"
 #include "sg2/train/snapshot.h"
 #include "sg2/train/trainer.h"
+#include "snapshot_compare.h"
 #include "test_support.h"
 #include "tiny_config.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -162,14 +164,44 @@ TEST(Resume, AGeneratorStateOfAnotherDeviceTypeStartsAFreshStream) {
   s.tensors["rng.step"] = at::zeros({16}, at::kByte);
   auto other = make_trainer(c);
   ASSERT_NO_THROW(restore_trainer(*other, s));
-  EXPECT_FALSE(other->step_rng().get_state().equal(cpu_state));
+  const at::Tensor fresh_state = other->step_rng().get_state();  // keyed by (seed, rank, step)
+  EXPECT_FALSE(fresh_state.equal(cpu_state));
   EXPECT_NO_THROW(other->step());
 
   // A snapshot from before the device type was recorded: told apart by the state's size.
   s.integers.erase("rng.device_type");
   auto old_format = make_trainer(c);
   ASSERT_NO_THROW(restore_trainer(*old_format, s));
-  EXPECT_EQ(old_format->step_rng().get_state().numel(), cpu_state.numel());
+  EXPECT_TRUE(old_format->step_rng().get_state().equal(fresh_state));  // a CUDA state's size: not restored
+}
+
+// What tests/tools/snapshot_diff tells the distributed-equivalence tests.
+TEST(SnapshotDiff, ANanOrAMissingTensorIsADifference) {
+  Snapshot a, b;
+  a.path = "a.pt";
+  b.path = "b.pt";
+  a.tensors["G.w"] = at::tensor({1.0f, 2.0f, 3.0f});
+  b.tensors["G.w"] = at::tensor({1.0f, 2.5f, 3.0f});
+  a.tensors["D.w"] = b.tensors["D.w"] = at::ones({2});
+  test::SnapshotDifference g = test::compare_snapshot_tensors(a, b, "G.");
+  EXPECT_DOUBLE_EQ(g.diff, 0.5);
+  EXPECT_EQ(g.name, "G.w");
+  EXPECT_NEAR(g.rms(), std::sqrt(0.25 / 3), 1e-12);
+  EXPECT_EQ(test::compare_snapshot_tensors(a, b, "D.").diff, 0.0);
+
+  b.tensors["G.w"] = at::tensor({1.0f, NAN, 3.0f});  // a diverged run: NaN compares as no difference
+  g = test::compare_snapshot_tensors(a, b, "G.");
+  EXPECT_FALSE(g.diff <= 1e-3);
+  EXPECT_FALSE(g.rms() <= 1e-3);
+  a.tensors["G.w"] = b.tensors["G.w"];  // NaN on both sides
+  EXPECT_FALSE(test::compare_snapshot_tensors(a, b, "G.").diff <= 1e-3);
+
+  b.tensors["D.extra"] = at::ones({1});
+  const std::string only_in_b = "'D.extra' is in b.pt but not in a.pt";
+  for (const auto& [first, second] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    const std::string message = test::error_message([&] { test::compare_snapshot_tensors(*first, *second, "D."); });
+    EXPECT_NE(message.find(only_in_b), std::string::npos) << message;
+  }
 }
 
 }  // namespace
