@@ -21,9 +21,14 @@ if [ ! -f "$detector" ]; then
   "$bin/stylegan2_metrics" train-detector --data /usr/share/datasets/fashion-mnist --heldout-split test \
       --epochs 2 --out "$detector"
 fi
+# The run directory as the trainer names it (extra arguments may move it: --outdir, --run.desc, --resume).
+train_log=$(mktemp)
+trap 'rm -f "$train_log"' EXIT
 "$bin/stylegan2_train" --config configs/fashion32.yaml --data "$data" --outdir runs \
-    --metrics fid5k_full --detector "$detector" --metric.ticks 2 --metric.cache_dir data/metric-cache "$@"
-run_dir=$(ls -d runs/[0-9]*-fashion-mnist-fashion32* | sort | tail -n 1)
+    --metrics fid5k_full --detector "$detector" --metric.ticks 2 --metric.cache_dir data/metric-cache "$@" |
+  tee "$train_log"
+run_dir=$(sed -n 's/^Run directory: //p' "$train_log" | head -n 1)
+[ -d "$run_dir" ] || { echo "quickstart: stylegan2_train named no run directory" >&2; exit 1; }
 snapshot=$(ls "$run_dir"/network-snapshot-*.pt | sort | tail -n 1)
 "$bin/stylegan2_generate" --network "$snapshot" --seeds 0-63 --trunc 1 --outdir "$run_dir/generated"
 scripts/plot_stats "$run_dir" --out "$run_dir/plots" > /dev/null

@@ -6,9 +6,14 @@
 # the build goes to ${TORCH_WHEEL_BUILD_DIR:-build-torch-wheel}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Before the wheel's 800 MB download: without the toolkit nothing of this can build.
+[ -x /usr/local/cuda/bin/nvcc ] || {
+  echo "test_torch_wheel: the CUDA toolkit (/usr/local/cuda/bin/nvcc, with cuDNN and NCCL) is missing: this" \
+    "build compiles every CUDA source against it (README, 'The two commands')" >&2
+  exit 1
+}
 wheel_dir=$(scripts/torch_wheel.sh)
 build_dir=${TORCH_WHEEL_BUILD_DIR:-build-torch-wheel}
-[ -d /usr/local/cuda ] || { echo "test_torch_wheel: the CUDA toolkit (/usr/local/cuda) is missing" >&2; exit 1; }
 echo "test_torch_wheel: building against $wheel_dir/torch into $build_dir"
 BUILD_DIR=$build_dir \
 SG2_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$wheel_dir/torch/share/cmake -DSG2_WITH_CUDA=ON -DSG2_WITH_NCCL=ON" \

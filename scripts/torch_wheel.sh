@@ -28,7 +28,8 @@ if ! python3 -m pip --version > /dev/null 2>&1; then
   echo "torch_wheel: installing python3-pip" >&2
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
 fi
 pip_flags=(-q --disable-pip-version-check --no-input --no-compile --root-user-action=ignore)
 # Debian's pip refuses to install outside a virtual environment unless told; --target touches nothing of the system.

@@ -13,11 +13,12 @@ trap 'rm -rf "$cache"' EXIT
 run() {  # run PROCESSES THREADS LABEL
   local start end out
   start=$(date +%s.%N)
-  out=$(mpirun --oversubscribe --bind-to none -np "$1" "$bin/stylegan2_metrics" --network "$snapshot" \
-        --detector "$detector" --metrics "$metric" --metric.cache_dir "$cache/$1" --run.threads "$2" --no-log 2>/dev/null |
-        grep '^{')
+  mpirun --oversubscribe --bind-to none -np "$1" "$bin/stylegan2_metrics" --network "$snapshot" \
+    --detector "$detector" --metrics "$metric" --metric.cache_dir "$cache/$1" --run.threads "$2" --no-log \
+    > "$cache/out" 2> "$cache/err" || { cat "$cache/err" >&2; echo "fid_ranks: $3 failed" >&2; exit 1; }
   end=$(date +%s.%N)
-  printf "%-28s %8.1f s   %s\n" "$3" "$(echo "$end - $start" | bc)" "$out"
+  out=$(grep '^{' "$cache/out") || { cat "$cache/out" "$cache/err" >&2; echo "fid_ranks: $3 printed no result" >&2; exit 1; }
+  printf "%-28s %8.1f s   %s\n" "$3" "$(awk -v a="$end" -v b="$start" 'BEGIN { print a - b }')" "$out"
 }
 
 echo "# $metric of $snapshot, detector $detector, $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'))"

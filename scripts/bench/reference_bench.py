@@ -36,10 +36,12 @@ def load_config(path):
         g_base=get('G', 'channel_base', 32768), g_max=get('G', 'channel_max', 512),
         d_base=get('D', 'channel_base', 32768), d_max=get('D', 'channel_max', 512),
         mbstd=get('D', 'mbstd_group_size', 4), batch=get('train', 'batch', 32),
-        lr=get('optim', 'G_lr', 0.002), gamma=get('loss', 'r1_gamma', 10.0), pl_weight=get('loss', 'pl_weight', 2.0),
+        g_lr=get('optim', 'G_lr', 0.002), d_lr=get('optim', 'D_lr', 0.002),
+        gamma=get('loss', 'r1_gamma', 10.0), pl_weight=get('loss', 'pl_weight', 2.0),
         g_reg=get('optim', 'G_reg_interval', 4), d_reg=get('optim', 'D_reg_interval', 16),
         resolution=get('data', 'resolution', 0) or 32, channels=get('data', 'channels', 0) or 1,
-        fp16_res=get('G', 'num_fp16_res', 0), conv_clamp=get('G', 'conv_clamp', -1),
+        g_fp16_res=get('G', 'num_fp16_res', 0), g_conv_clamp=get('G', 'conv_clamp', -1),
+        d_fp16_res=get('D', 'num_fp16_res', 0), d_conv_clamp=get('D', 'conv_clamp', -1),
         batch_gpu=get('train', 'batch_gpu', 0), ema_kimg=get('train', 'ema_kimg', 10.0))
 
 
@@ -129,10 +131,11 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     c = load_config(args.config)
-    for key, value in [('batch', args.batch), ('g_base', args.channel_base), ('d_base', args.channel_base),
-                       ('resolution', args.resolution), ('channels', args.channels), ('fp16_res', args.fp16_res),
-                       ('conv_clamp', args.conv_clamp), ('batch_gpu', args.batch_gpu)]:
-        if value is not None:
+    for keys, value in [(['batch'], args.batch), (['g_base', 'd_base'], args.channel_base),
+                        (['resolution'], args.resolution), (['channels'], args.channels),
+                        (['g_fp16_res', 'd_fp16_res'], args.fp16_res), (['g_conv_clamp', 'd_conv_clamp'], args.conv_clamp),
+                        (['batch_gpu'], args.batch_gpu)]:
+        for key in keys if value is not None else []:
             c[key] = value
     device = torch.device(args.device)
     if device.type == 'cuda':  # as the reference's training loop
@@ -140,20 +143,26 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         conv2d_gradfix.enabled = True
-    clamp = c['conv_clamp'] if c['conv_clamp'] is not None and c['conv_clamp'] >= 0 else None
+    clamp = {net: c[net + '_conv_clamp'] if c[net + '_conv_clamp'] is not None and c[net + '_conv_clamp'] >= 0 else None
+             for net in ('g', 'd')}
     G = Generator(z_dim=c['z_dim'], c_dim=0, w_dim=c['w_dim'], img_resolution=c['resolution'],
                   img_channels=c['channels'], mapping_kwargs=dict(num_layers=c['map']),
-                  synthesis_kwargs=dict(channel_base=c['g_base'], channel_max=c['g_max'], num_fp16_res=c['fp16_res'],
-                                        conv_clamp=clamp)).train().requires_grad_(False).to(device)
+                  synthesis_kwargs=dict(channel_base=c['g_base'], channel_max=c['g_max'], num_fp16_res=c['g_fp16_res'],
+                                        conv_clamp=clamp['g'])).train().requires_grad_(False).to(device)
     D = Discriminator(c_dim=0, img_resolution=c['resolution'], img_channels=c['channels'],
-                      channel_base=c['d_base'], channel_max=c['d_max'], num_fp16_res=c['fp16_res'], conv_clamp=clamp,
+                      channel_base=c['d_base'], channel_max=c['d_max'], num_fp16_res=c['d_fp16_res'],
+                      conv_clamp=clamp['d'],
                       epilogue_kwargs=dict(mbstd_group_size=c['mbstd'])).train().requires_grad_(False).to(device)
     loss = StyleGAN2Loss(device=device, G_mapping=G.mapping, G_synthesis=G.synthesis, D=D,
                          r1_gamma=c['gamma'], pl_weight=c['pl_weight'])
     phases = []
-    for name, module, interval in [('G', G, c['g_reg']), ('D', D, c['d_reg'])]:
+    for name, module, lr, interval in [('G', G, c['g_lr'], c['g_reg']), ('D', D, c['d_lr'], c['d_reg'])]:
+        if not interval:  # as the reference without lazy regularization: one phase, main and reg together
+            opt = torch.optim.Adam(module.parameters(), lr=lr, betas=[0.0, 0.99], eps=1e-8)
+            phases += [(name + 'both', module, opt, 1)]
+            continue
         ratio = interval / (interval + 1)
-        opt = torch.optim.Adam(module.parameters(), lr=c['lr'] * ratio, betas=[0.0, 0.99 ** ratio], eps=1e-8)
+        opt = torch.optim.Adam(module.parameters(), lr=lr * ratio, betas=[0.0, 0.99 ** ratio], eps=1e-8)
         phases += [(name + 'main', module, opt, 1), (name + 'reg', module, opt, interval)]
 
     batch = c['batch']
@@ -212,14 +221,14 @@ def main():
     for i in range(args.warmup):
         step(i)
     print(f'reference stylegan2-ada-pytorch, torch {torch.__version__}, device {device}, {args.threads} threads, '
-          f'batch {batch} in rounds of {batch_gpu}, resolution {c["resolution"]}, num_fp16_res {c["fp16_res"]}, '
-          f'conv_clamp {clamp}' + (f', {plugin_status()}; {gradfix_status(device)}' if device.type == 'cuda' else ''))
+          f'batch {batch} in rounds of {batch_gpu}, resolution {c["resolution"]}, num_fp16_res G {c["g_fp16_res"]} '
+          f'D {c["d_fp16_res"]}, conv_clamp G {clamp["g"]} D {clamp["d"]}' + (f', {plugin_status()}; {gradfix_status(device)}' if device.type == 'cuda' else ''))
     print(f'{"phase":<10} {"ms/call":>10} {"img/s":>10}')
     real, z = fetch(0)
     for phase, phase_z in zip(phases, z):
         seconds = timed(lambda: [run_phase(phase, real, phase_z) for _ in range(args.repeats)]) / args.repeats
         print(f'{phase[0]:<10} {seconds * 1e3:>10.1f} {batch / seconds:>10.2f}')
-    cycle = math.lcm(c['g_reg'], c['d_reg'])
+    cycle = math.lcm(c['g_reg'] or 1, c['d_reg'] or 1)
     if device.type == 'cuda':
         torch.cuda.reset_peak_memory_stats(device)
     seconds = timed(lambda: [step(i) for i in range(cycle)]) / cycle

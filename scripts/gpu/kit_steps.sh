@@ -99,14 +99,24 @@ record_step() {  # record_step NAME LIMIT COMMAND...
   echo "=== $name: exit $rc after $seconds s" >> "$log"
 }
 
+# Runs COMMAND with its output (stdout and stderr) printed as it comes, so that a step stopped at its
+# time limit keeps what it printed in the log, and copied to FILE for the checks below.
+run_teed() {  # run_teed FILE COMMAND...: COMMAND's exit status
+  local file=$1
+  shift
+  "$@" 2>&1 | tee "$file"
+  return "${PIPESTATUS[0]}"
+}
+
 # Runs COMMAND and prints its output; fails when it fails, or when PATTERN is not as wanted in it.
 output_has() {  # output_has yes|no PATTERN COMMAND...
   local want=$1 pattern=$2 output rc=0 found=no
   shift 2
-  output=$("$@" 2>&1) || rc=$?
-  printf '%s\n' "$output"
+  output=$(mktemp)
+  run_teed "$output" "$@" || rc=$?
+  grep -q -- "$pattern" "$output" && found=yes
+  rm -f "$output"
   [ "$rc" -eq 0 ] || return "$rc"
-  grep -q -- "$pattern" <<< "$output" && found=yes
   [ "$found" = "$want" ] || { echo "output_has: '$pattern' found: $found, wanted: $want (in the output of $1)"; return 1; }
 }
 says() { output_has yes "$@"; }   # says PATTERN COMMAND...: fails when it fails or never prints PATTERN
@@ -119,11 +129,13 @@ export tool_refused_exit=77  # exported: steps run in shells of their own
 # this machine, as compute-sanitizer refuses a GPU under gVisor: "Device not supported"), it says so
 # and ends with tool_refused_exit instead of failing the step.
 unless_refused() {  # unless_refused PATTERN COMMAND...
-  local pattern=$1 output rc=0
+  local pattern=$1 output rc=0 refused=no
   shift
-  output=$("$@" 2>&1) || rc=$?
-  printf '%s\n' "$output"
-  [ "$rc" -ne 0 ] && grep -q -- "$pattern" <<< "$output" || return "$rc"
+  output=$(mktemp)
+  run_teed "$output" "$@" || rc=$?
+  grep -q -- "$pattern" "$output" && refused=yes
+  rm -f "$output"
+  [ "$rc" -ne 0 ] && [ "$refused" = yes ] || return "$rc"
   echo "the tool cannot run on this machine (it printed '$pattern'): no result about the code under test"
   return "$tool_refused_exit"
 }
@@ -189,7 +201,24 @@ build_against_pytorch() {  # build_against_pytorch BUILD_DIR PREFIX
       -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix/usr" -DSG2_WITH_CUDA=ON -DSG2_WITH_NCCL=ON \
       -DNCCL_ROOT="$(pytorch_nccl_root)" -DSG2_SHARED_DIR="$PWD/.gpu-kit" || return 1
   grep -E "^(Protobuf_LIBRARY_RELEASE|yaml-cpp_DIR|spdlog_DIR|NCCL_LIBRARY|Torch_DIR):" "$build/CMakeCache.txt"
-  cmake --build "$build" -j "$(nproc)"
+  local limit
+  limit=$(build_seconds)
+  echo "build: at most $limit s"
+  timeout --kill-after=10 "$limit" cmake --build "$build" -j "$(nproc)"
+}
+
+# How long a build may take: SG2_KIT_BUILD_LIMIT_S, else what the kit's budget has left less a minute
+# (a device call must still end with its summary), else 1800 s.
+build_seconds() {
+  local left
+  if [ -n "${SG2_KIT_BUILD_LIMIT_S:-}" ]; then
+    left=$SG2_KIT_BUILD_LIMIT_S
+  elif [ -n "${kit_start:-}" ]; then
+    left=$((kit_budget - ($(date +%s) - kit_start) - 60))
+  else
+    left=1800
+  fi
+  echo $((left > 10 ? left : 10))
 }
 
 # The folder of the machine's torch package, found without importing it (an import takes seconds,
@@ -294,11 +323,12 @@ gpu_tests=("bin/test_nn|CudaKernels.*" "bin/test_device|*" "bin/test_train|Train
 # computed there too (a cache of their own): the value.
 fid_on() {  # fid_on METRICS_BIN SNAPSHOT DETECTOR DEVICE CACHE_DIR
   local output rc=0
-  output=$("$1" --network "$2" --config configs/fashion32.yaml --data.max_images 4096 --detector "$3" \
-      --metrics fid2k_full --no-log --run.device "$4" --metric.cache_dir "$5" 2>&1) || rc=$?
-  printf '%s\n' "$output" >&2
-  [ "$rc" -eq 0 ] || return "$rc"
-  sed -n 's/.*"metric":"fid2k_full".*"value":\([^,}]*\).*/\1/p' <<< "$output"
+  output=$(mktemp)
+  run_teed "$output" "$1" --network "$2" --config configs/fashion32.yaml --data.max_images 4096 --detector "$3" \
+    --metrics fid2k_full --no-log --run.device "$4" --metric.cache_dir "$5" >&2 || rc=$?
+  [ "$rc" -ne 0 ] || sed -n 's/.*"metric":"fid2k_full".*"value":\([^,}]*\).*/\1/p' "$output"
+  rm -f "$output"
+  return "$rc"
 }
 
 # The evaluator on DEVICE (detector, fakes, feature statistics) against the CPU on one snapshot: both
@@ -319,7 +349,7 @@ fid_matches_cpu() {  # fid_matches_cpu METRICS_BIN SNAPSHOT DETECTOR DEVICE WORK
 check_single_library_copies() {
   local trace
   trace=$(mktemp)
-  LD_DEBUG=libs LD_DEBUG_OUTPUT="$trace" "$@" || return 1
+  LD_DEBUG=libs LD_DEBUG_OUTPUT="$trace" "$@" || { rm -f "$trace" "$trace".*; return 1; }
   local lib copies status=0
   for lib in libnccl.so libcudart.so; do
     copies=$(cat "$trace".* | grep -o "calling init: [^ ]*$lib[^ ]*" | sort -u)

@@ -39,7 +39,8 @@ seconds_left() { echo $((budget - ($(date +%s) - session_start))); }
 # The kit's binaries and packages first (the plugins' build needs the kit's ninja on the PATH), then
 # the reference's plugins in the background, within the call's budget.
 source scripts/gpu/kit_steps.sh
-ensure_build "${GPU_BUILD_DIR:-build-gpu}" > "$OUT/session.log" 2>&1 ||
+SG2_KIT_BUILD_LIMIT_S=${SG2_KIT_BUILD_LIMIT_S:-$(($(seconds_left) - 120))} \
+  ensure_build "${GPU_BUILD_DIR:-build-gpu}" > "$OUT/session.log" 2>&1 ||
   echo "session: no build (see $OUT/session.log); the kit's build step will say more" >&2
 if [ ${#dry_run[@]} -eq 0 ] && [ -d .gpu-kit/stylegan2-ada-pytorch ]; then
   SG2_TORCH_EXTENSIONS_DIR=$(mktemp -d)

@@ -2,8 +2,9 @@
 # The GPU kit's step machinery (scripts/gpu/kit_steps.sh), which a GPU session cannot afford to
 # debug: a step over its time limit is stopped with what it started, the steps left once the budget
 # is spent are skipped, a step that sets the environment of later ones runs in the kit's shell, the
-# summary counts the failures, SG2_KIT_STEPS selects a call's steps, says and lacks check a step's output for a pattern (the kit nests
-# them), and fid_matches_cpu passes equal values and fails others; and the bench scripts' run budget.
+# summary counts the failures, SG2_KIT_STEPS selects a call's steps, says and lacks check a step's
+# output for a pattern (the kit nests them; a stopped step's output reaches the log), and
+# fid_matches_cpu passes equal values and fails others; and the bench scripts' run budget.
 #   tests/scripts/gpu_kit_steps.sh SOURCE_DIR
 set -uo pipefail
 cd "$1"
@@ -31,6 +32,7 @@ chmod +x "$work/fake_metrics"
   step quick true
   step over_its_limit bash -c "sleep 30 & echo \$! > $work/child; sleep 30"
   step fails false
+  step said_then_stopped says "never" bash -c 'echo printed before the limit; sleep 30'
   step_in_shell sets_env export SG2_KIT_TEST_VALUE=1
   step sees_env bash -c '[ "$SG2_KIT_TEST_VALUE" = 1 ]'
   step said says "hello" echo hello world
@@ -60,13 +62,15 @@ chmod +x "$work/fake_metrics"
 status=$?
 summary=$work/out/summary.md
 cat "$summary"
-[ "$status" -eq 10 ] && echo "ok: the exit code counts the 10 failed steps (not the skipped ones)" ||
-  { echo "FAILED: exit $status, expected 10 failed steps"; failures=$((failures + 1)); }
+[ "$status" -eq 11 ] && echo "ok: the exit code counts the 11 failed steps (not the skipped ones)" ||
+  { echo "FAILED: exit $status, expected 11 failed steps"; failures=$((failures + 1)); }
 expect "a step within its limit" "| quick | ok |" "$summary"
 expect "a step over its limit is stopped" "| over_its_limit | FAILED (stopped at its time limit) |" "$summary"
 kill -0 "$(cat "$work/child")" 2> /dev/null &&
   { echo "FAILED: the stopped step's child still runs"; failures=$((failures + 1)); } || echo "ok: and its child with it"
 expect "a failing step" "| fails | FAILED (exit 1) |" "$summary"
+expect "a checked step over its limit is stopped" "| said_then_stopped | FAILED (stopped at its time limit) |" "$summary"
+expect "and what it printed is in the log" "^printed before the limit" "$work/out/steps.log"
 expect "a step in the kit's shell sets the environment of later ones" "| sees_env | ok |" "$summary"
 expect "says passes when the output has the pattern" "| said | ok |" "$summary"
 expect "says fails when it has not" "| not_said | FAILED (exit 1) |" "$summary"
