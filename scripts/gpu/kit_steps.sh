@@ -285,6 +285,17 @@ ensure_build() {  # ensure_build BUILD_DIR
   provide_build "$1" "$deps"
 }
 
+# parity_check on DEVICE for each FIXTURE.pt (beside its .json); fails when one fails.
+parity_on() {  # parity_on PARITY_CHECK DEVICE FIXTURE.pt...
+  local checker=$1 device=$2 fixture status=0
+  shift 2
+  for fixture in "$@"; do
+    echo "--- $fixture"
+    "$checker" "$fixture" "${fixture%.pt}.json" --device "$device" || status=1
+  done
+  return $status
+}
+
 # Runs each "BINARY|GTEST_FILTER" (BINARY under BUILD_DIR) briefly; fails when one fails.
 run_filtered_tests() {  # run_filtered_tests BUILD_DIR "BINARY|FILTER"...
   local build=$1 binary filter status=0

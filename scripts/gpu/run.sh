@@ -46,12 +46,10 @@ if [ "$mode" = gpu ]; then
 else
   skip nccl_collectives "no GPU (--cpu-dry-run)"
 fi
-if [ -f .gpu-kit/fixtures/parity_tiny.pt ]; then
-  step parity "$build/tests/parity_check" .gpu-kit/fixtures/parity_tiny.pt .gpu-kit/fixtures/parity_tiny.json \
-      --device "$device"
-else
-  skip parity "no fixture in .gpu-kit/fixtures"
-fi
+# The shared fixture (copied into the kit) and ours (every architecture, conditioning, RGB).
+parity_fixtures=(tests/fixtures/parity/*.pt)
+[ -f .gpu-kit/fixtures/parity_tiny.pt ] && parity_fixtures=(.gpu-kit/fixtures/parity_tiny.pt "${parity_fixtures[@]}")
+step parity parity_on "$build/tests/parity_check" "$device" "${parity_fixtures[@]}"
 # kimg at which each run stops: 2 on the GPU (a few seconds), 0.032 on two CPU cores.
 kimg=(2 3 3.5 4) tick=0.5
 [ "$mode" = cpu ] && kimg=(0.032 0.048 0.064 0.08) tick=0.016

@@ -10,7 +10,10 @@
 // minibatch-stddev and conditioning nonlinearities) cancel so strongly that their float32 value
 // depends on summation order at the 1e-3 level; measured against float64, the fast kernels are as
 // close to the exact values as the reference is. --kernels runs the fast kernels instead (the unit
-// tests hold each kernel to its reference, first and second order). Every ReLU kink that float32
+// tests hold each kernel to its reference, first and second order); those R1 bias gradients are then
+// held to 2e-3: in tests/fixtures/parity/parity_orig_conditional_rgb the float32 reference is 8.7e-4
+// from float64 (its ops run in float64) and the kernels 6e-5 (baseline) to 4.4e-4 (avx2), on opposite
+// sides, so kernels and fixture differ by up to 1.3e-3 while the kernels are the closer to exact. Every ReLU kink that float32
 // rounding decides (a pre-activation within 1e-6 of 0, relative to its call) takes the side the
 // reference ops took in a first, silent run (sg2/nn/kink_pinning.h): parity_tiny has one at
 // b32.conv0 that the kernels on AVX2 put on the other side, which moved a cancelling noise-strength
@@ -39,13 +42,15 @@ using sg2::nn::TensorMap;
 
 constexpr double kForwardTolerance = 1e-4;
 constexpr double kGradientTolerance = 1e-3;
+constexpr double kKernelR1BiasTolerance = 2e-3;  // --kernels, grad.Dr1.*.bias (see above)
 // Pre-activations this close to a ReLU kink (relative to the largest of their call) are ties that
 // float32 rounding decides; --kernels gives them the reference ops' side (sg2/nn/kink_pinning.h).
 constexpr double kKinkBand = 1e-6;
 
 class Report {
  public:
-  explicit Report(const TensorMap& fixture, bool quiet = false) : fixture_(fixture), quiet_(quiet) {}
+  explicit Report(const TensorMap& fixture, bool quiet = false, bool kernels = false)
+      : fixture_(fixture), quiet_(quiet), kernels_(kernels) {}
 
   // Compares `ours` with fixture[key]: max |a - b| / max |b| (absolute error when b is all zero).
   void compare(const std::string& key, const at::Tensor& ours, double tolerance) {
@@ -73,7 +78,9 @@ class Report {
     for (auto& [name, param] : sg2::nn::named_parameters(module, net + ".")) {
       const std::string key = "grad." + phase + "." + name;
       if (!fixture_.count(key)) continue;  // the reference had no gradient for it
-      compare(key, param.grad().defined() ? param.grad() : at::zeros_like(param), kGradientTolerance);
+      const bool r1_bias = phase == "Dr1" && name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+      const double tolerance = kernels_ && r1_bias ? kKernelR1BiasTolerance : kGradientTolerance;
+      compare(key, param.grad().defined() ? param.grad() : at::zeros_like(param), tolerance);
     }
   }
 
@@ -92,6 +99,7 @@ class Report {
  private:
   const TensorMap& fixture_;
   bool quiet_;
+  bool kernels_;
   std::set<std::string> checked_;
   int compared_ = 0;
   int failures_ = 0;
@@ -216,7 +224,7 @@ int run(const std::string& pt_path, const std::string& json_path, bool kernels, 
     ops::set_kink_pinning(ops::KinkPinning::Replay, kKinkBand);
   }
   const ops::ImplScope ops_impl(kernels ? ops::Impl::Fast : ops::Impl::Reference);
-  Report report(fixture);
+  Report report(fixture, /*quiet=*/false, kernels);
   evaluate(report, inputs, config, *G, *D);
   if (kernels) {
     fmt::print("kink ties: {} pre-activations within {:.0e} of 0 (relative) took the reference's side\n",
