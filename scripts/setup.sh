@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libpng-dev libjpeg62-turbo-dev zlib1g-dev
   libgoogle-perftools-dev
   libgloo-dev iproute2 slurm-wlm munge
-  python3 python3-protobuf python3-pip gnuplot-nox
+  python3 python3-protobuf python3-pip python3-pil gnuplot-nox
   valgrind universal-ctags
   dataset-fashion-mnist
 )

@@ -15,7 +15,8 @@ struct FilterKernel {
   double (*weight)(double);
 };
 
-double box_weight(double x) { return (x >= -0.5 && x < 0.5) ? 1.0 : 0.0; }
+// Pillow's filters (libImaging/Resample.c), boundaries included: a box takes (-0.5, 0.5].
+double box_weight(double x) { return (x > -0.5 && x <= 0.5) ? 1.0 : 0.0; }
 
 double sinc(double x) {
   if (x == 0.0) return 1.0;
@@ -23,16 +24,20 @@ double sinc(double x) {
   return std::sin(px) / px;
 }
 
-double lanczos_weight(double x) { return (x > -3.0 && x < 3.0) ? sinc(x) * sinc(x / 3.0) : 0.0; }
+double lanczos_weight(double x) { return (x >= -3.0 && x < 3.0) ? sinc(x) * sinc(x / 3.0) : 0.0; }
 
 FilterKernel kernel_of(ResizeFilter filter) {
   return filter == ResizeFilter::box ? FilterKernel{0.5, box_weight} : FilterKernel{3.0, lanczos_weight};
 }
 
-// Normalised taps of a 1-D resampling from in_size to out_size samples.
+// Pillow's fixed-point taps for 8-bit images: weights scaled by 2^22, sums rounded by adding half.
+constexpr int kPrecisionBits = 32 - 8 - 2;
+
+// Taps of a 1-D resampling from in_size to out_size samples, as Pillow computes them: the window of
+// each output sample, its weights normalised in double, then rounded to fixed point.
 struct Taps {
-  std::vector<int64_t> first;          // [out] first input index
-  std::vector<std::vector<double>> w;  // [out][taps]
+  std::vector<int64_t> first;           // [out] first input index
+  std::vector<std::vector<int32_t>> w;  // [out][taps]
 };
 
 Taps compute_taps(int64_t in_size, int64_t out_size, ResizeFilter filter) {
@@ -51,14 +56,39 @@ Taps compute_taps(int64_t in_size, int64_t out_size, ResizeFilter filter) {
       weights.push_back(kernel.weight((double(i) - center + 0.5) / stretch));
       total += weights.back();
     }
-    for (double& w : weights) w = total != 0 ? w / total : 0;
+    std::vector<int32_t> fixed;
+    for (double w : weights) {
+      const double normalised = total != 0 ? w / total : 0;
+      fixed.push_back(static_cast<int32_t>(normalised * (1 << kPrecisionBits) + (normalised < 0 ? -0.5 : 0.5)));
+    }
     taps.first.push_back(lo);
-    taps.w.push_back(std::move(weights));
+    taps.w.push_back(std::move(fixed));
   }
   return taps;
 }
 
-uint8_t to_byte(double v) { return static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L)); }
+// A fixed-point sum back to a byte: floor division by 2^22 (the half was added first), clamped.
+uint8_t clip8(int32_t sum) { return static_cast<uint8_t>(std::clamp(sum >> kPrecisionBits, 0, 255)); }
+
+// One pass along an axis: out[o] = sum of taps(o) over in, for every line across the axis.
+//   in  [lines, in_size, inner] -> out [lines, out_size, inner]
+std::vector<uint8_t> resample_axis(const std::vector<uint8_t>& in, int64_t lines, int64_t in_size, int64_t inner,
+                                   int64_t out_size, ResizeFilter filter) {
+  const Taps taps = compute_taps(in_size, out_size, filter);
+  std::vector<uint8_t> out(static_cast<size_t>(lines * out_size * inner));
+  for (int64_t line = 0; line < lines; ++line) {
+    for (int64_t o = 0; o < out_size; ++o) {
+      const auto& w = taps.w[size_t(o)];
+      const uint8_t* first = in.data() + (line * in_size + taps.first[size_t(o)]) * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        int32_t sum = 1 << (kPrecisionBits - 1);
+        for (size_t t = 0; t < w.size(); ++t) sum += int32_t(first[int64_t(t) * inner + i]) * w[t];
+        out[size_t((line * out_size + o) * inner + i)] = clip8(sum);
+      }
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -79,35 +109,16 @@ Image center_crop_square(const Image& image) {
   return out;
 }
 
+// Pillow's Image.resize of an 8-bit image: the horizontal pass (where the width changes) into an 8-bit
+// image, then the vertical one, both in fixed point, so the bytes are those of stylegan2-ada-pytorch's
+// dataset_tool (Pillow's LANCZOS or BOX).
 Image resize_image(const Image& image, int64_t width, int64_t height, ResizeFilter filter) {
   if (width == image.width && height == image.height) return image;
   const int64_t c = image.channels;
-  // Horizontal pass into doubles [H, width, C], then vertical into bytes [height, width, C].
-  const Taps horizontal = compute_taps(image.width, width, filter);
-  std::vector<double> rows(static_cast<size_t>(image.height * width * c));
-  for (int64_t y = 0; y < image.height; ++y) {
-    for (int64_t x = 0; x < width; ++x) {
-      for (int64_t k = 0; k < c; ++k) {
-        double sum = 0;
-        const auto& w = horizontal.w[size_t(x)];
-        for (size_t t = 0; t < w.size(); ++t) {
-          sum += w[t] * image.pixels[size_t((y * image.width + horizontal.first[size_t(x)] + int64_t(t)) * c + k)];
-        }
-        rows[size_t((y * width + x) * c + k)] = sum;
-      }
-    }
-  }
-  const Taps vertical = compute_taps(image.height, height, filter);
-  Image out{width, height, c, std::vector<uint8_t>(size_t(width * height * c))};
-  for (int64_t y = 0; y < height; ++y) {
-    const auto& w = vertical.w[size_t(y)];
-    for (int64_t i = 0; i < width * c; ++i) {
-      double sum = 0;
-      for (size_t t = 0; t < w.size(); ++t) sum += w[t] * rows[size_t((vertical.first[size_t(y)] + int64_t(t)) * width * c + i)];
-      out.pixels[size_t(y * width * c + i)] = to_byte(sum);
-    }
-  }
-  return out;
+  std::vector<uint8_t> pixels = image.pixels;  // [H, W, C]
+  if (width != image.width) pixels = resample_axis(pixels, image.height, image.width, c, width, filter);
+  if (height != image.height) pixels = resample_axis(pixels, 1, image.height, width * c, height, filter);
+  return Image{width, height, c, std::move(pixels)};
 }
 
 Image convert_channels(const Image& image, int64_t channels) {

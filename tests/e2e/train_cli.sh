@@ -52,6 +52,9 @@ for level in r02 r03 r04 r05 rxx; do
   cmp -s "$work/from-stored/from-stored-$level.$suffix" "$work/from-deflated/from-deflated-$level.$suffix" ||
     fail "the deflated ZIP's $level.$suffix differs from the stored one's"
 done
+# Resizing (--resolution, both filters, crops and an upscale) byte for byte as Pillow, which the
+# reference's dataset_tool uses (Debian's python3-pil, for /usr/bin/python3).
+/usr/bin/python3 "$src/tests/e2e/check_resize_pil.py" "$work" "$bin/stylegan2_dataset" || fail "resizing differs from Pillow"
 # A ZIP with one corrupt PNG (cut short) fails info's check, naming the file.
 python3 - "$work/fashion.zip" "$work/corrupt.zip" <<'PY'
 import sys, zipfile

@@ -1,7 +1,8 @@
 #pragma once
 // What `stylegan2_dataset create` does to arbitrary photographs: center crop to a square, resize
-// with a selectable filter (PIL-style separable resampling, antialiased when shrinking), and channel
-// conversion (RGB <-> grayscale with the ITU-R 601 luma weights PIL uses).
+// with a selectable filter (Pillow's separable fixed-point resampling, byte for byte, antialiased
+// when shrinking), and channel conversion (RGB <-> grayscale with the ITU-R 601 luma weights PIL
+// uses).
 
 #include "sg2/data/image_io.h"
 
