@@ -35,15 +35,18 @@ def generator_options(G):
 def discriminator_options(D):
     kwargs = getattr(D, "init_kwargs", {})
     epilogue = kwargs.get("epilogue_kwargs", {})
+    mapping = kwargs.get("mapping_kwargs", {})
     conv_clamp = kwargs.get("conv_clamp")
     return {
         "c_dim": D.c_dim, "img_resolution": D.img_resolution, "img_channels": D.img_channels,
         "architecture": kwargs.get("architecture", "resnet"),
         "channel_base": kwargs.get("channel_base", 32768),
         "channel_max": kwargs.get("channel_max", 512),
-        "mbstd_group_size": epilogue.get("mbstd_group_size", 4),
+        "mbstd_group_size": epilogue.get("mbstd_group_size", 4),  # None (the whole batch) stays null
         "mbstd_num_channels": epilogue.get("mbstd_num_channels", 1),
-        "mapping_layers": kwargs.get("mapping_kwargs", {}).get("num_layers", 8),
+        "cmap_dim": kwargs.get("cmap_dim"),  # None: the channels at 4x4
+        "mapping_layers": mapping.get("num_layers", 8),
+        "mapping_lr_multiplier": mapping.get("lr_multiplier", 0.01),
         "conv_clamp": -1 if conv_clamp is None else conv_clamp,
     }
 
@@ -67,7 +70,7 @@ def main():
             for key, value in networks[name].state_dict().items():
                 tensors[f"{name}.{key}"] = value.detach().cpu().float().contiguous()
     G = networks.get("G_ema", networks.get("G"))
-    if G is None or "D" not in networks:
+    if G is None or "D" not in networks:  # legacy.load_network_pkl itself asks for all three
         sys.exit(f"export_pkl: {args.pkl} lacks G/G_ema or D (has {sorted(networks)})")
     config = {"G": generator_options(G), "D": discriminator_options(networks["D"]), "source": args.pkl}
     torch.save(tensors, args.out + ".pt")
