@@ -3,9 +3,12 @@
 # imported with stylegan2_import, rendered with stylegan2_generate from the fixture's own latents
 # (noise const) and compared with the fixture's out.img; then style mixing, interpolation frames, a
 # mismatched configuration, and fine-tuning the import with stylegan2_train --resume.
-# Usage: import_generate.sh BIN_DIR TESTS_BIN_DIR FIXTURE.pt FIXTURE.json   (exit 77: no fixture)
+# Usage: import_generate.sh BIN_DIR TESTS_BIN_DIR FIXTURE.pt FIXTURE.json [FINE_TUNE_OPTION...]
+#   (exit 77: no fixture; FINE_TUNE_OPTIONs go to stylegan2_train, e.g. a batch the fixture's mbstd
+#   group divides)
 set -euo pipefail
 bin=$1 tests_bin=$2 fixture=$3 fixture_json=$4
+shift 4
 [ -f "$fixture" ] || { echo "SKIP: no fixture $fixture"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -20,17 +23,22 @@ grep -q "no G_ema.\* tensors: G_ema is a copy of G" "$work/import.log" || fail "
     --outdir "$work/gen" > /dev/null
 "$tests_bin/fixture_images" compare "$fixture" "$work/gen" || fail "rendered images differ from the fixture's out.img"
 
-# Style mixing: 3 rows x 2 columns plus the header row and column; interpolation: (3 - 1) * 4 + 1 frames.
-"$bin/stylegan2_generate" --network "$work/imported.pt" --seeds 1,2,3 --mix-columns 7,8 --styles 0-3 \
-    --outdir "$work/mix" > /dev/null
-python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read(24); w,h=struct.unpack(">II", d[16:24]); sys.exit((w,h)!=(96,128))' \
-    "$work/mix/stylemix.png" || fail "stylemix.png is not 3x4 cells of 32 pixels"
-"$bin/stylegan2_generate" --network "$work/imported.pt" --seeds 1,2,3 --interpolate 4 --outdir "$work/frames" > /dev/null
-[ "$(ls "$work/frames"/frame*.png | wc -l)" -eq 9 ] || fail "interpolation wrote $(ls "$work/frames" | wc -l) frames, not 9"
-cmp -s "$work/frames/frame00000.png" "$work/frames/frame00004.png" && fail "interpolation frames do not move"
+# Style mixing (3 rows x 2 columns plus the header row and column; coarse styles 0-3 from the
+# columns, then every style) and interpolation ((3 - 1) * 4 + 1 frames), checked cell by cell and
+# frame by frame against single renders of the same seeds.
+generate() { "$bin/stylegan2_generate" --network "$work/imported.pt" "$@" > /dev/null; }
+generate --seeds 1,2,3,7,8 --outdir "$work/grids/seeds"
+generate --seeds 1,2,3 --mix-columns 7,8 --styles 0-3 --outdir "$work/grids/mix"
+generate --seeds 1,2,3 --mix-columns 7,8 --styles 0-63 --outdir "$work/grids/mix-all"
+generate --seeds 1,2,3 --interpolate 4 --outdir "$work/grids/frames"
+[ "$(ls "$work/grids/frames"/frame*.png | wc -l)" -eq 9 ] || fail "interpolation wrote $(ls "$work/grids/frames" | wc -l) frames, not 9"
+resolution=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["G"]["img_resolution"])' "$fixture_json")
+/usr/bin/python3 "$(dirname "$0")/check_generate_grids.py" "$work/grids" "$resolution" 1,2,3 7,8 4 ||
+  fail "style mixing or interpolation shows other images than the seeds'"
 
 # A configuration that does not describe the state dict names the tensor and the shapes.
-sed 's/"z_dim": 64/"z_dim": 32/' "$fixture_json" > "$work/wrong.json"
+python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["G"]["z_dim"] //= 2; json.dump(c, open(sys.argv[2], "w"))' \
+  "$fixture_json" "$work/wrong.json"
 if "$bin/stylegan2_import" --state-dict "$fixture" --config "$work/wrong.json" --out "$work/wrong.pt" 2> "$work/wrong.log"; then
   fail "a mismatched configuration was imported"
 fi
@@ -39,7 +47,7 @@ grep -q "mapping.fc0.weight" "$work/wrong.log" || { cat "$work/wrong.log"; fail 
 
 # Fine-tuning the import: a new run directory, fresh optimizers, progress from 0.
 "$bin/stylegan2_train" --resume "$work/imported.pt" --data /usr/share/datasets/fashion-mnist --data.max_images 256 \
-    --outdir "$work/runs" --kimg 0.032 --train.kimg_per_tick 0.032 --run.threads 2 --run.grid_w 4 --run.grid_h 2 \
+    --outdir "$work/runs" --kimg 0.032 --train.kimg_per_tick 0.032 --run.threads 2 --run.grid_w 4 --run.grid_h 2 "$@" \
     > "$work/finetune.log" 2>&1 || { cat "$work/finetune.log"; fail "fine-tuning the import"; }
 grep -q "Fine-tuning the imported networks of $work/imported.pt" "$work/finetune.log" || fail "fine-tune log"
 ls "$work"/runs/00000-*/network-snapshot-000000.pt > /dev/null || fail "fine-tuning wrote no snapshot in a new run"

@@ -103,6 +103,16 @@ grep -q "Removed '.*network-snapshot-000000.pt.tmp999999', left by a write that 
 
 "$bin/stylegan2_generate" --network "$run_dir/network-snapshot-000000.pt" --seeds 0-5 --outdir "$work/gen" > /dev/null
 [ -s "$work/gen/seed0005.png" ] && [ -s "$work/gen/grid.png" ] || fail "generate wrote no images"
+# Truncation applies to the first --trunc-cutoff ws only: a cutoff of 0 truncates none.
+render() {  # render NAME OPTION...: seed 3 into $work/gen-NAME
+  "$bin/stylegan2_generate" --network "$run_dir/network-snapshot-000000.pt" --seeds 3 --outdir "$work/gen-$1" \
+    "${@:2}" > /dev/null
+}
+render psi1 --trunc 1
+render psi05 --trunc 0.5
+render psi05-cutoff0 --trunc 0.5 --trunc-cutoff 0
+cmp -s "$work/gen-psi1/seed0003.png" "$work/gen-psi05/seed0003.png" && fail "--trunc 0.5 changed nothing"
+cmp -s "$work/gen-psi1/seed0003.png" "$work/gen-psi05-cutoff0/seed0003.png" || fail "--trunc-cutoff 0 still truncated"
 
 # Mixed precision on the CPU: bfloat16 in the two highest resolutions trains; float16 is refused.
 # With train.batch_gpu auto, the probe's choice is logged and recorded in the run's config.

@@ -157,6 +157,41 @@ TEST(TFRecordDataset, IndexCacheIsWrittenAndTrusted) {
   fs::resize_file(file + ".sg2index", 100);  // a damaged cache is ignored and rebuilt
   const TFRecordDataset third(dir.file("many"), false, 0);
   EXPECT_EQ(image_of(third, 1199), image_of(first, 1199));
+
+  // The cache is what a load reads: one that still tiles the file and matches its size and time but
+  // joins records 0 and 1 into one span makes record 0's read fail, naming the index.
+  {
+    std::fstream cache(file + ".sg2index", std::ios::in | std::ios::out | std::ios::binary);
+    const std::streamoff count_at = 8 + 16, spans_at = count_at + 8;  // magic, key (size, time), count
+    uint64_t count = 0;
+    RecordSpan span0, span1;
+    cache.seekg(count_at);
+    cache.read(reinterpret_cast<char*>(&count), 8);
+    cache.read(reinterpret_cast<char*>(&span0), sizeof span0);
+    cache.read(reinterpret_cast<char*>(&span1), sizeof span1);
+    ASSERT_EQ(count, 1200u);
+    span0.length = span1.end() - span0.offset - kRecordHeaderBytes - kRecordFooterBytes;  // over both records
+    std::vector<char> rest(size_t(count - 2) * sizeof(RecordSpan));
+    cache.read(rest.data(), std::streamsize(rest.size()));
+    count -= 1;
+    cache.seekp(count_at);
+    cache.write(reinterpret_cast<const char*>(&count), 8);
+    cache.write(reinterpret_cast<const char*>(&span0), sizeof span0);
+    cache.write(rest.data(), std::streamsize(rest.size()));
+  }
+  fs::resize_file(file + ".sg2index", uint64_t(8 + 16 + 8) + 1199 * sizeof(RecordSpan));
+  const std::string joined = test::error_message([&] { image_of(TFRecordDataset(dir.file("many"), false, 0), 0); });
+  EXPECT_NE(joined.find("record 0 at byte offset 0: length"), std::string::npos) << joined;
+  EXPECT_NE(joined.find("differs from the index's"), std::string::npos) << joined;
+
+  // A changed file (another dataset written over it) is indexed again, the stale cache ignored.
+  write_tfrecord_dataset(RandomImages(1100, 1, 4), dir.file("other"), WriteOptions{});
+  fs::copy_file(dir.file("other") + "/other-r02.tfrecords", file, fs::copy_options::overwrite_existing);
+  fs::copy_file(dir.file("other") + "/other-rxx.labels", dir.file("many") + "/many-rxx.labels",
+                fs::copy_options::overwrite_existing);
+  const TFRecordDataset changed(dir.file("many"), false, 0);
+  EXPECT_EQ(changed.size(), 1100);
+  EXPECT_EQ(image_of(changed, 1099), image_of(TFRecordDataset(dir.file("other"), false, 0), 1099));
 }
 
 TEST(ZipDataset, RoundTripWithClassLabels) {
