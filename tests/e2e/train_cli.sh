@@ -149,6 +149,11 @@ expect_error() {  # expect_error PATTERN COMMAND...
 expect_error "did you mean 'G.z_dim'" "$bin/stylegan2_train" "${tiny[@]}" --G.zdim 3
 expect_error "train.batch_gpu = 7 does not divide the per-process batch 30" "$bin/stylegan2_train" "${tiny[@]}" --batch 30 --train.batch_gpu 7
 expect_error "data.path '/nonexistent' does not exist" "$bin/stylegan2_train" "${tiny[@]}" --data /nonexistent
+# A destination directory must be new or empty.
+mkdir -p "$work/not-empty" && touch "$work/not-empty/keep"
+expect_error "destination '$work/not-empty' exists and is not an empty directory" \
+  "$bin/stylegan2_dataset" create --source /usr/share/datasets/fashion-mnist --dest "$work/not-empty"
+[ "$(ls "$work/not-empty")" = keep ] || fail "a refused create wrote into the directory"
 runs_before=$(ls "$work/runs" | wc -l)
 expect_error "resume: an empty value; give a snapshot file" "$bin/stylegan2_train" "${tiny[@]}" --resume "" --kimg 0.016
 [ "$(ls "$work/runs" | wc -l)" -eq "$runs_before" ] || fail "--resume \"\" started a new run"

@@ -141,6 +141,22 @@ TEST_F(RealStatisticsCache, IsReadBackAndRecomputedWhenTheDatasetChanges) {
   EXPECT_TRUE(at::allclose(recomputed, own_mean(*changed), 1e-9, 1e-9));  // the dataset's own statistics
 }
 
+// Another detector written to the same file (its checksum is in the key): the statistics are computed
+// again with it, not read back.
+TEST_F(RealStatisticsCache, IsRecomputedWhenTheDetectorFileChanges) {
+  const std::string zip = dir.file("data.zip");
+  const auto reals = write_zip(zip, "train");
+  const at::Tensor first = real_mean(reals, zip);
+  detector = load_torchscript_detector(write_scripted_detector(dir.file("d.pt"), R"(
+def forward(self, images, return_features: bool = False):
+    return images.amax([2, 3]) * self.scale
+)"),
+                                       at::kCPU);
+  const at::Tensor second = real_mean(reals, zip);
+  EXPECT_FALSE(at::allclose(second, first));
+  EXPECT_TRUE(at::allclose(second, own_mean(*reals), 1e-9, 1e-9));
+}
+
 // Two splits of one Fashion-MNIST directory share the path, size, shape and files; each keeps
 // its own cached statistics all the same.
 TEST_F(RealStatisticsCache, KeepsFashionMnistSplitsApart) {
