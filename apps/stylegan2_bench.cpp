@@ -13,42 +13,52 @@
 #include "sg2/train/batch_probe.h"
 #include "sg2/train/out_of_memory.h"
 
+#include <functional>
 #include <iostream>
 
 namespace {
 
 using namespace sg2;
 
-int bench_training(const train::TrainConfig& requested, const cli::BenchOptions& bench) {
-  auto session = cli::start_session(requested);
-  const std::string compute = cli::apply_compute_settings(requested, session->world());
-  if (session->world().is_root()) std::cout << "# compute: " << compute << "\n";
+// An error on one rank ends every rank (not a hang in the others' next collective), and ranks started
+// with different options are refused, as in stylegan2_train.
+int on_every_rank(const train::TrainConfig& config, const std::function<int(dist::Session&)>& body) {
+  auto session = cli::start_session(config);
+  return cli::run_on_every_rank("stylegan2_bench", *session, [&] {
+    cli::check_config_same_on_every_rank(config, *session);
+    return body(*session);
+  });
+}
+
+int bench_training(const train::TrainConfig& requested, const cli::BenchOptions& bench, dist::Session& session) {
+  const std::string compute = cli::apply_compute_settings(requested, session.world());
+  if (session.world().is_root()) std::cout << "# compute: " << compute << "\n";
   auto dataset = train::open_configured_dataset(requested);
   std::string batch_report;
-  const train::TrainConfig config = train::with_probed_batch_gpu(requested, dataset, session->comm().device(),
-                                                                 session->comm(), &batch_report);
-  if (session->world().is_root() && !batch_report.empty()) std::cout << "# " << batch_report << "\n";
-  train::Trainer trainer(config, dataset, session->comm().device(), &session->comm());
+  const train::TrainConfig config = train::with_probed_batch_gpu(requested, dataset, session.comm().device(),
+                                                                 session.comm(), &batch_report);
+  if (session.world().is_root() && !batch_report.empty()) std::cout << "# " << batch_report << "\n";
+  train::Trainer trainer(config, dataset, session.comm().device(), &session.comm());
   const cli::BenchResult result = cli::run_benchmark(trainer, bench);
-  if (session->world().is_root()) {
+  if (session.world().is_root()) {
     const dist::ReducerTimes& comm = result.step_allreduce;
     std::cout << cli::format_benchmark(result, trainer);
     const std::string times =
-        session->comm().host_waits_for_collectives()
+        session.comm().host_waits_for_collectives()
             ? fmt::format("allreduce per step busy {:.4f} s, exposed after backward {:.4f} s (overlap {:.0f}%)",
                           comm.busy_seconds, comm.exposed_seconds,
                           comm.busy_seconds > 0 ? 100 * std::max(0.0, 1 - comm.exposed_seconds / comm.busy_seconds)
                                                 : 0)
             : "the allreduce runs on a GPU stream the host does not wait for: its times are not measured";
-    std::cout << fmt::format("# {} ranks, backend {}: {}, {:.1f} MB of gradients per rank\n", session->world().size,
-                             session->comm().backend(), times, comm.bytes / 1e6);
+    std::cout << fmt::format("# {} ranks, backend {}: {}, {:.1f} MB of gradients per rank\n", session.world().size,
+                             session.comm().backend(), times, comm.bytes / 1e6);
   }
   return 0;
 }
 
-int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::CommBenchOptions& options) {
-  auto session = cli::start_session(config);
-  dist::Communicator& comm = session->comm();
+int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::CommBenchOptions& options,
+               dist::Session& session) {
+  dist::Communicator& comm = session.comm();
   const std::string rank_table = dist::gather_rank_table(comm);
   auto rows = dist::run_size_sweep(comm, options);
   if (with_layout) {  // the gradient buckets of this preset's G and D
@@ -60,7 +70,7 @@ int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::C
       rows.insert(rows.end(), layout.begin(), layout.end());
     }
   }
-  if (session->world().is_root()) std::cout << rank_table << dist::format_comm_bench(rows, comm);
+  if (session.world().is_root()) std::cout << rank_table << dist::format_comm_bench(rows, comm);
   for (const auto& row : rows) {
     if (!row.verified) return 1;
   }
@@ -74,9 +84,15 @@ int main(int argc, char** argv) {
   cli::ConfigOptions config_options;
   cli::BenchOptions bench;
   config_options.add_to(app);
-  app.add_option("--warmup", bench.warmup_steps, "Untimed steps first")->capture_default_str();
-  app.add_option("--repeats", bench.phase_repeats, "Timed calls per phase")->capture_default_str();
-  app.add_option("--cycles", bench.step_cycles, "Timed cycles of lcm(reg intervals) steps")->capture_default_str();
+  app.add_option("--warmup", bench.warmup_steps, "Untimed steps first")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--repeats", bench.phase_repeats, "Timed calls per phase")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--cycles", bench.step_cycles, "Timed cycles of lcm(reg intervals) steps")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   bool no_ops = false, reference_ops = false;
   app.add_flag("--no-op-families", no_ops, "Skip the per-op-family breakdown");
   app.add_flag("--device-kernels", bench.device_kernels,
@@ -113,7 +129,11 @@ int main(int argc, char** argv) {
       std::cout << cli::run_ops_benchmark(config, ops_options);
       return 0;
     }
-    if (comm->parsed()) return bench_comm(config, !config_options.config_file().empty(), comm_options);
-    return bench_training(config, bench);
+    if (comm->parsed()) {
+      return on_every_rank(config, [&](dist::Session& session) {
+        return bench_comm(config, !config_options.config_file().empty(), comm_options, session);
+      });
+    }
+    return on_every_rank(config, [&](dist::Session& session) { return bench_training(config, bench, session); });
   }, sg2::train::message_of);
 }

@@ -16,9 +16,11 @@ int main(int argc, char** argv) {
   sg2::cli::GenerateOptions options;
   std::string seeds = "0-63", noise_mode = "const", columns, styles;
   app.add_option("--network", options.network, "Snapshot file (network-snapshot-*.pt)")->required()->check(CLI::ExistingFile);
-  app.add_option("--seeds", seeds, "Seeds, e.g. 0-63 or 1,5,9 (style mixing: the rows)")->capture_default_str();
+  auto* seeds_option = app.add_option("--seeds", seeds, "Seeds, e.g. 0-63 or 1,5,9 (style mixing: the rows)");
+  seeds_option->capture_default_str();
   app.add_option("--latents", options.latents_file, "float32 .npy [N, z_dim] of latents to render instead of seeds")
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile)
+      ->excludes(seeds_option);
   app.add_option("--mix-columns", columns, "Style mixing: column seeds whose styles replace the rows'");
   app.add_option("--styles", styles, "Style mixing: ws indices taken from the columns (default 0-6)");
   app.add_option("--interpolate", options.interpolation_frames, "Frames between consecutive seeds (linear in W)");

@@ -17,6 +17,13 @@ int main(int argc, char** argv) {
   detector.add_to(*train_detector);
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
   return sg2::run_reporting_errors("stylegan2_metrics", [&] {
-    return train_detector->parsed() ? detector.run() : metrics.run();
+    if (!train_detector->parsed()) return metrics.run();
+    std::string ignored;  // the metrics command's options before train-detector, which it does not read
+    for (const CLI::Option* option : app.get_options()) {
+      if (option->count() > 0) ignored += " " + option->get_name();
+    }
+    for (const std::string& extra : app.remaining()) ignored += " " + extra;
+    SG2_CHECK(ignored.empty(), "train-detector takes none of:{} (they belong to the metrics command)", ignored);
+    return detector.run();
   }, sg2::train::message_of);
 }

@@ -49,9 +49,12 @@ int64_t steps_per_cycle(const Trainer& trainer) {
   return cycle;
 }
 
-// A name cut to `width` characters (GPU kernels' template names run to hundreds).
+// A name cut to `width` characters in the middle (GPU kernels' template names run to hundreds; the
+// kernel's name is at the front, a custom autograd Function's at the end).
 std::string shortened(const std::string& name, size_t width = 96) {
-  return name.size() <= width ? name : name.substr(0, width - 3) + "...";
+  if (name.size() <= width) return name;
+  const size_t head = (width - 3) / 2, tail = width - 3 - head;
+  return name.substr(0, head) + "..." + name.substr(name.size() - tail);
 }
 
 // "  name   12.3 ms  45.6 %" rows, largest first.

@@ -18,7 +18,6 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -202,7 +201,8 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
     add_log_file(run_dir + "/log.txt");
     for (const std::string& file : data::remove_interrupted_writes(run_dir))
       spdlog::warn("Removed '{}', left by a write that was interrupted", file);
-    std::ofstream(run_dir + "/config.yaml") << train_schema().to_yaml_string(config);
+    const std::string config_yaml = train_schema().to_yaml_string(config);
+    data::write_file_atomically(run_dir + "/config.yaml", config_yaml.data(), config_yaml.size());
     append_run_record(run_dir, RunStart{world.size, session.comm().backend(), dist::to_string(dist::detect_launcher()),
                                         device.str(), snapshot_path});
   }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
 namespace sg2::cli {
 
@@ -41,7 +42,7 @@ at::Tensor labels_for(const nn::Generator& G, int64_t class_index, int64_t count
 }
 
 at::Tensor latents_from_file(const std::string& path, int64_t z_dim) {
-  const data::FloatMatrix m = data::read_npy_float32(path);
+  const data::FloatMatrix m = data::read_npy_float32(path, "latents [N, z_dim]");
   SG2_CHECK(m.cols == z_dim && m.rows > 0, "'{}' holds latents [{}, {}], the network needs [N, {}]", path, m.rows,
             m.cols, z_dim);
   return at::tensor(m.values).view({m.rows, m.cols}).clone();
@@ -68,15 +69,20 @@ class Renderer {
     return G_->mapping->forward(z.to(device_), labels_for(*G_, options_.class_index, z.size(0)).to(device_), mapping_);
   }
 
-  at::Tensor images_of(const at::Tensor& ws) {  // [N, num_ws, w_dim] -> uint8 [N, C, R, R] on the CPU
+  // [N, num_ws, w_dim] -> uint8 [N, C, R, R] on the CPU, options.batch at a time; the reference's
+  // conversion (generate.py: x * 127.5 + 128, clamped, truncated to uint8).
+  at::Tensor images_of(const at::Tensor& ws) {
     at::NoGradGuard no_grad;
     std::vector<at::Tensor> images;
     for (int64_t start = 0; start < ws.size(0); start += options_.batch) {
-      const int64_t n = std::min(options_.batch, ws.size(0) - start);
-      images.push_back(data::to_uint8(G_->synthesis->forward(ws.narrow(0, start, n), synthesis_), -1, 1).cpu());
+      const at::Tensor x = G_->synthesis->forward(ws.narrow(0, start, std::min(options_.batch, ws.size(0) - start)),
+                                                  synthesis_);
+      images.push_back((x.to(at::kFloat) * 127.5 + 128).clamp(0, 255).to(at::kByte).cpu());
     }
     return at::cat(images);
   }
+
+  int64_t batch() const { return options_.batch; }
 
  private:
   GenerateOptions options_;
@@ -101,18 +107,46 @@ std::vector<std::string> write_each(const at::Tensor& images, const std::vector<
   return paths;
 }
 
+// The grid of every image is drawn up to this many bytes of images (the reference writes none).
+constexpr int64_t kMaxGridBytes = int64_t(1) << 28;
+
+// Renders the ws that ws_for(start, count) gives, options.batch at a time, writing each image to
+// path_of(index) as soon as its batch is done; returns the images where `keep` (for a grid).
+at::Tensor render_in_batches(Renderer& renderer, int64_t count,
+                             const std::function<at::Tensor(int64_t, int64_t)>& ws_for,
+                             const std::function<std::string(int64_t)>& path_of, std::vector<std::string>& paths,
+                             bool keep) {
+  std::vector<at::Tensor> kept;
+  for (int64_t start = 0; start < count; start += renderer.batch()) {
+    const int64_t n = std::min(renderer.batch(), count - start);
+    const at::Tensor images = renderer.images_of(ws_for(start, n));  // [n, C, R, R]
+    std::vector<std::string> batch_paths;
+    for (int64_t i = start; i < start + n; ++i) batch_paths.push_back(path_of(i));
+    write_each(images, batch_paths);
+    paths.insert(paths.end(), batch_paths.begin(), batch_paths.end());
+    if (keep) kept.push_back(images);
+  }
+  return keep ? at::cat(kept) : at::Tensor();
+}
+
 std::vector<std::string> render_images(Renderer& renderer, const GenerateOptions& o) {
   const bool from_file = !o.latents_file.empty();
-  const at::Tensor z = from_file ? latents_from_file(o.latents_file, renderer.G().options.z_dim)
-                                 : latents_for_seeds(o.seeds, renderer.G().options.z_dim);
-  const at::Tensor images = renderer.images_of(renderer.ws_of(z));
+  const nn::GeneratorOptions& g = renderer.G().options;
+  const at::Tensor z = from_file ? latents_from_file(o.latents_file, g.z_dim) : latents_for_seeds(o.seeds, g.z_dim);
+  const int64_t count = z.size(0);
+  const bool grid = count * g.img_channels * g.img_resolution * g.img_resolution <= kMaxGridBytes;
   std::vector<std::string> paths;
-  for (int64_t i = 0; i < z.size(0); ++i)
-    paths.push_back(from_file ? fmt::format("{}/latent{:04d}.png", o.outdir, i)
-                              : fmt::format("{}/seed{:04d}.png", o.outdir, o.seeds[static_cast<size_t>(i)]));
-  write_each(images, paths);
-  const auto columns = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(z.size(0)))));
-  paths.push_back(write_grid(images, columns, o.outdir + "/grid.png"));
+  const at::Tensor images = render_in_batches(
+      renderer, count, [&](int64_t start, int64_t n) { return renderer.ws_of(z.narrow(0, start, n)); },
+      [&](int64_t i) {
+        return from_file ? fmt::format("{}/latent{:04d}.png", o.outdir, i)
+                         : fmt::format("{}/seed{:04d}.png", o.outdir, o.seeds[static_cast<size_t>(i)]);
+      },
+      paths, grid);
+  if (grid) {
+    const auto columns = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(count))));
+    paths.push_back(write_grid(images, columns, o.outdir + "/grid.png"));
+  }
   return paths;
 }
 
@@ -122,6 +156,7 @@ std::vector<std::string> render_style_mixing(Renderer& renderer, const GenerateO
   const at::Tensor col_ws = renderer.ws_of(latents_for_seeds(o.mix_columns, z_dim));  // [C, num_ws, w]
   const int64_t rows = row_ws.size(0), cols = col_ws.size(0), num_ws = row_ws.size(1);
   std::vector<int64_t> styles = o.mix_styles.empty() ? std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6} : o.mix_styles;
+  for (int64_t s : styles) SG2_CHECK(s >= 0, "--styles {}: ws indices start at 0", s);
   styles.erase(std::remove_if(styles.begin(), styles.end(), [&](int64_t s) { return s >= num_ws; }), styles.end());
   SG2_CHECK(!styles.empty(), "--styles selects none of the network's {} ws", num_ws);
   const at::Tensor style_index = at::tensor(styles, at::kLong).to(row_ws.device());
@@ -137,21 +172,25 @@ std::vector<std::string> render_style_mixing(Renderer& renderer, const GenerateO
   return {write_grid(at::cat(tiles), cols + 1, o.outdir + "/stylemix.png")};
 }
 
+// Frame i lies between keys i / F and i / F + 1 (F frames per step), the last frame on the last key.
 std::vector<std::string> render_interpolation(Renderer& renderer, const GenerateOptions& o) {
   SG2_CHECK(o.seeds.size() >= 2, "interpolation needs at least two seeds, got {}", o.seeds.size());
   const at::Tensor keys = renderer.ws_of(latents_for_seeds(o.seeds, renderer.G().options.z_dim));  // [K, num_ws, w]
-  std::vector<at::Tensor> frames;
-  for (int64_t k = 0; k + 1 < keys.size(0); ++k) {
-    for (int64_t f = 0; f < o.interpolation_frames; ++f) {
-      const double t = static_cast<double>(f) / static_cast<double>(o.interpolation_frames);
-      frames.push_back(at::lerp(keys[k], keys[k + 1], t).unsqueeze(0));
+  const int64_t steps = o.interpolation_frames, count = (keys.size(0) - 1) * steps + 1;
+  const auto frame_ws = [&](int64_t start, int64_t n) {
+    std::vector<at::Tensor> frames;
+    for (int64_t i = start; i < start + n; ++i) {
+      const int64_t k = std::min(i / steps, keys.size(0) - 1);
+      const double t = static_cast<double>(i - k * steps) / static_cast<double>(steps);
+      frames.push_back(k + 1 < keys.size(0) ? at::lerp(keys[k], keys[k + 1], t).unsqueeze(0) : keys[k].unsqueeze(0));
     }
-  }
-  frames.push_back(keys.narrow(0, keys.size(0) - 1, 1));
-  const at::Tensor images = renderer.images_of(at::cat(frames));
+    return at::cat(frames);
+  };
   std::vector<std::string> paths;
-  for (int64_t i = 0; i < images.size(0); ++i) paths.push_back(fmt::format("{}/frame{:05d}.png", o.outdir, i));
-  return write_each(images, paths);
+  render_in_batches(
+      renderer, count, frame_ws, [&](int64_t i) { return fmt::format("{}/frame{:05d}.png", o.outdir, i); }, paths,
+      false);
+  return paths;
 }
 
 }  // namespace
@@ -161,6 +200,7 @@ std::vector<std::string> generate_images(const GenerateOptions& o) {
   SG2_CHECK(o.latents_file.empty() || (o.mix_columns.empty() && o.interpolation_frames == 0),
             "--latents renders images only (not style mixing or interpolation)");
   SG2_CHECK(o.mix_columns.empty() || o.interpolation_frames == 0, "choose style mixing or interpolation, not both");
+  SG2_CHECK(o.mix_styles.empty() || !o.mix_columns.empty(), "--styles selects the ws of --mix-columns: give those too");
   SG2_CHECK(std::isfinite(o.truncation_psi), "--trunc {}: the truncation psi must be a finite number (1: none, 0.7: "
             "the usual)", o.truncation_psi);
   SG2_CHECK(o.interpolation_frames >= 0 && o.interpolation_frames <= 100000, "--interpolate {}: must be 0-100000",

@@ -39,6 +39,7 @@ nlohmann::json read_json(const std::string& path) {
 TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::DiscriminatorOptions& d) {
   TrainConfig c;
   c.run.preset = "imported";
+  c.data.path = "";  // no training data known: metrics and fine-tuning must be given --data
   c.data.resolution = g.img_resolution;
   c.data.channels = g.img_channels;
   c.data.use_labels = g.c_dim > 0;

@@ -105,8 +105,14 @@ int DetectorCommand::run() {
   options.split = split_;
   options.use_labels = true;
   const auto train = data::open_dataset(options);
+  // Splits exist in Fashion-MNIST's IDX files only: elsewhere a "held-out" split would be the training set.
+  SG2_CHECK(!train->subset().empty() || (split_ == "train" && heldout_split_.empty()),
+            "--split / --heldout-split: '{}' has no splits (only the Fashion-MNIST IDX files do); train on it "
+            "without them",
+            data_);
   std::shared_ptr<data::Dataset> heldout;
   if (!heldout_split_.empty()) {
+    SG2_CHECK(heldout_split_ != split_, "--heldout-split {} is the training split itself", heldout_split_);
     options.split = heldout_split_;
     heldout = data::open_dataset(options);
   }

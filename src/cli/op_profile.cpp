@@ -58,11 +58,13 @@ std::map<std::string, double> OpProfile::seconds_by_op() const {
 std::string OpProfile::family_of(const std::string& op) {
   std::string name = op;
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  const bool backward = contains(name, "backward");
+  // Autograd runs a custom Function's backward as "autograd::engine::evaluate_function: ...CppNode<...Function>".
+  const bool backward = contains(name, "backward") || contains(name, "evaluate_function");
   const std::string suffix = backward ? " (backward)" : "";
   if (contains(name, "upfirdn")) return "FIR resampling" + suffix;
-  if (contains(name, "bias_act") || contains(name, "leakyrelu") || contains(name, "leaky_relu")) {
-    return "bias + activation" + suffix;
+  if (contains(name, "bias_act") || contains(name, "biasact") || contains(name, "epilogue") ||
+      contains(name, "leakyrelu") || contains(name, "leaky_relu")) {
+    return "bias + activation" + suffix;  // the fused epilogue (bias, noise, lrelu) included, before "conv"
   }
   if (contains(name, "conv")) return "convolution" + suffix;
   if (contains(name, "mm") || contains(name, "matmul") || contains(name, "linear")) return "matmul" + suffix;

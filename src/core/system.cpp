@@ -106,10 +106,15 @@ std::vector<int64_t> parse_index_list(const std::string& text, const std::string
     const int64_t first = parse_index(item.substr(0, dash), what);
     const int64_t last = parse_index(item.substr(dash + 1), what);
     SG2_CHECK(first <= last, "{}: range '{}' runs backwards", what, item);
-    // Checked before expanding: 0-99999999999 must not allocate first.
-    SG2_CHECK(last - first < max_entries - static_cast<int64_t>(out.size()),
-              "{}: '{}' lists more than {} entries", what, text, max_entries);
-    for (int64_t i = first; i <= last; ++i) out.push_back(i);
+    // Checked before expanding (0-99999999999 must not allocate first), in unsigned arithmetic: the
+    // width of a range across the whole int64 line overflows a signed difference.
+    const uint64_t width = static_cast<uint64_t>(last) - static_cast<uint64_t>(first);  // entries - 1
+    SG2_CHECK(width < static_cast<uint64_t>(max_entries) - out.size(), "{}: '{}' lists more than {} entries", what,
+              text, max_entries);
+    for (int64_t i = first;; ++i) {  // i <= last would never end at INT64_MAX
+      out.push_back(i);
+      if (i == last) break;
+    }
   }
   SG2_CHECK(!out.empty(), "{}: empty list", what);
   return out;

@@ -18,7 +18,10 @@ int64_t Dataset::resolution() const {
 
 std::shared_ptr<Dataset> open_dataset(const DatasetOptions& options) {
   const std::string& path = options.path;
-  SG2_CHECK(!path.empty(), "data.path is empty: point it at a dataset directory (e.g. {})", kFashionMnistDir);
+  SG2_CHECK(!path.empty(),
+            "data.path is empty: point it at a dataset with --data (e.g. {}; a snapshot from stylegan2_import "
+            "records no training data)",
+            kFashionMnistDir);
   if (path == kSyntheticPath) {
     SG2_CHECK(options.resolution > 0, "data.path = synthetic needs data.resolution");
     const int64_t count = options.max_images > 0 ? options.max_images : 4096;

@@ -1,5 +1,7 @@
 #include "sg2/data/image_io.h"
 
+#include "sg2/data/atomic_file.h"
+
 #include "sg2/core/error.h"
 
 #include <png.h>
@@ -12,14 +14,6 @@
 namespace sg2::data {
 
 namespace {
-
-using FilePtr = std::unique_ptr<FILE, int (*)(FILE*)>;
-
-FilePtr open_file(const std::string& path, const char* mode) {
-  FILE* f = std::fopen(path.c_str(), mode);
-  SG2_CHECK(f != nullptr, "cannot open '{}' for {}", path, mode[0] == 'w' ? "writing" : "reading");
-  return FilePtr(f, &std::fclose);
-}
 
 // libpng reports errors through longjmp; this keeps its message for the exception.
 struct PngErrorMessage {
@@ -140,12 +134,11 @@ void image_to_chw(const Image& image, uint8_t* chw) {
   }
 }
 
-void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  FilePtr file = open_file(path, "wb");
-  SG2_CHECK(std::fwrite(bytes.data(), 1, bytes.size(), file.get()) == bytes.size(), "writing '{}' failed", path);
+// Under a temporary name, renamed when complete: a full disk or a crash never leaves a cut PNG.
+void write_png(const std::string& path, const Image& image) {
+  const std::vector<uint8_t> bytes = encode_png(image);
+  write_file_atomically(path, bytes.data(), bytes.size());
 }
-
-void write_png(const std::string& path, const Image& image) { write_file_bytes(path, encode_png(image)); }
 
 Image read_png(const std::string& path) {
   const std::vector<uint8_t> bytes = read_file_bytes(path);

@@ -40,19 +40,19 @@ std::string header_field(const std::string& header, const std::string& key, cons
 
 }  // namespace
 
-FloatMatrix read_npy_float32(const std::string& path) {
+FloatMatrix read_npy_float32(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   SG2_CHECK(in.good(), "cannot open '{}'", path);
   const std::string header = read_header(in, path);
   const std::string descr = header_field(header, "descr", path);
-  SG2_CHECK(descr == "'<f4'", "'{}': labels must be float32 ('<f4'), the file has {}", path, descr);
+  SG2_CHECK(descr == "'<f4'", "'{}': {} must be float32 ('<f4'), the file has {}", path, what, descr);
   SG2_CHECK(header_field(header, "fortran_order", path) == "False", "'{}': Fortran-ordered arrays are not supported",
             path);
   const std::string shape = header_field(header, "shape", path);
   std::smatch dims;
   const std::regex two_dims("\\(\\s*(\\d{1,18})\\s*,\\s*(\\d{1,18})\\s*\\)");  // 18 digits: no overflow
-  SG2_CHECK(std::regex_match(shape, dims, two_dims), "'{}': expected a 2-D array [N, label_size], the shape is {}",
-            path, shape);
+  SG2_CHECK(std::regex_match(shape, dims, two_dims), "'{}': expected a 2-D array of {}, the shape is {}", path, what,
+            shape);
   FloatMatrix matrix;
   matrix.rows = std::stoll(dims[1]);
   matrix.cols = std::stoll(dims[2]);

@@ -106,6 +106,8 @@ DetectorTrainingResult train_builtin_detector(const data::Dataset& train, const 
   SG2_CHECK(train.label_dim() >= 2, "dataset '{}' has no class labels; the detector learns to classify them",
             train.name());
   SG2_CHECK(options.epochs > 0 && options.batch > 0, "epochs and batch must be positive");
+  SG2_CHECK(heldout == nullptr || heldout->label_dim() == train.label_dim(),
+            "held-out dataset has {} classes, training {}", heldout ? heldout->label_dim() : 0, train.label_dim());
   torch::jit::Module module = build_detector(train.shape().channels, train.label_dim(), options.seed);
   torch::optim::Adam optimizer(parameters_of(module), torch::optim::AdamOptions(options.learning_rate));
   const at::Tensor classes = data::all_labels(train).argmax(1);  // [N]
@@ -132,8 +134,6 @@ DetectorTrainingResult train_builtin_detector(const data::Dataset& train, const 
                  result.final_loss, result.train_accuracy * 100);
   }
   if (heldout != nullptr) {
-    SG2_CHECK(heldout->label_dim() == train.label_dim(), "held-out dataset has {} classes, training {}",
-              heldout->label_dim(), train.label_dim());
     result.heldout_accuracy = accuracy(module, *heldout, options.batch);
     spdlog::info("detector held-out accuracy {:.2f}% on {} images", result.heldout_accuracy * 100, heldout->size());
   }

@@ -45,6 +45,12 @@ fi
 grep -q "mapping.fc0.weight" "$work/wrong.log" || { cat "$work/wrong.log"; fail "the error does not name the tensor"; }
 [ ! -e "$work/wrong.pt" ] || fail "a failed import left a snapshot"
 
+# An import records no training data: metrics and fine-tuning without --data say so.
+if "$bin/stylegan2_train" --resume "$work/imported.pt" --kimg 0.016 --outdir "$work/runs-nodata" "$@" > "$work/nodata.log" 2>&1; then
+  fail "fine-tuning an import without --data trained on some default dataset"
+fi
+grep -q "data.path is empty: point it at a dataset with --data" "$work/nodata.log" || { cat "$work/nodata.log"; fail "no --data hint"; }
+
 # Fine-tuning the import: a new run directory, fresh optimizers, progress from 0.
 "$bin/stylegan2_train" --resume "$work/imported.pt" --data /usr/share/datasets/fashion-mnist --data.max_images 256 \
     --outdir "$work/runs" --kimg 0.032 --train.kimg_per_tick 0.032 --run.threads 2 --run.grid_w 4 --run.grid_h 2 "$@" \

@@ -172,6 +172,19 @@ expect_error "both set 'train.batch' on the command line" "$bin/stylegan2_train"
 expect_error "run.mixed_precision = float16 needs a CUDA device" "$bin/stylegan2_train" "${tiny[@]}" \
     --run.mixed_precision float16 --G.num_fp16_res 2 --kimg 0.016
 expect_error "run.grid_w = 100000" "$bin/stylegan2_train" "${tiny[@]}" --run.grid_w 100000 --run.grid_h 100000 --dry-run
+snapshot0="$run_dir/network-snapshot-000000.pt"
+expect_error "lists more than 1000000 entries" "$bin/stylegan2_generate" --network "$snapshot0" \
+    --seeds=-9223372036854775808-0 --outdir "$work/gen-wide"  # a width that overflows int64: refused, not looped
+expect_error "styles selects the ws of --mix-columns" "$bin/stylegan2_generate" --network "$snapshot0" --styles 0-1 \
+    --outdir "$work/gen-styles"
+expect_error "excludes --latents" "$bin/stylegan2_generate" --network "$snapshot0" --seeds 1 --latents "$snapshot0"
+expect_error "which generator, 'D'? expected G_ema or G" "$bin/stylegan2_generate" --network "$snapshot0" --which D \
+    --outdir "$work/gen-d"
+expect_error "repeats: Value 0 not in range" "$bin/stylegan2_bench" "${tiny[@]}" --repeats 0
+expect_error "train-detector takes none of: --metric.batch --bogus 1" "$bin/stylegan2_metrics" --metric.batch 8 --bogus 1 \
+    train-detector --data "$work/fashion.zip" --out "$work/det.pt"
+expect_error "has no splits (only the Fashion-MNIST IDX files do)" "$bin/stylegan2_metrics" train-detector \
+    --data "$work/fashion.zip" --heldout-split test --out "$work/det.pt"
 # Command-line mistakes exit 1 in every program, as every other error does (CLI11's own codes are 100+).
 for program in stylegan2_train stylegan2_generate stylegan2_dataset stylegan2_metrics stylegan2_import stylegan2_bench \
                stylegan2_launch; do

@@ -32,7 +32,6 @@ Image image_from_chw(const uint8_t* chw, int64_t channels, int64_t height, int64
 void image_to_chw(const Image& image, uint8_t* chw);
 
 using sg2::read_file_bytes;  // core/files.h
-void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
 
 // float images [N, C, H, W] with values in [lo, hi] -> uint8 [N, C, H, W] (rounded, clipped).
 at::Tensor to_uint8(const at::Tensor& images, double lo, double hi);

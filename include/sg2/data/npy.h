@@ -14,7 +14,8 @@ struct FloatMatrix {
   std::vector<float> values;  // row-major [rows, cols]
 };
 
-FloatMatrix read_npy_float32(const std::string& path);
+// A 2-D float32 .npy; `what` names its rows and columns in errors ("labels [N, label_size]").
+FloatMatrix read_npy_float32(const std::string& path, const std::string& what = "labels [N, label_size]");
 void write_npy_float32(const std::string& path, const FloatMatrix& matrix);
 
 }  // namespace sg2::data

@@ -60,6 +60,12 @@ TEST(IndexList, RefusesHugeListsBeforeExpandingThem) {
   const std::string message = test::error_message([] { parse_index_list("0-99999999999", "--seeds"); });
   EXPECT_NE(message.find("--seeds: '0-99999999999' lists more than 1000000 entries"), std::string::npos) << message;
   EXPECT_THROW(parse_index_list("0-5,7-9", "--seeds", 8), Error);
+  // Ranges across the int64 line (a signed width overflows) and ending at its top (a loop to <= never ends).
+  EXPECT_THROW(parse_index_list("-9223372036854775808-0", "--seeds"), Error);
+  EXPECT_THROW(parse_index_list("-9223372036854775808-9223372036854775807", "--seeds"), Error);
+  EXPECT_EQ(parse_index_list("9223372036854775806-9223372036854775807", "--seeds"),
+            (std::vector<int64_t>{9223372036854775806, 9223372036854775807}));
+  EXPECT_EQ(parse_index_list("9223372036854775807", "--seeds"), (std::vector<int64_t>{9223372036854775807}));
   EXPECT_EQ(parse_index_list("0-5,7-8", "--seeds", 8).size(), 8u);
 }
 

@@ -162,7 +162,7 @@ TEST(TFRecordDataset, IndexCacheIsWrittenAndTrusted) {
   // joins records 0 and 1 into one span makes record 0's read fail, naming the index.
   {
     std::fstream cache(file + ".sg2index", std::ios::in | std::ios::out | std::ios::binary);
-    const std::streamoff count_at = 8 + 16, spans_at = count_at + 8;  // magic, key (size, time), count
+    const std::streamoff count_at = 8 + 16;  // after the magic and the key (size, time)
     uint64_t count = 0;
     RecordSpan span0, span1;
     cache.seekg(count_at);

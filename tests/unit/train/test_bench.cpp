@@ -2,6 +2,7 @@
 // lists kernels in GPU time (the kit runs that); here the same code path records the CPU's ops.
 #include "sg2/cli/benchmark.h"
 #include "sg2/cli/kernel_profile.h"
+#include "sg2/cli/op_profile.h"
 #include "sg2/cli/ops_benchmark.h"
 #include "sg2/core/error.h"
 #include "tiny_config.h"
@@ -12,6 +13,18 @@
 
 namespace sg2::cli {
 namespace {
+
+// The op families of the bench's breakdown, for the names LibTorch's RecordFunction reports.
+TEST(OpProfile, FamiliesOfOurKernelsAndTheirBackwardNodes) {
+  const std::string node = "autograd::engine::evaluate_function: torch::autograd::CppNode<sg2::nn::kernels::";
+  EXPECT_EQ(OpProfile::family_of("sg2::upfirdn2d"), "FIR resampling");
+  EXPECT_EQ(OpProfile::family_of(node + "(anonymous namespace)::Upfirdn2dFunction>"), "FIR resampling (backward)");
+  EXPECT_EQ(OpProfile::family_of(node + "(anonymous namespace)::BiasActFunction>"), "bias + activation (backward)");
+  EXPECT_EQ(OpProfile::family_of("sg2::conv_epilogue"), "bias + activation");
+  EXPECT_EQ(OpProfile::family_of(node + "(anonymous namespace)::ConvEpilogueFunction>"), "bias + activation (backward)");
+  EXPECT_EQ(OpProfile::family_of("aten::convolution"), "convolution");
+  EXPECT_EQ(OpProfile::family_of("aten::convolution_backward"), "convolution (backward)");
+}
 
 TEST(KernelProfile, EventsAreSummedByNameAndTheBusyTimeOnlyWhenAsked) {
   const DeviceTimes times = sum_device_events({{"gemm", 2000}, {"fir", 500}, {"gemm", 1000}}, true);
