@@ -13,22 +13,11 @@
 #include "sg2/train/batch_probe.h"
 #include "sg2/train/out_of_memory.h"
 
-#include <functional>
 #include <iostream>
 
 namespace {
 
 using namespace sg2;
-
-// An error on one rank ends every rank (not a hang in the others' next collective), and ranks started
-// with different options are refused, as in stylegan2_train.
-int on_every_rank(const train::TrainConfig& config, const std::function<int(dist::Session&)>& body) {
-  auto session = cli::start_session(config);
-  return cli::run_on_every_rank("stylegan2_bench", *session, [&] {
-    cli::check_config_same_on_every_rank(config, *session);
-    return body(*session);
-  });
-}
 
 int bench_training(const train::TrainConfig& requested, const cli::BenchOptions& bench, dist::Session& session) {
   const std::string compute = cli::apply_compute_settings(requested, session.world());
@@ -129,11 +118,10 @@ int main(int argc, char** argv) {
       std::cout << cli::run_ops_benchmark(config, ops_options);
       return 0;
     }
-    if (comm->parsed()) {
-      return on_every_rank(config, [&](dist::Session& session) {
-        return bench_comm(config, !config_options.config_file().empty(), comm_options, session);
-      });
-    }
-    return on_every_rank(config, [&](dist::Session& session) { return bench_training(config, bench, session); });
+    // As every multi-rank program: an error on one rank ends every rank, other options are refused.
+    return cli::run_session_on_every_rank("stylegan2_bench", config, false, [&](dist::Session& session) {
+      if (comm->parsed()) return bench_comm(config, !config_options.config_file().empty(), comm_options, session);
+      return bench_training(config, bench, session);
+    });
   }, sg2::train::message_of);
 }

@@ -108,16 +108,25 @@ run_teed() {  # run_teed FILE COMMAND...: COMMAND's exit status
   return "${PIPESTATUS[0]}"
 }
 
-# Runs COMMAND and prints its output; fails when it fails, or when PATTERN is not as wanted in it.
-output_has() {  # output_has yes|no PATTERN COMMAND...
-  local want=$1 pattern=$2 output rc=0 found=no
-  shift 2
+# run_teed into a temporary file, then pattern_found=yes|no: whether PATTERN is in the output.
+run_finding() {  # run_finding PATTERN COMMAND...: COMMAND's exit status
+  local pattern=$1 output rc=0
+  shift
   output=$(mktemp)
   run_teed "$output" "$@" || rc=$?
-  grep -q -- "$pattern" "$output" && found=yes
+  pattern_found=no
+  grep -q -- "$pattern" "$output" && pattern_found=yes
   rm -f "$output"
-  [ "$rc" -eq 0 ] || return "$rc"
-  [ "$found" = "$want" ] || { echo "output_has: '$pattern' found: $found, wanted: $want (in the output of $1)"; return 1; }
+  return "$rc"
+}
+
+# Runs COMMAND and prints its output; fails when it fails, or when PATTERN is not as wanted in it.
+output_has() {  # output_has yes|no PATTERN COMMAND...
+  local want=$1 pattern=$2
+  shift 2
+  run_finding "$pattern" "$@" || return $?
+  [ "$pattern_found" = "$want" ] ||
+    { echo "output_has: '$pattern' found: $pattern_found, wanted: $want (in the output of $1)"; return 1; }
 }
 says() { output_has yes "$@"; }   # says PATTERN COMMAND...: fails when it fails or never prints PATTERN
 lacks() { output_has no "$@"; }   # lacks PATTERN COMMAND...: fails when it fails or prints PATTERN
@@ -129,13 +138,10 @@ export tool_refused_exit=77  # exported: steps run in shells of their own
 # this machine, as compute-sanitizer refuses a GPU under gVisor: "Device not supported"), it says so
 # and ends with tool_refused_exit instead of failing the step.
 unless_refused() {  # unless_refused PATTERN COMMAND...
-  local pattern=$1 output rc=0 refused=no
+  local pattern=$1 rc=0
   shift
-  output=$(mktemp)
-  run_teed "$output" "$@" || rc=$?
-  grep -q -- "$pattern" "$output" && refused=yes
-  rm -f "$output"
-  [ "$rc" -ne 0 ] && [ "$refused" = yes ] || return "$rc"
+  run_finding "$pattern" "$@" || rc=$?
+  [ "$rc" -ne 0 ] && [ "$pattern_found" = yes ] || return "$rc"
   echo "the tool cannot run on this machine (it printed '$pattern'): no result about the code under test"
   return "$tool_refused_exit"
 }

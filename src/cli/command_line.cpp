@@ -126,12 +126,10 @@ int TrainCommand::run() {
     snapshot_yaml = load_snapshot(snapshot_path).config_yaml;
   }
   const TrainConfig config = config_.resolve(snapshot_yaml);
-  auto session = start_session(config, verbose_);
-  return run_on_every_rank("stylegan2_train", *session, [&] {
-    check_config_same_on_every_rank(config, *session);
-    if (dry_run_) return print_dry_run(config, *session);
-    return naming_the_batch_on_out_of_memory(config, session->world().size,
-                                             [&] { return train(config, *session, snapshot_path); });
+  return run_session_on_every_rank("stylegan2_train", config, verbose_, [&](dist::Session& session) {
+    if (dry_run_) return print_dry_run(config, session);
+    return naming_the_batch_on_out_of_memory(config, session.world().size,
+                                             [&] { return train(config, session, snapshot_path); });
   });
 }
 
@@ -160,6 +158,15 @@ int run_on_every_rank(const char* program, dist::Session& session, const std::fu
   }
 }
 
+int run_session_on_every_rank(const char* program, const TrainConfig& config, bool verbose,
+                              const std::function<int(dist::Session&)>& body) {
+  auto session = start_session(config, verbose);
+  return run_on_every_rank(program, *session, [&] {
+    check_config_same_on_every_rank(config, *session);
+    return body(*session);
+  });
+}
+
 int TrainCommand::print_dry_run(const TrainConfig& config, dist::Session& session) {
   const dist::World& world = session.world();
   validate(config, world.size);
@@ -171,7 +178,8 @@ int TrainCommand::print_dry_run(const TrainConfig& config, dist::Session& sessio
                            session.comm().backend(), session.comm().device().str())
             << fmt::format("# per step: {} images = {} processes x {} rounds x {} images\n", config.train.batch,
                            world.size, rounds_per_step(config, world.size), batch_per_round(config, world.size))
-            << (mbstd_warning.empty() ? "" : "# warning: " + mbstd_warning + "\n") << "# versions: " << library_versions().dump() << ", source " << source_commit() << "\n";
+            << (mbstd_warning.empty() ? "" : "# warning: " + mbstd_warning + "\n")
+            << "# versions: " << library_versions().dump() << ", source " << source_commit() << "\n";
   return 0;
 }
 

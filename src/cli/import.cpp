@@ -18,11 +18,7 @@ using namespace train;  // the command layer drives the training library
 
 namespace {
 
-bool has_prefix(const nn::TensorMap& tensors, const std::string& prefix) {
-  for (const auto& item : tensors)
-    if (item.first.rfind(prefix, 0) == 0) return true;
-  return false;
-}
+using nn::has_prefix;
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);

@@ -60,24 +60,23 @@ int MetricsCommand::run() {
   const Snapshot snapshot = load_snapshot(network_);
   TrainConfig config = config_.resolve(snapshot.config_yaml);
   if (config.metrics.empty()) config.metrics = {"fid50k_full"};
-  auto session = start_session(config, verbose_);
-  return run_on_every_rank("stylegan2_metrics", *session, [&] {
-    check_config_same_on_every_rank(config, *session);
-    spdlog::info("Compute: {}", apply_compute_settings(config, session->world()));
-    const at::Device device = session->comm().device();
+  return run_session_on_every_rank("stylegan2_metrics", config, verbose_, [&](dist::Session& session) {
+    spdlog::info("Compute: {}", apply_compute_settings(config, session.world()));
+    const at::Device device = session.comm().device();
     auto G = load_generator(snapshot, inference_precision(config, device));  // the resolved config: flags too
     G->to(device);
     spdlog::info("Precision: G {}", G->options.precision.describe(G->options.img_resolution));
     const std::shared_ptr<data::Dataset> reals = open_configured_dataset(config);
     check_reals_fit_generator(*reals, config.data.path, G->options, network_);
-    TrainingMetrics metrics(config, reals, session->comm(), device);
+    TrainingMetrics metrics(config, reals, session.comm(), device);
     const std::string run_dir = std::filesystem::path(network_).parent_path().string();
     const std::string snapshot_file = std::filesystem::path(network_).filename().string();
     const double kimg = static_cast<double>(snapshot.integer("progress.cur_nimg")) / 1e3;
     for (const metrics::MetricResult& result : metrics.evaluate(*G)) {
-      if (!session->world().is_root()) continue;
-      std::cout << result_line(result, session->world().size, snapshot_file).dump() << std::endl;
-      if (!no_log_) append_metric_line(run_dir.empty() ? "." : run_dir, result, session->world().size, snapshot_file, kimg);
+      if (!session.world().is_root()) continue;
+      std::cout << result_line(result, session.world().size, snapshot_file).dump() << std::endl;
+      if (no_log_) continue;
+      append_metric_line(run_dir.empty() ? "." : run_dir, result, session.world().size, snapshot_file, kimg);
     }
     return 0;
   });

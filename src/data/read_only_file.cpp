@@ -38,12 +38,16 @@ void ReadOnlyFile::check_range(uint64_t count, uint64_t offset, const char* what
 std::vector<uint8_t> ReadOnlyFile::read_bytes(uint64_t count, uint64_t offset, const char* what) const {
   check_range(count, offset, what, -1);
   std::vector<uint8_t> bytes(count);
-  read_at(bytes.data(), count, offset, what);
+  read_within(bytes.data(), count, offset, what, -1);
   return bytes;
 }
 
 void ReadOnlyFile::read_at(void* out, uint64_t count, uint64_t offset, const char* what, int64_t index) const {
   check_range(count, offset, what, index);
+  read_within(out, count, offset, what, index);
+}
+
+void ReadOnlyFile::read_within(void* out, uint64_t count, uint64_t offset, const char* what, int64_t index) const {
   auto* p = static_cast<uint8_t*>(out);
   while (count > 0) {
     const ssize_t got = ::pread(fd_, p, count, static_cast<off_t>(offset));

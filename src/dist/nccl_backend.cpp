@@ -78,20 +78,19 @@ class CudaEvent {
 // collective may have another device current (its own default, 0).
 class CurrentDeviceScope {
  public:
-  explicit CurrentDeviceScope(int index) {
+  explicit CurrentDeviceScope(int index) : index_(index) {
     SG2_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != index) SG2_CUDA_CHECK(cudaSetDevice(index));
-    changed_ = previous_ != index;
+    if (previous_ != index_) SG2_CUDA_CHECK(cudaSetDevice(index_));
   }
   ~CurrentDeviceScope() {
-    if (changed_) cudaSetDevice(previous_);
+    if (previous_ != index_) cudaSetDevice(previous_);
   }
   CurrentDeviceScope(const CurrentDeviceScope&) = delete;
   CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
 
  private:
+  int index_;
   int previous_ = 0;
-  bool changed_ = false;
 };
 
 // Makes the waiting thread's current stream wait for the collective (a gradient hook enqueues it from

@@ -106,6 +106,11 @@ TensorMap to_tensor_map(const c10::IValue& value, const std::string& source_name
   return out;
 }
 
+bool has_prefix(const TensorMap& tensors, const std::string& prefix) {
+  const auto first = tensors.lower_bound(prefix);  // the keys are sorted: a match comes first
+  return first != tensors.end() && first->first.rfind(prefix, 0) == 0;
+}
+
 TensorMap load_tensor_file(const std::string& path) {
   c10::IValue value;
   try {

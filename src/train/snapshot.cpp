@@ -1,7 +1,5 @@
 #include "sg2/train/snapshot.h"
 
-#include <algorithm>
-
 #include "sg2/core/error.h"
 #include "sg2/core/files.h"
 #include "sg2/core/rng.h"
@@ -132,9 +130,8 @@ nn::MixedPrecision snapshot_precision(const Snapshot& s, const at::Device& devic
 std::shared_ptr<nn::Generator> load_generator(const Snapshot& s, const nn::MixedPrecision& precision,
                                               const std::string& which) {
   SG2_CHECK(which == "G_ema" || which == "G", "{}: which generator, '{}'? expected G_ema or G", s.path, which);
-  const bool has_it = std::any_of(s.tensors.begin(), s.tensors.end(),
-                                  [&](const auto& entry) { return entry.first.rfind(which + ".", 0) == 0; });
-  SG2_CHECK(has_it, "{}: the snapshot holds no {} tensors{}", s.path, which, which == "G_ema" ? " (try G)" : "");
+  SG2_CHECK(nn::has_prefix(s.tensors, which + "."), "{}: the snapshot holds no {} tensors{}", s.path, which,
+            which == "G_ema" ? " (try G)" : "");
   nn::GeneratorOptions options = nn::generator_options_from_json(s.networks.at("G"));
   options.precision = precision;
   auto G = std::make_shared<nn::Generator>(options);

@@ -70,6 +70,11 @@ int naming_the_batch_on_out_of_memory(const TrainConfig& config, int world_size,
 // R of N (host H)" and ends the whole job (MPI_Abort / the launcher), so no rank waits forever.
 int run_on_every_rank(const char* program, dist::Session& session, const std::function<int()>& body);
 
+// How every program that may run on several ranks starts: the session of `config`'s launch, then
+// `body` under run_on_every_rank, after check_config_same_on_every_rank.
+int run_session_on_every_rank(const char* program, const TrainConfig& config, bool verbose,
+                              const std::function<int(dist::Session&)>& body);
+
 // stylegan2_metrics: FID / KID of a snapshot's G_ema, under any launcher; the numbers the training
 // loop computes for the same snapshot and metric options.
 class MetricsCommand {

@@ -27,6 +27,8 @@ class ReadOnlyFile {
 
  private:
   void check_range(uint64_t count, uint64_t offset, const char* what, int64_t index) const;
+  // read_at once the range is checked
+  void read_within(void* out, uint64_t count, uint64_t offset, const char* what, int64_t index) const;
 
   std::string path_;
   int fd_ = -1;

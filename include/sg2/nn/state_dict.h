@@ -33,6 +33,9 @@ int64_t count_parameters(const torch::nn::Module& module);
 void load_state_dict(torch::nn::Module& module, const TensorMap& source, const std::string& prefix,
                      const std::string& source_name, bool allow_unexpected = false);
 
+// Whether any key of `tensors` starts with `prefix` ("G_ema.").
+bool has_prefix(const TensorMap& tensors, const std::string& prefix);
+
 // Copies every parameter and buffer of `from` into `to` (same architecture).
 void copy_state(const torch::nn::Module& from, torch::nn::Module& to);
 

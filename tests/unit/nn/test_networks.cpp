@@ -14,6 +14,17 @@
 namespace sg2::nn {
 namespace {
 
+TEST(StateDict, HasPrefixFindsAKeyThatStartsWithIt) {
+  const TensorMap tensors{{"D.b4.fc.weight", at::zeros({1})}, {"G.mapping.fc0.weight", at::zeros({1})},
+                          {"G_ema.mapping.w_avg", at::zeros({1})}};
+  EXPECT_TRUE(has_prefix(tensors, "G."));
+  EXPECT_TRUE(has_prefix(tensors, "G_ema."));
+  EXPECT_TRUE(has_prefix(tensors, "D."));
+  EXPECT_FALSE(has_prefix(tensors, "G_em."));  // the first key not below it, G_ema.mapping.w_avg, does not start so
+  EXPECT_FALSE(has_prefix(tensors, "H."));
+  EXPECT_FALSE(has_prefix(TensorMap{}, "G."));
+}
+
 TEST(EqualizedLr, FullyConnectedScalesAtRunTime) {
   FcOptions o;
   o.lr_multiplier = 0.01;
