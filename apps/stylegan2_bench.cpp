@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
   bool no_ops = false, reference_ops = false;
   app.add_flag("--no-op-families", no_ops, "Skip the per-op-family breakdown");
   app.add_flag("--device-kernels", bench.device_kernels,
-               "One more cycle under LibTorch's Kineto profiler: the device's time by kernel, and how busy it is "
-               "(CUDA; on the CPU, ops by name, nested ones included)");
+               "One more cycle under LibTorch's Kineto profiler: the device's time by kernel, and how busy it is, "
+               "then each phase's kernels in one call of it (CUDA; on the CPU, ops by name, nested ones included)");
   app.add_flag("--reference-ops", reference_ops, "Use the reference ops instead of the hand-written kernels");
 
   dist::CommBenchOptions comm_options;

@@ -21,6 +21,7 @@ import copy
 import math
 import sys
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -112,6 +113,8 @@ def main():
     from training.networks import Generator, Discriminator  # noqa: E402 (from the reference checkout)
     from training.loss import StyleGAN2Loss  # noqa: E402
     from torch_utils.ops import bias_act, conv2d_gradfix, upfirdn2d  # noqa: E402
+    # Said once (gradfix_status reports it): warned per convolution, it made a 6 MB log per run.
+    warnings.filterwarnings('once', message='conv2d_gradfix not supported')
 
     def plugin_status():
         return 'CUDA plugins: upfirdn2d %s, bias_act %s' % (

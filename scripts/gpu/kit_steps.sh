@@ -291,13 +291,16 @@ ensure_build() {  # ensure_build BUILD_DIR
   provide_build "$1" "$deps"
 }
 
-# parity_check on DEVICE for each FIXTURE.pt (beside its .json); fails when one fails.
+# parity_check on DEVICE for each FIXTURE.pt (beside its .json), with the reference ops and with the
+# fast kernels; fails when one fails.
 parity_on() {  # parity_on PARITY_CHECK DEVICE FIXTURE.pt...
-  local checker=$1 device=$2 fixture status=0
+  local checker=$1 device=$2 fixture ops status=0
   shift 2
   for fixture in "$@"; do
-    echo "--- $fixture"
-    "$checker" "$fixture" "${fixture%.pt}.json" --device "$device" || status=1
+    for ops in "" --kernels; do
+      echo "--- $fixture ${ops:-(reference ops)}"
+      "$checker" "$fixture" "${fixture%.pt}.json" --device "$device" $ops || status=1
+    done
   done
   return $status
 }

@@ -75,8 +75,9 @@ std::string format_top(const std::map<std::string, double>& seconds, const std::
   return out;
 }
 
-// One more cycle of steps under the Kineto profiler. A profiler that fails (no CUPTI, say) costs
-// its table only, not the timings already taken.
+// One more cycle of steps under the Kineto profiler, then one call of each phase under its own (which
+// phase runs a kernel: the cycle's table cannot say). A profiler that fails (no CUPTI, say) costs
+// its tables only, not the timings already taken.
 void profile_device_kernels(Trainer& trainer, int64_t cycle, BenchResult& result) {
   try {
     KernelProfile profile(trainer.device());
@@ -85,6 +86,12 @@ void profile_device_kernels(Trainer& trainer, int64_t cycle, BenchResult& result
     for (const auto& [kernel, s] : times.seconds) result.kernel_seconds[kernel] = s / cycle;
     result.kernel_busy_seconds = times.busy_seconds / cycle;
     result.kernel_wall_seconds = wall / cycle;
+    for (size_t i = 0; i < trainer.phases().size(); ++i) {
+      const StepInputs inputs = trainer.prepare_inputs();
+      KernelProfile phase_profile(trainer.device());
+      time_call(trainer.device(), [&] { trainer.run_phase(i, inputs); });
+      result.phase_kernel_seconds[trainer.phases()[i].name] = phase_profile.stop().seconds;
+    }
   } catch (const std::exception& e) {
     result.kernel_profile_error = e.what();
   }
@@ -178,6 +185,14 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
                     trainer.device().is_cuda() ? "most expensive GPU kernels per step (GPU time):"
                                                : "most expensive ops per step under the profiler (nested ones included):",
                     20);
+  for (const auto& phase : r.phases) {
+    const auto it = r.phase_kernel_seconds.find(phase.name);
+    if (it == r.phase_kernel_seconds.end()) continue;
+    out << format_top(it->second,
+                      fmt::format("most expensive {} in one {} call:",
+                                  trainer.device().is_cuda() ? "GPU kernels" : "ops (nested ones included)", phase.name),
+                      8);
+  }
   return out.str();
 }
 

@@ -19,7 +19,7 @@ struct BenchOptions {
   int phase_repeats = 3;   // timed calls per phase
   int step_cycles = 1;     // timed cycles of lcm(reg intervals) steps
   bool op_families = true;
-  bool device_kernels = false;  // one more cycle under the Kineto profiler: what the device ran
+  bool device_kernels = false;  // one more cycle under the Kineto profiler, then each phase once: what the device ran
 };
 
 struct PhaseTiming {
@@ -44,6 +44,8 @@ struct BenchResult {
   double kernel_busy_seconds = 0;                // per step, CUDA kernels' sum (device_kernels)
   double kernel_wall_seconds = 0;                // per step, the profiled cycle's wall time
   std::string kernel_profile_error;              // why the profile failed (the timings stand)
+  // phase name -> kernel -> device seconds in one call of that phase (device_kernels)
+  std::map<std::string, std::map<std::string, double>> phase_kernel_seconds;
 };
 
 // Seconds that call takes, the device synchronized before and after (on a GPU: its work, not its launches).

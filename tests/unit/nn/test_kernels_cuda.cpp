@@ -4,6 +4,7 @@
 // second order (R1 and path length need them); skipped where no GPU is present or the build has no
 // CUDA kernels (a CPU LibTorch), and run by the GPU kit (scripts/gpu/run.sh).
 #include "sg2/nn/kernels.h"
+#include "sg2/nn/kink_pinning.h"
 #include "sg2/nn/ops.h"
 #include "channel_layout.h"
 #include "cuda/fir_bias_act_elements.h"
@@ -15,6 +16,7 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
 #include <utility>
@@ -503,6 +505,27 @@ TEST(CudaKernels, HalfPrecisionGradientsKeepTheirType) {
   EXPECT_EQ(y.scalar_type(), at::kHalf);
   EXPECT_EQ(x.grad().scalar_type(), at::kHalf);
   EXPECT_TRUE(x.grad().isfinite().all().item<bool>());
+}
+
+// parity_check --device cuda: kink sides recorded by the reference ops on the CPU, replayed on the GPU
+// by the kernels (sg2/nn/kink_pinning.h): both ties take the recorded slope, the gradient passes
+// straight through.
+TEST(CudaKernels, KinkSidesRecordedOnTheCpuAreReplayedOnTheGpu) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  ops::BiasActParams p;
+  p.act = ops::Activation::LRelu;
+  ops::set_kink_pinning(ops::KinkPinning::Record);
+  ops::bias_act(at::tensor({2.0f, 1e-7f, -2e-7f}).reshape({1, 3}), at::Tensor(), p, ops::Impl::Reference);
+  at::Tensor x = at::tensor({2.0f, -1e-7f, 2e-7f}).reshape({1, 3}).cuda().requires_grad_(true);
+  ops::set_kink_pinning(ops::KinkPinning::Replay, 1e-6);
+  at::Tensor y = ops::bias_act(x, at::Tensor(), p);
+  y.sum().backward();
+  const int64_t pinned = ops::pinned_kink_count();
+  ops::set_kink_pinning(ops::KinkPinning::Off);
+  EXPECT_EQ(pinned, 2);
+  EXPECT_TRUE(y.is_cuda());
+  const at::Tensor slopes = x.grad().cpu().to(at::kDouble).flatten() / std::sqrt(2.0);
+  EXPECT_LT((slopes - at::tensor({1.0, 1.0, 0.2}, at::kDouble)).abs().max().item<double>(), 1e-6);
 }
 
 }  // namespace

@@ -68,6 +68,12 @@ TEST(Benchmark, DeviceKernelsProfileOneMoreCycleOfTheRealStep) {
   const std::string text = format_benchmark(result, trainer);
   EXPECT_NE(text.find("most expensive ops per step under the profiler"), std::string::npos) << text;
   EXPECT_NE(text.find("# precision: G float32, conv_clamp 256; D "), std::string::npos) << text;
+  for (const auto& phase : trainer.phases()) {  // each phase once under its own profile
+    ASSERT_TRUE(result.phase_kernel_seconds.count(phase.name)) << phase.name;
+    EXPECT_TRUE(result.phase_kernel_seconds.at(phase.name).count("aten::convolution")) << phase.name;
+    EXPECT_NE(text.find("most expensive ops (nested ones included) in one " + phase.name + " call:"), std::string::npos)
+        << text;
+  }
 }
 
 // stylegan2_bench ops on the CPU: upfirdn2d's seven calls (four forward, three gradients),
