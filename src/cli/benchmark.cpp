@@ -58,7 +58,8 @@ std::string shortened(const std::string& name, size_t width = 96) {
 }
 
 // "  name   12.3 ms  45.6 %" rows, largest first.
-std::string format_top(const std::map<std::string, double>& seconds, const std::string& title, size_t limit) {
+std::string format_top(const std::map<std::string, double>& seconds, const std::string& title, size_t limit,
+                       size_t width = 96) {
   if (seconds.empty()) return "";
   std::vector<std::pair<double, std::string>> rows;
   double total = 0;
@@ -69,7 +70,7 @@ std::string format_top(const std::map<std::string, double>& seconds, const std::
   std::sort(rows.rbegin(), rows.rend());
   std::string out = title + "\n";
   for (size_t i = 0; i < rows.size() && i < limit; ++i) {
-    out += fmt::format("  {:<48} {:>9.1f} ms {:>6.1f} %\n", shortened(rows[i].second), rows[i].first * 1e3,
+    out += fmt::format("  {:<48} {:>9.1f} ms {:>6.1f} %\n", shortened(rows[i].second, width), rows[i].first * 1e3,
                        100.0 * rows[i].first / std::max(total, 1e-12));
   }
   return out;
@@ -88,9 +89,11 @@ void profile_device_kernels(Trainer& trainer, int64_t cycle, BenchResult& result
     result.kernel_wall_seconds = wall / cycle;
     for (size_t i = 0; i < trainer.phases().size(); ++i) {
       const StepInputs inputs = trainer.prepare_inputs();
-      KernelProfile phase_profile(trainer.device());
+      KernelProfile phase_profile(trainer.device(), /*with_shapes=*/true);
       time_call(trainer.device(), [&] { trainer.run_phase(i, inputs); });
-      result.phase_kernel_seconds[trainer.phases()[i].name] = phase_profile.stop().seconds;
+      DeviceTimes times = phase_profile.stop();
+      result.phase_kernel_seconds[trainer.phases()[i].name] = std::move(times.seconds);
+      result.phase_launch_seconds[trainer.phases()[i].name] = std::move(times.seconds_by_launching_op);
     }
   } catch (const std::exception& e) {
     result.kernel_profile_error = e.what();
@@ -192,6 +195,11 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
                       fmt::format("most expensive {} in one {} call:",
                                   trainer.device().is_cuda() ? "GPU kernels" : "ops (nested ones included)", phase.name),
                       8);
+    const auto launched = r.phase_launch_seconds.find(phase.name);
+    if (launched == r.phase_launch_seconds.end()) continue;
+    out << format_top(launched->second,
+                      "the same by kernel <- the op that launched it and its input shapes:",
+                      12, 200);
   }
   return out.str();
 }

@@ -10,6 +10,9 @@ static_assert(static_cast<int>(libkineto::ActivityType::GPU_MEMCPY) == 3 &&
               static_cast<int>(libkineto::ActivityType::CONCURRENT_KERNEL) == 5);
 #endif
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <set>
 
 namespace sg2::cli {
@@ -41,6 +44,20 @@ std::set<ActivityType> activities_for(bool cuda) {
   return {ActivityType::CPU};
 }
 
+template <class Event>
+ProfiledEvent profiled_event(const Event& e, bool device_work) {
+  ProfiledEvent out;
+  out.name = e.name();
+  out.correlation_id = e.correlationId();
+  out.linked_correlation_id = e.linkedCorrelationId();
+  if (!device_work && e.hasShapes()) {
+    for (const auto& shape : e.shapes()) out.shapes.push_back(shape);
+  }
+  out.duration_ns = duration_ns(e, 0);
+  out.device_work = device_work;
+  return out;
+}
+
 }  // namespace
 
 DeviceTimes sum_device_events(const std::vector<std::pair<std::string, uint64_t>>& events, bool busy) {
@@ -54,9 +71,42 @@ DeviceTimes sum_device_events(const std::vector<std::pair<std::string, uint64_t>
   return times;
 }
 
-KernelProfile::KernelProfile(const at::Device& device) : cuda_(device.is_cuda()) {
+namespace {
+
+// "32x128x64x64 128x128x3x3": the tensors among an op's inputs (other arguments have no shape).
+std::string format_shapes(const std::vector<std::vector<int64_t>>& shapes) {
+  std::string out;
+  for (const auto& shape : shapes) {
+    if (shape.empty()) continue;
+    out += out.empty() ? "" : " ";
+    out += fmt::format("{}", fmt::join(shape, "x"));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, double> time_by_launching_op(const std::vector<ProfiledEvent>& events) {
+  std::map<uint64_t, std::string> host_ops;  // correlation id -> "op shapes"
+  for (const auto& e : events) {
+    if (e.device_work || e.linked_correlation_id != 0) continue;
+    const std::string shapes = format_shapes(e.shapes);
+    host_ops[e.correlation_id] = shapes.empty() ? e.name : e.name + " " + shapes;
+  }
+  std::map<std::string, double> seconds;
+  for (const auto& e : events) {
+    if (!e.device_work) continue;
+    const auto op = host_ops.find(e.linked_correlation_id);
+    seconds[e.name + " <- " + (op == host_ops.end() ? std::string("(no host op)") : op->second)] +=
+        static_cast<double>(e.duration_ns) * 1e-9;
+  }
+  return seconds;
+}
+
+KernelProfile::KernelProfile(const at::Device& device, bool with_shapes)
+    : cuda_(device.is_cuda()), with_shapes_(with_shapes) {
   SG2_CHECK(!torch::profiler::impl::profilerEnabled(), "a LibTorch profiler is already recording in this thread");
-  const ProfilerConfig config(ProfilerState::KINETO);
+  const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/with_shapes);
   profiler::prepareProfiler(config, activities_for(cuda_));
   profiler::enableProfiler(config, activities_for(cuda_));
 }
@@ -71,11 +121,16 @@ DeviceTimes KernelProfile::stop() {
   const std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
   const c10::DeviceType wanted = cuda_ ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
   std::vector<std::pair<std::string, uint64_t>> events;
+  std::vector<ProfiledEvent> linked;  // CUDA with shapes: every event, for the attribution
   for (const auto& event : result->events()) {
-    if (event.deviceType() != wanted || (cuda_ && !is_device_work(event.activityType()))) continue;
+    const bool device_work = cuda_ && event.deviceType() == c10::DeviceType::CUDA && is_device_work(event.activityType());
+    if (cuda_ && with_shapes_) linked.push_back(profiled_event(event, device_work));
+    if (event.deviceType() != wanted || (cuda_ && !device_work)) continue;
     events.emplace_back(event.name(), duration_ns(event, 0));
   }
-  return sum_device_events(events, cuda_);
+  DeviceTimes times = sum_device_events(events, cuda_);
+  times.seconds_by_launching_op = time_by_launching_op(linked);
+  return times;
 }
 
 }  // namespace sg2::cli

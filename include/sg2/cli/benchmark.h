@@ -46,6 +46,8 @@ struct BenchResult {
   std::string kernel_profile_error;              // why the profile failed (the timings stand)
   // phase name -> kernel -> device seconds in one call of that phase (device_kernels)
   std::map<std::string, std::map<std::string, double>> phase_kernel_seconds;
+  // phase name -> "kernel <- op shapes" -> device seconds in that call (device_kernels, CUDA)
+  std::map<std::string, std::map<std::string, double>> phase_launch_seconds;
 };
 
 // Seconds that call takes, the device synchronized before and after (on a GPU: its work, not its launches).

@@ -20,14 +20,34 @@ struct DeviceTimes {
   std::map<std::string, double> seconds;  // per event name, summed over its launches
   std::map<std::string, int64_t> launches;
   double busy_seconds = 0;  // the sum over every name; CUDA only (kernels of one stream do not overlap)
+  // "kernel <- op shapes": each kernel's time by the host op that launched it, with that op's input
+  // shapes (CUDA, a profile that records shapes); which convolution runs in which cuDNN kernel.
+  std::map<std::string, double> seconds_by_launching_op;
 };
 
 // Sums (name, duration in ns) events by name; `busy` also forms their total.
 DeviceTimes sum_device_events(const std::vector<std::pair<std::string, uint64_t>>& events, bool busy);
 
+// One event of a Kineto profile, as far as the attribution needs it.
+struct ProfiledEvent {
+  std::string name;
+  uint64_t correlation_id = 0;         // a host op's
+  uint64_t linked_correlation_id = 0;  // on device work: the host op that launched it (0: none)
+  std::vector<std::vector<int64_t>> shapes;  // a host op's input shapes (empty where not recorded)
+  uint64_t duration_ns = 0;
+  bool device_work = false;  // a kernel, copy or memset that the device ran
+};
+
+// Device work's time by "kernel <- launching op and its tensor shapes" (e.g. "sm90_xmma... <-
+// aten::cudnn_convolution 32x128x64x64 128x128x3x3"); work whose op is not among the events counts
+// under "(no host op)".
+std::map<std::string, double> time_by_launching_op(const std::vector<ProfiledEvent>& events);
+
 class KernelProfile {
  public:
-  explicit KernelProfile(const at::Device& device);  // starts recording what `device` runs
+  // Starts recording what `device` runs; with_shapes also records host ops' input shapes (more host
+  // time per op: for tables, not for timing the run).
+  explicit KernelProfile(const at::Device& device, bool with_shapes = false);
   ~KernelProfile();                                   // stops if stop() was not called
   KernelProfile(const KernelProfile&) = delete;
   KernelProfile& operator=(const KernelProfile&) = delete;
@@ -35,6 +55,7 @@ class KernelProfile {
 
  private:
   bool cuda_;
+  bool with_shapes_;
   bool running_ = true;
 };
 

@@ -35,6 +35,24 @@ TEST(KernelProfile, EventsAreSummedByNameAndTheBusyTimeOnlyWhenAsked) {
   EXPECT_EQ(sum_device_events({{"aten::mm", 10}}, false).busy_seconds, 0.0);
 }
 
+// Device work links to the host op that launched it by Kineto's correlation ids (as PyTorch's
+// profiler tables link them); runtime calls, which link too, are not host ops.
+TEST(KernelProfile, DeviceWorkIsTimedByTheHostOpThatLaunchedItWithItsShapes) {
+  std::vector<ProfiledEvent> events;
+  events.push_back({"aten::cudnn_convolution", 7, 0, {{32, 128, 64, 64}, {128, 128, 3, 3}, {}, {2}}, 900, false});
+  events.push_back({"aten::add_", 8, 0, {}, 100, false});
+  events.push_back({"cudaLaunchKernel", 20, 7, {}, 5, false});  // a runtime call: linked, not a host op
+  events.push_back({"implicit_convolve_sgemm", 21, 7, {}, 3000, true});
+  events.push_back({"implicit_convolve_sgemm", 22, 7, {}, 1000, true});
+  events.push_back({"elementwise_kernel", 23, 8, {}, 500, true});
+  events.push_back({"memcpy", 24, 99, {}, 200, true});  // its op was not recorded
+  const auto seconds = time_by_launching_op(events);
+  ASSERT_EQ(seconds.size(), 3U);
+  EXPECT_DOUBLE_EQ(seconds.at("implicit_convolve_sgemm <- aten::cudnn_convolution 32x128x64x64 128x128x3x3 2"), 4e-6);
+  EXPECT_DOUBLE_EQ(seconds.at("elementwise_kernel <- aten::add_"), 5e-7);
+  EXPECT_DOUBLE_EQ(seconds.at("memcpy <- (no host op)"), 2e-7);
+}
+
 TEST(KernelProfile, RecordsWhatTheDeviceRanAndOnlyOneAtATime) {
   const at::Tensor a = at::randn({256, 256});
   DeviceTimes times;
