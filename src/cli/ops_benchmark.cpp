@@ -69,26 +69,30 @@ struct Timer {
 // One timed call: the specialised CUDA kernel (none on the CPU, or where it is not built for the
 // shape), the generic kernel, the reference op, and the bytes the op must move at least.
 struct OpTimings {
+  std::optional<double> lanes;  // upfirdn2d's tiled kernel in 16-byte lanes (its table only)
   std::optional<double> fastest;
   double generic = 0, reference = 0, bytes = 0;
 };
 
-// fastest and generic name the first two columns (OpTimings' fastest and generic).
-std::string table_header(const std::string& fastest, const std::string& generic = "generic") {
-  return fmt::format("| op | x | layout | {0} ms | {1} ms | reference ms | best GB/s | floor ms | best / floor | "
-                     "{1} / {0} | reference / best |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
-                     fastest, generic);
+// fastest and generic name the first two columns (OpTimings' fastest and generic); with_lanes puts
+// a 'lanes' column before them.
+std::string table_header(const std::string& fastest, const std::string& generic = "generic", bool with_lanes = false) {
+  return fmt::format("| op | x | layout | {2}{0} ms | {1} ms | reference ms | best GB/s | floor ms | best / floor | "
+                     "{1} / {0} | reference / best |\n|---|---|---|{3}---|---|---|---|---|---|---|---|\n",
+                     fastest, generic, with_lanes ? "lanes ms | " : "", with_lanes ? "---|" : "");
 }
 
 std::string milliseconds(std::optional<double> seconds) {
   return seconds ? fmt::format("{:.3f}", *seconds * 1e3) : "-";
 }
 
-std::string table_row(const std::string& name, const at::Tensor& x, const OpTimings& t, double bandwidth) {
-  const double best = t.fastest.value_or(t.generic), floor = t.bytes / bandwidth;
+std::string table_row(const std::string& name, const at::Tensor& x, const OpTimings& t, double bandwidth,
+                      bool with_lanes = false) {
+  const double best = std::min(t.lanes.value_or(1e30), t.fastest.value_or(t.generic)), floor = t.bytes / bandwidth;
   const bool channels_last = x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous();
-  return fmt::format("| {} | {} | {} | {} | {} | {} | {:.0f} | {:.3f} | {:.2f} | {} | {:.2f} |\n", name,
-                     fmt::join(x.sizes(), "x"), channels_last ? "NHWC" : "NCHW", milliseconds(t.fastest),
+  return fmt::format("| {} | {} | {} | {}{} | {} | {} | {:.0f} | {:.3f} | {:.2f} | {} | {:.2f} |\n", name,
+                     fmt::join(x.sizes(), "x"), channels_last ? "NHWC" : "NCHW",
+                     with_lanes ? milliseconds(t.lanes) + " | " : "", milliseconds(t.fastest),
                      milliseconds(t.generic), milliseconds(t.reference), t.bytes / best / 1e9, floor * 1e3,
                      best / floor, t.fastest ? fmt::format("{:.2f}", t.generic / *t.fastest) : "-",
                      t.reference / best);
@@ -128,7 +132,10 @@ OpTimings time_fir(const Timer& time, const at::Tensor& x, const at::Tensor& f, 
   OpTimings t;
   t.bytes = static_cast<double>(x.nbytes() + kernels::upfirdn2d_forward(x, f, p).nbytes());
   t.reference = time([&] { nn::ops::upfirdn2d_reference(x, f, p); });
-  if (kernels::upfirdn2d_runs_tiled(x, f, p)) t.fastest = time([&] { kernels::upfirdn2d_forward(x, f, p); });
+  if (kernels::upfirdn2d_runs_tiled_in_lanes(x, f, p)) t.lanes = time([&] { kernels::upfirdn2d_forward(x, f, p); });
+  if (kernels::upfirdn2d_runs_tiled(x, f, p)) {
+    t.fastest = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Tiled); });
+  }
   t.generic = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Generic); });
   return t;
 }
@@ -258,12 +265,12 @@ std::string run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOp
   std::ostringstream out;
   out << fmt::format("# resolution {}, batch {}, {} on {}; device copy {:.1f} GB/s (read + write)\n", r, options.batch,
                      dtype_name, device.str(), time.bandwidth / 1e9);
-  out << "# compute: " << compute << "\n\n## upfirdn2d\n\n" << table_header("tiled");
+  out << "# compute: " << compute << "\n\n## upfirdn2d\n\n" << table_header("tiled", "generic", /*with_lanes=*/true);
   const at::Tensor f = nn::ops::setup_filter(config.G.resample_filter).to(device);
   for (const FirCase& c : fir_cases(options.batch, r, config)) {
     for (const auto layout : kLayouts) {
       const at::Tensor x = at::randn(c.x_shape, on_device).contiguous(layout);
-      out << table_row(c.name, x, time_fir(time, x, f, c.params), time.bandwidth);
+      out << table_row(c.name, x, time_fir(time, x, f, c.params), time.bandwidth, /*with_lanes=*/true);
     }
   }
   out << fmt::format("\n## bias_act (clamp: G {}, D {})\n\n", config.G.conv_clamp, config.D.conv_clamp)

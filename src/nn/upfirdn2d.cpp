@@ -111,6 +111,17 @@ bool upfirdn2d_runs_tiled([[maybe_unused]] const at::Tensor& x, [[maybe_unused]]
   return false;
 }
 
+bool upfirdn2d_runs_tiled_in_lanes([[maybe_unused]] const at::Tensor& x, [[maybe_unused]] const at::Tensor& f,
+                                   [[maybe_unused]] const ops::FirParams& p) {
+#if SG2_CUDA_KERNELS
+  if (x.is_cuda() && supported(x)) {
+    const auto [out_h, out_w] = upfirdn2d_output_size(x, f, p);
+    return gpu::runs_tiled_in_lanes(x, f, p, out_h, out_w);
+  }
+#endif
+  return false;
+}
+
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p,
                              [[maybe_unused]] KernelVariant variant) {
   SG2_CHECK(supported(x), "upfirdn2d kernel: unsupported tensor {} on {}", c10::toString(x.scalar_type()),

@@ -23,10 +23,11 @@ bool runs_kernel(ops::Impl impl, const at::Tensor& x);
 bool cuda_kernels_built();
 
 // Which CUDA kernel a raw forward or gradient runs. Fastest: the specialised one where it is built
-// for the launch (upfirdn2d: the tiled kernel for StyleGAN2's shapes; bias_act: 16-byte packs where
-// the memory is whole aligned packs), else the generic one. Generic: always the generic kernel, one
-// thread per element (for the op benchmark and the tests that compare the two). The CPU has one
-// kernel for both.
-enum class KernelVariant { Fastest, Generic };
+// for the launch (upfirdn2d: the tiled kernel for StyleGAN2's shapes, in 16-byte lanes of channels
+// where channels_last memory allows; bias_act: 16-byte packs where the memory is whole aligned
+// packs), else the generic one. Tiled: the same, but upfirdn2d's tiled kernel without lanes.
+// Generic: always the generic kernel, one thread per element. (For the op benchmark and the tests
+// that compare them.) The CPU has one kernel for all.
+enum class KernelVariant { Fastest, Tiled, Generic };
 
 }  // namespace sg2::nn::kernels

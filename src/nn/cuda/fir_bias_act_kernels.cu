@@ -9,6 +9,7 @@
 // layers' epilogue runs 16 bytes per thread in NCHW or channels_last (epilogue_elements.h).
 #include "epilogue_elements.h"
 #include "fir_bias_act_elements.h"
+#include "fir_lanes_elements.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -102,6 +103,28 @@ __global__ void __launch_bounds__(kTileX * kTileY) upfirdn2d_tiled_kernel(FirLau
   for (int32_t slice = blockIdx.z; slice < slices; slice += gridDim.z) {
     upfirdn2d_tile_thread<int32_t, Fir>(job, taps, int32_t(blockIdx.x), int32_t(blockIdx.y), slice, threadIdx.x,
                                         threadIdx.y, read, write);
+  }
+}
+
+// Channels_last in 16-byte lanes (upfirdn2d_lanes_thread): x over one output row's threads, y
+// striding over the rows.
+template <typename T, typename Fir>
+__global__ void __launch_bounds__(kFirLanesBlock) upfirdn2d_lanes_kernel(FirLaunch job, int32_t threads_per_row,
+                                                                          int32_t rows) {
+  constexpr int kPack = kLanes<T>;
+  const int32_t t = blockIdx.x * kFirLanesBlock + threadIdx.x;
+  if (t >= threads_per_row) return;
+  const T* x = static_cast<const T*>(job.x);
+  T* y = static_cast<T*>(job.y);
+  const FirTaps<Fir::kTaps> taps = load_fir_taps<Fir::kTaps>(job);
+  const auto read = [x](int32_t offset) {
+    FirLanes<kPack> v;
+    load_lanes(x + offset, 0, v.v);
+    return v;
+  };
+  const auto write = [y](int32_t offset, const FirLanes<kPack>& v) { store_lanes(y + offset, 0, v.v); };
+  for (int32_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    upfirdn2d_lanes_thread<int32_t, Fir, kPack>(job, taps, t, row, read, write);
   }
 }
 
@@ -282,25 +305,34 @@ void with_types(ElementType type, bool use_32bit_indices, Fn&& fn) {
 
 }  // namespace
 
-void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, bool allow_tiled) {
+void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirKernel kernel) {
   const int64_t total = job.batch * job.channels * job.out_h * job.out_w;
   if (total == 0) return;
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
   const auto tiled = [&](auto fir) {
-    const FirTiles tiles = fir_tiles(job, decltype(fir)::kOutputs);
-    const dim3 grid(static_cast<unsigned int>(tiles.x), static_cast<unsigned int>(tiles.y),
-                    static_cast<unsigned int>(fir_grid_z(tiles)));
+    using Fir = decltype(fir);
     with_type(type, [&](auto tag) {
-      upfirdn2d_tiled_kernel<decltype(tag), decltype(fir)><<<grid, dim3(kTileX, kTileY), 0,
-                                                             static_cast<cudaStream_t>(stream)>>>(
+      using T = decltype(tag);
+      if (kernel == FirKernel::Fastest && fir_runs_in_lanes(job, kLanes<T>)) {
+        const FirLanesGrid lanes = fir_lanes_grid(job, kLanes<T>, Fir::kOutputs);
+        const dim3 grid(static_cast<unsigned int>(lanes.blocks_x),
+                        static_cast<unsigned int>(std::min(lanes.rows, kMaxGridY)));
+        upfirdn2d_lanes_kernel<T, Fir><<<grid, kFirLanesBlock, 0, cuda_stream>>>(
+            job, static_cast<int32_t>(lanes.threads_per_row), static_cast<int32_t>(lanes.rows));
+        return;
+      }
+      const FirTiles tiles = fir_tiles(job, Fir::kOutputs);
+      const dim3 grid(static_cast<unsigned int>(tiles.x), static_cast<unsigned int>(tiles.y),
+                      static_cast<unsigned int>(fir_grid_z(tiles)));
+      upfirdn2d_tiled_kernel<T, Fir><<<grid, dim3(kTileX, kTileY), 0, cuda_stream>>>(
           job, static_cast<int32_t>(tiles.slices));
     });
   };
-  if (!allow_tiled || !with_fixed_fir(job, tiled)) {
+  if (kernel == FirKernel::Generic || !with_fixed_fir(job, tiled)) {
     with_types(type, fits_32bit_indices(job), [&](auto tag, auto index) {
       using T = decltype(tag);
       using Index = decltype(index);
-      upfirdn2d_kernel<T, Index><<<blocks_for(total), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-          job, Index(total));
+      upfirdn2d_kernel<T, Index><<<blocks_for(total), kThreads, 0, cuda_stream>>>(job, Index(total));
     });
   }
   check_launch("upfirdn2d");

@@ -32,9 +32,12 @@ struct FirLaunch {
   bool channels_last;  // y's layout: threads then run over the channels of a pixel, as x's reads do
   float gain;
 };
-// allow_tiled: the tiled kernel where it is built for the launch (with_fixed_fir), else the generic
-// one; false: always the generic one (the op benchmark and the tests compare the two).
-void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, bool allow_tiled = true);
+// Which kernel runs a launch. Fastest: where the tiled kernel is built for it (with_fixed_fir), the
+// tiled kernel, in 16-byte lanes of channels where the launch allows (fir_runs_in_lanes); else the
+// generic one. Tiled: the same without lanes. Generic: always the generic kernel. The op benchmark
+// and the tests compare them.
+enum class FirKernel { Fastest, Tiled, Generic };
+void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirKernel kernel = FirKernel::Fastest);
 
 // y = clamp(act(x + b[c]) * gain) over the memory of x and y seen as [outer, channels, inner]
 // (../channel_layout.h);

@@ -4,6 +4,7 @@
 #include "../channel_layout.h"
 #include "epilogue_elements.h"
 #include "fir_bias_act_elements.h"
+#include "fir_lanes_elements.h"
 #include "sg2/core/error.h"
 
 #include <ATen/cuda/CUDAContext.h>
@@ -38,6 +39,14 @@ bool runs_tiled(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& 
   return cuda::with_fixed_fir(fir_launch(x, filter, p, out_h, out_w), [](auto) {});
 }
 
+bool runs_tiled_in_lanes(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
+                         int64_t out_w) {
+  const at::Tensor filter = f.to(at::kFloat).contiguous();
+  const cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);  // y: a fresh allocation, aligned
+  return cuda::with_fixed_fir(job, [](auto) {}) &&
+         cuda::fir_runs_in_lanes(job, cuda::kLaneBytes / static_cast<int>(x.element_size()));
+}
+
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
                              int64_t out_w, KernelVariant variant) {
   SG2_CHECK(supported(x) && x.dim() == 4, "upfirdn2d CUDA kernel: expected a 4-D CUDA tensor, got {} {}",
@@ -47,7 +56,10 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
   at::Tensor y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(ops::layout_of(x)));
   cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);
   job.y = y.data_ptr();
-  cuda::launch_upfirdn2d(job, element_type(x), current_stream(), variant == KernelVariant::Fastest);
+  const cuda::FirKernel kernel = variant == KernelVariant::Fastest ? cuda::FirKernel::Fastest
+                                  : variant == KernelVariant::Tiled ? cuda::FirKernel::Tiled
+                                                                    : cuda::FirKernel::Generic;
+  cuda::launch_upfirdn2d(job, element_type(x), current_stream(), kernel);
   return y;
 }
 
@@ -66,7 +78,7 @@ at::Tensor bias_act_forward(const at::Tensor& x_in, const at::Tensor& b_in, int6
   const at::Tensor b = b_in.defined() ? b_in.to(x.device(), x.scalar_type()).contiguous() : at::Tensor();
   at::Tensor y = at::empty_like(x);  // x's layout
   cuda::launch_bias_act(x.data_ptr(), b.defined() ? b.data_ptr() : nullptr, y.data_ptr(), x.numel(), l.channels,
-                        l.inner, a, element_type(x), current_stream(), variant == KernelVariant::Fastest);
+                        l.inner, a, element_type(x), current_stream(), variant != KernelVariant::Generic);
   return y;
 }
 
@@ -78,7 +90,7 @@ at::Tensor bias_act_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const 
   const at::Tensor y = dense(y_in), dy = laid_out_like(dy_in, y);  // checks dy's shape
   at::Tensor dx = at::empty_like(y);
   cuda::launch_bias_act_grad(dy.data_ptr(), y.data_ptr(), dx.data_ptr(), y.numel(), a, element_type(y),
-                             current_stream(), variant == KernelVariant::Fastest);
+                             current_stream(), variant != KernelVariant::Generic);
   return dx;
 }
 

@@ -9,6 +9,7 @@
 #include "channel_layout.h"
 #include "cuda/fir_bias_act_elements.h"
 #include "cuda/kernels_cuda.h"
+#include "fir_host_launch.h"
 #include "nn_test_support.h"
 
 #include <gtest/gtest.h>
@@ -30,24 +31,8 @@ using test::fir_cases;
 using test::kPrecisions;
 using test::Precision;
 using test::max_relative_error;
+using test::upfirdn2d_by_elements;
 using test::upfirdn2d_direct;
-
-// Every output element of the kernel's arithmetic, computed on the host with Index offsets, in the
-// output's memory order.
-template <typename Index>
-at::Tensor upfirdn2d_by_elements(const at::Tensor& x, const at::Tensor& f_in, const ops::FirParams& p) {
-  const at::Tensor f = f_in.contiguous();
-  const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
-  const cuda::FirLaunch job = kernels::gpu::fir_launch(x, f, p, out_h, out_w);
-  at::Tensor y = at::empty({job.batch, job.channels, job.out_h, job.out_w},
-                           at::TensorOptions().memory_format(ops::layout_of(x)));
-  const float* px = x.data_ptr<float>();
-  float* py = y.data_ptr<float>();
-  for (Index i = 0; i < static_cast<Index>(y.numel()); ++i) {
-    py[i] = cuda::upfirdn2d_element<Index>(job, i, [px](Index offset) { return px[offset]; });
-  }
-  return y;
-}
 
 // The tiled kernel's launch run on the host thread by thread over its whole grid (each thread's
 // work is upfirdn2d_tile_thread, as on the GPU), with grid_z z blocks striding over the slices;

@@ -1,0 +1,119 @@
+#pragma once
+// upfirdn2d in 16-byte lanes, for channels_last launches of StyleGAN2's shapes (the fixed 4x4
+// filter alone, with 2x upsampling or with 2x downsampling: FixedFir): a thread computes
+// Fir::kOutputs neighbouring output pixels of one pack of Lanes channels (8 float16 or bfloat16, 4
+// float32), so every tap is one 16-byte load of Lanes samples instead of one 2- or 4-byte load per
+// sample; the warp's loads and stores run along a pixel's channels, then along the row. Each lane's
+// taps are summed in the definition's order (row-major, the samples outside the input skipped), the
+// generic kernel's sums exactly. Host and device, like fir_bias_act_elements.h: the CPU test suite
+// runs every thread of a launch on the host (tests/unit/nn/test_kernels_cuda_lanes.cpp).
+
+#include "fir_bias_act_elements.h"
+
+#include <cstdint>
+
+namespace sg2::nn::cuda {
+
+template <int Lanes>
+struct FirLanes {
+  float v[Lanes];
+};
+
+// Whether a launch runs in lanes of `lanes` elements: channels_last output, channels in whole
+// lanes, x's channels adjacent and every pixel of x starting a lane (its strides multiples of
+// `lanes`), both pointers 16-byte aligned, 32-bit indices.
+inline bool fir_runs_in_lanes(const FirLaunch& job, int lanes) {
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kLaneBytes == 0; };
+  return job.channels_last && job.channels % lanes == 0 && job.stride_c == 1 && job.stride_x % lanes == 0 &&
+         job.stride_y % lanes == 0 && job.stride_n % lanes == 0 && aligned(job.x) && aligned(job.y) &&
+         fits_32bit_indices(job);
+}
+
+// The launch: kFirLanesBlock threads a block, x over one output row's (column group, lane) pairs
+// with the lane fastest, y (striding) over the rows of every sample.
+constexpr int kFirLanesBlock = 256;
+
+struct FirLanesGrid {
+  int64_t threads_per_row, blocks_x, rows;
+};
+
+inline FirLanesGrid fir_lanes_grid(const FirLaunch& job, int lanes, int outputs_per_thread) {
+  const int64_t groups = (job.out_w + outputs_per_thread - 1) / outputs_per_thread;
+  const int64_t threads = groups * (job.channels / lanes);
+  return {threads, (threads + kFirLanesBlock - 1) / kFirLanesBlock, job.batch * job.out_h};
+}
+
+// sums[r][k] += tap * v[k] for every output r that tap (j, column b of the thread's window) reaches.
+template <typename Fir, int Lanes>
+SG2_HOST_DEVICE void add_window_column(const FirTaps<Fir::kTaps>& taps, int j, int b, const FirLanes<Lanes>& v,
+                                       float (&sums)[Fir::kOutputs][Lanes]) {
+  for (int r = 0; r < Fir::kOutputs; ++r) {
+    const int i = b - r * Fir::kDown;
+    if (i < 0 || i >= Fir::kTaps) continue;
+    for (int k = 0; k < Lanes; ++k) sums[r][k] += taps.v[j][i] * v.v[k];
+  }
+}
+
+// Without upsampling: the kOutputs outputs at columns ox0.. of row oy read a window of kTaps rows
+// and kWindow columns, streamed row by row; each output gets its taps in row-major order.
+template <typename Index, typename Fir, int Lanes, typename Load>
+SG2_HOST_DEVICE void fir_lanes_window(const FirLaunch& job, const FirTaps<Fir::kTaps>& taps, Index base, Index oy,
+                                      Index ox0, float (&sums)[Fir::kOutputs][Lanes], const Load& load) {
+  const Index y0 = oy * Fir::kDown - job.pad_y0, x0 = ox0 * Fir::kDown - job.pad_x0;
+  const Index in_h = static_cast<Index>(job.in_h), in_w = static_cast<Index>(job.in_w);
+  for (int j = 0; j < Fir::kTaps; ++j) {
+    if (!within(y0 + j, in_h)) continue;
+    const Index row = base + (y0 + j) * static_cast<Index>(job.stride_y);
+    for (int b = 0; b < Fir::kWindow; ++b) {
+      if (!within(x0 + b, in_w)) continue;
+      add_window_column<Fir, Lanes>(taps, j, b, load(row + (x0 + b) * static_cast<Index>(job.stride_x)), sums);
+    }
+  }
+}
+
+// With upsampling: one output, the taps of its phase (upfirdn2d_fixed_at's sums, in lanes).
+template <typename Index, typename Fir, int Lanes, typename Load>
+SG2_HOST_DEVICE void fir_lanes_upsampled(const FirLaunch& job, const FirTaps<Fir::kTaps>& taps, Index base, Index oy,
+                                         Index ox, float (&sum)[Lanes], const Load& load) {
+  const auto rows =
+      fixed_axis<Index, Fir>(oy, job.pad_y0, static_cast<Index>(job.in_h), static_cast<Index>(job.stride_y));
+  const auto cols =
+      fixed_axis<Index, Fir>(ox, job.pad_x0, static_cast<Index>(job.in_w), static_cast<Index>(job.stride_x));
+  for (int j = 0; j < Fir::kSpan; ++j) {
+    if (!rows.reads[j]) continue;
+    for (int i = 0; i < Fir::kSpan; ++i) {
+      if (!cols.reads[i]) continue;
+      const float tap = phase_tap<Fir::kUp>(taps, j, i, rows.k0, cols.k0);
+      const FirLanes<Lanes> v = load(base + rows.offset[j] + cols.offset[i]);
+      for (int k = 0; k < Lanes; ++k) sum[k] += tap * v.v[k];
+    }
+  }
+}
+
+// What thread t of output row `row` (n * out_h + oy) computes: Fir::kOutputs pixels from column
+// (t / lanes of a pixel) * kOutputs on, channels (t % lanes of a pixel) * Lanes on, each handed to
+// store(offset in y of its first channel, lanes). load(offset) reads Lanes samples of x.
+template <typename Index, typename Fir, int Lanes, typename Load, typename Store>
+SG2_HOST_DEVICE void upfirdn2d_lanes_thread(const FirLaunch& job, const FirTaps<Fir::kTaps>& taps, Index t, Index row,
+                                            const Load& load, const Store& store) {
+  const Index channels = static_cast<Index>(job.channels), lanes_per_pixel = channels / Lanes;
+  const Index out_h = static_cast<Index>(job.out_h), out_w = static_cast<Index>(job.out_w);
+  const Index group = t / lanes_per_pixel, c0 = (t - group * lanes_per_pixel) * Lanes;
+  const Index n = row / out_h, oy = row - n * out_h, ox0 = group * Fir::kOutputs;
+  if (ox0 >= out_w) return;
+  const Index base = n * static_cast<Index>(job.stride_n) + c0;  // stride_c == 1 (fir_runs_in_lanes)
+  float sums[Fir::kOutputs][Lanes] = {};
+  if constexpr (Fir::kUp == 1) {
+    fir_lanes_window<Index, Fir, Lanes>(job, taps, base, oy, ox0, sums, load);
+  } else {
+    static_assert(Fir::kOutputs == 1, "upsampled outputs alternate their taps' phases: one output per thread");
+    fir_lanes_upsampled<Index, Fir, Lanes>(job, taps, base, oy, ox0, sums[0], load);
+  }
+  for (int r = 0; r < Fir::kOutputs && ox0 + r < out_w; ++r) {
+    FirLanes<Lanes> out;
+    for (int k = 0; k < Lanes; ++k) out.v[k] = sums[r][k];
+    store(((n * out_h + oy) * out_w + ox0 + r) * channels + c0, out);
+  }
+}
+
+}  // namespace sg2::nn::cuda

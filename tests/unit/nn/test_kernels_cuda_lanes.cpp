@@ -1,0 +1,157 @@
+// upfirdn2d's tiled kernel in 16-byte lanes of channels (src/nn/cuda/fir_lanes_elements.h). On
+// every machine: the launch run on the host, thread by thread over its whole grid, against the
+// generic kernel's sums (bit for bit) and the definition, and which launches take it. On a GPU: the
+// kernel itself in every precision against the tiled and generic kernels and the definition.
+#include "sg2/nn/kernels.h"
+#include "sg2/nn/ops.h"
+#include "sg2/nn/upfirdn2d.h"
+#include "cuda/fir_lanes_elements.h"
+#include "fir_host_launch.h"
+#include "nn_test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace sg2::nn {
+namespace {
+
+using test::asymmetric_filter;
+using test::kPrecisions;
+using test::max_relative_error;
+using test::Precision;
+using test::upfirdn2d_by_elements;
+using test::upfirdn2d_direct;
+
+// The lanes launch (Lanes float32 values a lane here, whatever the GPU's type would hold) run on the
+// host: every thread of every row; writes counts how often each output element was written.
+template <int Lanes>
+at::Tensor upfirdn2d_by_lanes(const at::Tensor& x, const at::Tensor& f_in, const ops::FirParams& p,
+                              at::Tensor& writes) {
+  const at::Tensor f = f_in.contiguous();
+  const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
+  at::Tensor y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(ops::layout_of(x)))
+                     .fill_(NAN);  // poisoned: an output never written shows
+  writes = at::zeros({y.numel()}, at::kInt);
+  cuda::FirLaunch job = kernels::gpu::fir_launch(x, f, p, out_h, out_w);
+  job.y = y.data_ptr();
+  const float* px = x.data_ptr<float>();
+  float* py = y.data_ptr<float>();
+  int32_t* count = writes.data_ptr<int32_t>();
+  const bool ran = cuda::fir_runs_in_lanes(job, Lanes) && cuda::with_fixed_fir(job, [&](auto fir) {
+    using Fir = decltype(fir);
+    const auto taps = cuda::load_fir_taps<Fir::kTaps>(job);
+    const cuda::FirLanesGrid grid = cuda::fir_lanes_grid(job, Lanes, Fir::kOutputs);
+    const auto read = [px](int32_t offset) {
+      cuda::FirLanes<Lanes> v;
+      for (int k = 0; k < Lanes; ++k) v.v[k] = px[offset + k];
+      return v;
+    };
+    const auto write = [&](int32_t offset, const cuda::FirLanes<Lanes>& v) {
+      for (int k = 0; k < Lanes; ++k) {
+        py[offset + k] = v.v[k];
+        ++count[offset + k];
+      }
+    };
+    const auto threads = static_cast<int32_t>(grid.blocks_x * cuda::kFirLanesBlock);  // the last block's idle ones too
+    for (int32_t row = 0; row < static_cast<int32_t>(grid.rows); ++row) {
+      for (int32_t t = 0; t < threads; ++t) {
+        if (t >= grid.threads_per_row) continue;  // as the kernel returns
+        cuda::upfirdn2d_lanes_thread<int32_t, Fir, Lanes>(job, taps, t, row, read, write);
+      }
+    }
+  });
+  EXPECT_TRUE(ran) << "no lanes kernel for up " << p.up << " down " << p.down << " x "
+                   << c10::str(x.sizes(), x.strides());
+  return y;
+}
+
+const std::vector<ops::FirParams> kStyleGan2Cases{
+    {1, 1, {1, 2, 2, 1}, false, 1.0}, {2, 1, {2, 1, 2, 1}, false, 4.0}, {1, 2, {1, 1, 1, 1}, false, 1.0},
+    {2, 1, {-1, 0, 3, 2}, true, 4.0}, {1, 2, {-1, 2, 3, -1}, true, 2.0}, {1, 1, {0, 0, 0, 0}, false, 1.0}};
+
+// StyleGAN2's shapes (the 4x4 filter alone, up 2, down 2; cropping, flips), widths that leave a
+// thread's last columns past the edge, rows cut from a larger tensor: every output written once,
+// with the generic kernel's sums.
+template <int Lanes>
+void expect_lanes_match_the_generic_sums() {
+  at::manual_seed(11);
+  const auto channels_last = at::MemoryFormat::ChannelsLast;
+  const at::Tensor small = at::randn({2, 16, 5, 7}).contiguous(channels_last);
+  const at::Tensor wide = at::randn({3, 24, 9, 13}).contiguous(channels_last);
+  for (const at::Tensor& f : {ops::setup_filter({1, 3, 3, 1}), asymmetric_filter()}) {
+    for (const auto& p : kStyleGan2Cases) {
+      for (const at::Tensor& view : {small, wide, wide.slice(2, 2, 7), wide.slice(3, 1, 10)}) {
+        if (view.size(1) % Lanes != 0) continue;
+        at::Tensor writes;
+        const at::Tensor y = upfirdn2d_by_lanes<Lanes>(view, f, p, writes);
+        const std::string where = "lanes " + std::to_string(Lanes) + " up " + std::to_string(p.up) + " down " +
+                                  std::to_string(p.down) + " view " + c10::str(view.sizes(), view.strides());
+        EXPECT_TRUE(writes.eq(1).all().item<bool>()) << where;
+        EXPECT_TRUE(y.eq(upfirdn2d_by_elements<int32_t>(view, f, p)).all().item<bool>()) << where;
+        EXPECT_LT(max_relative_error(y, upfirdn2d_direct(view, f, p)), 1e-6) << where;
+      }
+    }
+  }
+}
+
+TEST(CudaKernelArithmetic, LanesUpfirdn2dWritesEveryOutputOnceWithTheGenericSums) {
+  expect_lanes_match_the_generic_sums<4>();  // float32
+  expect_lanes_match_the_generic_sums<8>();  // float16, bfloat16
+}
+
+// float32 in lanes of 4, float16 in lanes of 8 (16 bytes either way).
+TEST(CudaKernelArithmetic, OnlyWholeAlignedChannelsLastLanesRunInLanes) {
+  const at::Tensor f = ops::setup_filter({1, 3, 3, 1});
+  const ops::FirParams p{1, 1, {1, 2, 2, 1}, false, 1.0};
+  const auto in_lanes = [&](const at::Tensor& x) {
+    const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
+    const cuda::FirLaunch job = kernels::gpu::fir_launch(x, f, p, out_h, out_w);  // y: a fresh allocation
+    return cuda::fir_runs_in_lanes(job, cuda::kLaneBytes / static_cast<int>(x.element_size()));
+  };
+  const auto channels_last = at::MemoryFormat::ChannelsLast;
+  const auto half = [&](int64_t channels) { return at::zeros({2, channels, 8, 8}, at::kHalf).contiguous(channels_last); };
+  const auto single = [&](int64_t channels) { return at::zeros({2, channels, 8, 8}).contiguous(channels_last); };
+  EXPECT_TRUE(in_lanes(half(24)));
+  EXPECT_TRUE(in_lanes(single(24)));
+  EXPECT_TRUE(in_lanes(half(24).slice(2, 1, 7)));           // whole rows cut off: still aligned
+  EXPECT_FALSE(in_lanes(at::zeros({2, 24, 8, 8})));         // NCHW
+  EXPECT_FALSE(in_lanes(half(20)));                         // 20 channels: not whole lanes of 8
+  EXPECT_TRUE(in_lanes(single(20)));                        // whole lanes of 4
+  EXPECT_TRUE(in_lanes(half(24).slice(1, 8, 24)));          // channels 8 to 24: 16 bytes in, pixels 24 apart
+  EXPECT_FALSE(in_lanes(half(24).slice(1, 4, 20)));         // channels 4 to 20: 8 bytes in
+  EXPECT_FALSE(in_lanes(single(32).slice(1, 2, 18)));       // 8 bytes in
+  EXPECT_FALSE(in_lanes(half(36).slice(1, 0, 16)));         // pixels 36 apart: every other one unaligned
+}
+
+// The kernel on the GPU: in every precision, channels_last with 24 and 32 channels (whole lanes of
+// 8 and 4), the same values as the tiled and generic kernels and the definition.
+TEST(CudaKernels, LanesUpfirdn2dMatchesTheTiledAndGenericKernelsAndTheDefinition) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  at::manual_seed(12);
+  const at::Tensor f = asymmetric_filter().cuda();
+  for (const Precision& precision : kPrecisions) {
+    for (const at::Tensor& x : {at::randn({3, 24, 13, 9}), at::randn({2, 32, 16, 17})}) {
+      const at::Tensor stored = x.to(precision.type);
+      const at::Tensor on_gpu = stored.cuda().contiguous(at::MemoryFormat::ChannelsLast);
+      for (const auto& p : kStyleGan2Cases) {
+        const std::string where = "up " + std::to_string(p.up) + " down " + std::to_string(p.down) + " " +
+                                  c10::toString(precision.type) + " " + c10::str(x.sizes());
+        EXPECT_TRUE(kernels::upfirdn2d_runs_tiled_in_lanes(on_gpu, f, p)) << where;
+        const at::Tensor lanes = kernels::upfirdn2d_forward(on_gpu, f, p);
+        const at::Tensor tiled = kernels::upfirdn2d_forward(on_gpu, f, p, kernels::KernelVariant::Tiled);
+        const at::Tensor generic = kernels::upfirdn2d_forward(on_gpu, f, p, kernels::KernelVariant::Generic);
+        EXPECT_TRUE(lanes.is_contiguous(at::MemoryFormat::ChannelsLast)) << where;
+        EXPECT_LT(max_relative_error(lanes.cpu().to(at::kFloat), generic.cpu().to(at::kFloat)), precision.tolerance)
+            << where;  // the same sums (nvcc may contract each kernel's multiply-adds its own way)
+        EXPECT_LT(max_relative_error(lanes.cpu().to(at::kFloat), tiled.cpu().to(at::kFloat)), precision.tolerance)
+            << where;
+        EXPECT_LT(max_relative_error(lanes.cpu(), upfirdn2d_direct(stored, f.cpu(), p)), precision.tolerance) << where;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sg2::nn
