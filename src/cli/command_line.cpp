@@ -5,6 +5,7 @@
 #include "sg2/core/system.h"
 #include "sg2/data/atomic_file.h"
 #include "sg2/dist/consistency.h"
+#include "sg2/nn/conv_gradfix.h"
 #include "sg2/train/batch_probe.h"
 #include "sg2/train/out_of_memory.h"
 #include "sg2/train/run_dir.h"
@@ -85,9 +86,10 @@ std::string apply_compute_settings(const TrainConfig& c, const dist::World& worl
   at::globalContext().setAllowTF32CuBLAS(c.run.allow_tf32);
   at::globalContext().setAllowTF32CuDNN(c.run.allow_tf32);
   at::globalContext().setBenchmarkCuDNN(c.run.cudnn_benchmark);
-  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}, cuDNN benchmark {}{}", threads,
+  nn::ops::set_conv2d_gradfix(c.run.conv2d_gradfix);
+  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}, cuDNN benchmark {}{}{}", threads,
                      cores, world.local_size, c.run.allow_tf32 ? "on" : "off", c.run.cudnn_benchmark ? "on" : "off",
-                     host_sync_check_note(c));
+                     c.run.conv2d_gradfix ? "" : ", conv2d_gradfix off", host_sync_check_note(c));
 }
 
 void TrainCommand::add_to(CLI::App& app) {

@@ -2,6 +2,7 @@
 // convolutions in the same order of operations as the reference (which keeps outputs equal to
 // float32 rounding).
 #include "sg2/core/error.h"
+#include "sg2/nn/conv_gradfix.h"
 #include "sg2/nn/ops.h"
 
 #include <cmath>
@@ -11,10 +12,19 @@ namespace sg2::nn::ops {
 
 namespace {
 
-// conv2d or conv_transpose2d; flip_weight=false turns correlation into convolution.
+// conv2d or conv_transpose2d; flip_weight=false turns correlation into convolution. In training on
+// CUDA through conv2d_gradfix, whose second-order gradients run ordinary convolution kernels.
 at::Tensor plain_conv(const at::Tensor& x, at::Tensor w, int64_t stride, std::array<int64_t, 2> padding,
                       int64_t groups, bool transpose, bool flip_weight, Impl impl) {
   if (!flip_weight) w = w.flip({2, 3});
+  if (uses_conv2d_gradfix(x, w, impl == Impl::Fast)) {
+    ConvGeometry geometry;
+    geometry.stride = {stride, stride};
+    geometry.padding = padding;
+    geometry.groups = groups;
+    geometry.transpose = transpose;
+    return conv2d_gradfix(x, w, geometry);
+  }
   if (transpose) return transposed_conv2d(x, w, stride, padding, groups, impl);
   const std::array<int64_t, 2> strides{stride, stride}, ones{1, 1};
   return at::conv2d(x, w, at::Tensor(), strides, padding, ones, groups);

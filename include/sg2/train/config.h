@@ -27,6 +27,7 @@ struct TrainConfig {
     int threads = 0;                     // CPU threads per process; 0: the node's cores / its processes
     bool allow_tf32 = false;             // TF32 in CUDA matmuls and cuDNN convs (the reference: off)
     bool cudnn_benchmark = true;         // cuDNN picks the fastest algorithm per shape (the reference: on)
+    bool conv2d_gradfix = true;          // CUDA: second-order gradients by ordinary convolutions (as the reference)
     std::string mixed_precision = "auto";  // auto (float16 on CUDA, off on the CPU), float16, bfloat16, off
     std::string channels_last = "off";   // activations NHWC in memory: off, reduced (blocks in float16/bfloat16), all
     std::string host_sync_check = "off";  // LibTorch ops that make the host wait for the GPU inside a step: off, warn, error

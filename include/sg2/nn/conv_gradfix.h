@@ -1,0 +1,41 @@
+#pragma once
+// Convolutions whose higher-order gradients are ordinary convolutions (the reference's
+// conv2d_gradfix, which stylegan2-ada-pytorch turns on for CUDA in training).
+//
+// R1 and the path-length penalty differentiate a convolution's input gradient again, with respect
+// to its weight. LibTorch's double backward computes that weight gradient as one more convolution
+// with the roles swapped: the feature map as the kernel (a 3x3 layer at 256x256 becomes a
+// convolution with a 256x256 kernel and a 3x3 output) and the stride as dilation. cuDNN has no fast
+// kernels for those shapes. Here the gradient of conv2d is again this convolution (for the input)
+// and a weight-gradient function, whose own gradient is this convolution twice; so every order runs
+// the ordinary forward, input-gradient and weight-gradient kernels. The values are the same sums.
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <cstdint>
+
+namespace sg2::nn::ops {
+
+// y = conv2d(x, w) (transpose false) or conv_transpose2d(x, w) with these strides, paddings, output
+// paddings (transposed only) and groups; no bias, no dilation.
+struct ConvGeometry {
+  std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, output_padding{0, 0};
+  int64_t groups = 1;
+  bool transpose = false;
+};
+
+// y as conv_geometry describes, differentiable to any order through conv2d_gradfix itself.
+at::Tensor conv2d_gradfix(const at::Tensor& x, const at::Tensor& w, const ConvGeometry& geometry);
+
+// The geometry of the convolution that maps dy (of y = conv(x, w)) back to dx: the transposed
+// convolution of a convolution and vice versa, with the output padding that restores x's size.
+ConvGeometry input_gradient_geometry(const ConvGeometry& g, at::IntArrayRef x_sizes, at::IntArrayRef y_sizes,
+                                     at::IntArrayRef w_sizes);
+
+// Whether the convolutions of ops::conv2d_resample run through conv2d_gradfix: on CUDA with the
+// fast ops, while gradients are recorded, unless turned off (run.conv2d_gradfix; default on).
+void set_conv2d_gradfix(bool enabled);
+bool uses_conv2d_gradfix(const at::Tensor& x, const at::Tensor& w, bool fast_ops);
+
+}  // namespace sg2::nn::ops

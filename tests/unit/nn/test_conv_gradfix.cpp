@@ -1,0 +1,128 @@
+// conv2d_gradfix (sg2/nn/conv_gradfix.h) against LibTorch's own convolution autograd: the same
+// outputs, first- and second-order gradients (both mixed orders that R1 and path length take, and a
+// third), for StyleGAN2's convolutions: 3x3 with padding, the strided 3x3 after D's filter, the
+// transposed stride-2 one of G's upsampling, 1x1, grouped; on the CPU in float64 and, where a GPU
+// is, on it in float32.
+#include "sg2/nn/conv_gradfix.h"
+#include "nn_test_support.h"
+
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sg2::nn {
+namespace {
+
+using ops::ConvGeometry;
+using test::max_relative_error;
+using Convolution = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, const ConvGeometry&)>;
+
+at::Tensor libtorch_convolution(const at::Tensor& x, const at::Tensor& w, const ConvGeometry& g) {
+  const std::array<int64_t, 2> ones{1, 1};
+  if (g.transpose) return at::conv_transpose2d(x, w, at::Tensor(), g.stride, g.padding, g.output_padding, g.groups, ones);
+  return at::conv2d(x, w, at::Tensor(), g.stride, g.padding, ones, g.groups);
+}
+
+struct ConvCase {
+  std::string name;
+  std::vector<int64_t> x_shape, w_shape;
+  ConvGeometry geometry;
+};
+
+std::vector<ConvCase> conv_cases() {
+  ConvGeometry same, strided, transposed, grouped;
+  same.padding = {1, 1};
+  strided.stride = {2, 2};
+  transposed.stride = {2, 2};
+  transposed.transpose = true;
+  grouped.padding = {1, 0};
+  grouped.groups = 2;
+  return {{"3x3, padding 1", {2, 4, 7, 6}, {5, 4, 3, 3}, same},
+          {"3x3, stride 2 (odd size: the input gradient needs output padding)", {2, 4, 10, 9}, {5, 4, 3, 3}, strided},
+          {"transposed 3x3, stride 2", {2, 4, 5, 6}, {4, 3, 3, 3}, transposed},
+          {"1x1", {3, 6, 5, 5}, {3, 6, 1, 1}, ConvGeometry{}},
+          {"grouped 3x3, padding 1 0", {2, 4, 6, 7}, {6, 2, 3, 3}, grouped}};
+}
+
+// Every gradient the losses take, through `conv` and a tanh (so that every order depends on both x
+// and w): y; dx and dw of <tanh(y), r>; the gradients of |dx|^2 (R1 and path length: the input
+// gradient differentiated again) and of |dw|^2 for x and w; and a third order, the gradient for w
+// of |d(|dx|^2)/dw|^2.
+std::vector<at::Tensor> every_order(const Convolution& conv, const at::Tensor& x_in, const at::Tensor& w_in,
+                                    const at::Tensor& r, const ConvGeometry& g) {
+  const at::Tensor x = x_in.detach().requires_grad_(true), w = w_in.detach().requires_grad_(true);
+  const at::Tensor y = conv(x, w, g);
+  const auto first =
+      torch::autograd::grad({(at::tanh(y) * r).sum()}, {x, w}, {}, /*retain_graph=*/true, /*create_graph=*/true);
+  const auto r1 = torch::autograd::grad({first[0].square().sum()}, {x, w}, {}, true, true);
+  const auto weight_path = torch::autograd::grad({first[1].square().sum()}, {x, w}, {}, true, true);
+  const auto third = torch::autograd::grad({r1[1].square().sum()}, {w}, {}, true, false);
+  return {y, first[0], first[1], r1[0], r1[1], weight_path[0], weight_path[1], third[0]};
+}
+
+void expect_every_order_matches(const at::TensorOptions& options, double tolerance) {
+  const char* names[] = {"y", "dx", "dw", "d|dx|^2/dx", "d|dx|^2/dw", "d|dw|^2/dx", "d|dw|^2/dw", "third order, dw"};
+  at::manual_seed(3);
+  for (const ConvCase& c : conv_cases()) {
+    const at::Tensor x = at::randn(c.x_shape, options), w = at::randn(c.w_shape, options);
+    const at::Tensor y = libtorch_convolution(x, w, c.geometry), r = at::randn(y.sizes(), options);
+    const auto expected = every_order(libtorch_convolution, x, w, r, c.geometry);
+    const auto ours = every_order(ops::conv2d_gradfix, x, w, r, c.geometry);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ(ours[i].sizes(), expected[i].sizes()) << c.name << ": " << names[i];
+      EXPECT_LT(max_relative_error(ours[i].cpu().to(at::kDouble), expected[i].cpu().to(at::kDouble)), tolerance)
+          << c.name << ": " << names[i];
+    }
+  }
+}
+
+TEST(Conv2dGradfix, EveryOrderMatchesLibTorchsAutograd) {
+  expect_every_order_matches(at::TensorOptions().dtype(at::kDouble), 1e-10);
+}
+
+// The input gradient's geometry gives x's size back for every size that a stride-2 convolution
+// maps to one output size.
+TEST(Conv2dGradfix, TheInputGradientRestoresTheInputSize) {
+  ConvGeometry strided;
+  strided.stride = {2, 2};
+  strided.padding = {1, 0};
+  for (const int64_t h : {8, 9}) {
+    for (const int64_t width : {6, 7}) {
+      const at::Tensor x = at::randn({1, 2, h, width}), w = at::randn({3, 2, 3, 3});
+      const at::Tensor y = ops::conv2d_gradfix(x, w, strided);
+      const ConvGeometry back = ops::input_gradient_geometry(strided, x.sizes(), y.sizes(), w.sizes());
+      EXPECT_TRUE(back.transpose);
+      EXPECT_EQ(ops::conv2d_gradfix(y, w, back).sizes(), x.sizes()) << h << "x" << width;
+    }
+  }
+}
+
+// Only CUDA tensors with the fast ops, while gradients are recorded, and not when turned off.
+TEST(Conv2dGradfix, RunsOnlyOnCudaWithTheFastOpsInTraining) {
+  const at::Tensor x = at::randn({1, 2, 4, 4}).requires_grad_(true), w = at::randn({2, 2, 3, 3});
+  EXPECT_FALSE(ops::uses_conv2d_gradfix(x, w, /*fast_ops=*/true));  // CPU: LibTorch's own autograd, as the reference
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const at::Tensor xc = x.detach().cuda().requires_grad_(true), wc = w.cuda();
+  EXPECT_TRUE(ops::uses_conv2d_gradfix(xc, wc, true));
+  EXPECT_FALSE(ops::uses_conv2d_gradfix(xc, wc, /*fast_ops=*/false));
+  EXPECT_FALSE(ops::uses_conv2d_gradfix(xc.detach(), wc, true));
+  {
+    const at::NoGradGuard no_grad;
+    EXPECT_FALSE(ops::uses_conv2d_gradfix(xc, wc, true));
+  }
+  ops::set_conv2d_gradfix(false);
+  EXPECT_FALSE(ops::uses_conv2d_gradfix(xc, wc, true));
+  ops::set_conv2d_gradfix(true);
+}
+
+TEST(CudaKernels, Conv2dGradfixMatchesLibTorchsAutogradOnTheGpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  at::globalContext().setAllowTF32CuDNN(false);
+  expect_every_order_matches(at::TensorOptions().device(at::kCUDA), 2e-5);
+}
+
+}  // namespace
+}  // namespace sg2::nn
