@@ -21,8 +21,9 @@
 #   scripts/bench/gpu_vs_reference.sh [BUILD_DIR] [REFERENCE_DIR]
 #   SG2_BENCH_PRESETS=config-f scripts/bench/gpu_vs_reference.sh   # one preset
 #   SG2_BENCH_VARIANTS="auto:nhwc ref:off" ...   # some of ours (default all: auto:nhwc ref:off auto:off ref:nhwc
-#                                                # reference:full; ref: the reference's batch_gpu, nhwc:
-#                                                # channels_last; reference:full the reference in one round)
+#                                                # reference:full auto:nhwc:nogradfix; ref: the reference's
+#                                                # batch_gpu, nhwc: channels_last; reference:full the reference
+#                                                # in one round; nogradfix: run.conv2d_gradfix false)
 #   SG2_TORCH_EXTENSIONS_DIR=DIR ...   # the reference's plugins built there already (reference_bench.py
 #                                      # --build-plugins, started earlier in the call: scripts/gpu/session.sh)
 #   scripts/bench/gpu_vs_reference.sh --cpu-dry-run     # the same runs on the CPU, tiny and short
@@ -64,10 +65,11 @@ for case in "${all_cases[@]}"; do
   [[ " $presets " == *" ${case%%|*} "* ]] && cases+=("$case")
 done
 [ "${#cases[@]}" -gt 0 ] || { echo "gpu_vs_reference: no preset among '$presets' (config-f, paper256)" >&2; exit 2; }
-# Ours: BATCH_GPU:LAYOUT, with ref for the reference's per-round batch and nhwc for channels_last. The
-# default order puts first the variant most likely fastest (issue 13's 5 s/kimg for config-f), the
-# probed batch channels_last, right after the reference.
-all_variants="auto:nhwc ref:off auto:off ref:nhwc reference:full"
+# Ours: BATCH_GPU:LAYOUT[:nogradfix], with ref for the reference's per-round batch, nhwc for
+# channels_last and nogradfix for LibTorch's own double backward of the convolutions (the A/B of
+# run.conv2d_gradfix). The default order puts first the variant most likely fastest (issue 13's
+# 5 s/kimg for config-f), the probed batch channels_last, right after the reference.
+all_variants="auto:nhwc ref:off auto:off ref:nhwc reference:full auto:nhwc:nogradfix"
 variants=${SG2_BENCH_VARIANTS:-$all_variants}
 for variant in $variants; do
   [[ " $all_variants " == *" $variant "* ]] ||
@@ -129,14 +131,14 @@ for case in "${cases[@]}"; do
   # Ours: the reference's per-round batch, the probed one, and each with the float16 blocks
   # channels_last (run.channels_last reduced, which the reference has as fp16_channels_last, off by
   # default and in its timed run; the dry run's float32 blocks need all).
-  best_rate="" best_kimg="" auto_rate="" auto_batch="" full_rate=""
+  best_rate="" best_kimg="" auto_rate="" auto_batch="" full_rate="" nogradfix_rate="" probed_nhwc_rate=""
   for variant in $variants; do
     if [ "$variant" = reference:full ]; then
       run_reference "$preset" "$config" "$full_batch" "$preset-reference-full" "stylegan2-ada-pytorch, one round"
       full_rate=$last_rate
       continue
     fi
-    IFS=':' read -r batch_gpu layout <<< "$variant"
+    IFS=':' read -r batch_gpu layout option <<< "$variant"
     [ "$batch_gpu" = ref ] && batch_gpu=$ref_batch_gpu
     [ "$layout" = nhwc ] && layout=$nhwc
     name="$preset-ours-$batch_gpu"
@@ -144,6 +146,10 @@ for case in "${cases[@]}"; do
     [ "$layout" = off ] || { name="$name-channels-last-$layout"; label="$label, channels_last $layout"; }
     extra=()
     [ "$variant" = auto:nhwc ] && extra=("${profiled[@]}")
+    if [ "$option" = nogradfix ]; then
+      name="$name-nogradfix" label="$label, conv2d_gradfix off"
+      extra=(--run.conv2d_gradfix false)
+    fi
     echo "== $preset: $label, train.batch_gpu $batch_gpu" | tee -a "$log"
     budgeted_run "$cases_dir/$name.txt" "$bench" --config "$config" "${common[@]}" "${ours[@]}" \
         --train.batch_gpu "$batch_gpu" --run.channels_last "$layout" "${extra[@]}"
@@ -151,7 +157,9 @@ for case in "${cases[@]}"; do
     chosen=$(sed -n 's/.*train.batch_gpu auto: \([0-9]*\) images.*/\1/p' "$cases_dir/$name.txt")
     echo "| $preset | $label | $batch_gpu${chosen:+: $chosen} | $rate | $(field "$cases_dir/$name.txt" 4) |" \
          "$(field "$cases_dir/$name.txt" 13) | $(ratio "$rate" "$ref_rate") |" >> "$summary"
-    [ "$batch_gpu" = auto ] && [ -n "$rate" ] && auto_rate=$rate auto_batch=$chosen
+    [ "$batch_gpu" = auto ] && [ -z "$option" ] && [ -n "$rate" ] && auto_rate=$rate auto_batch=$chosen
+    [ "$variant" = auto:nhwc ] && probed_nhwc_rate=$rate
+    [ "$option" = nogradfix ] && nogradfix_rate=$rate
     if [ -n "$rate" ] && awk -v a="$rate" -v b="${best_rate:-0}" 'BEGIN {exit !(a > b)}'; then
       best_rate=$rate best_kimg=$(field "$cases_dir/$name.txt" 4)
     fi
@@ -164,6 +172,10 @@ less: $(meets "$best_kimg" "<=" 5))")
   if [ -n "$full_rate" ] && [ -n "$auto_rate" ]; then
     goals+=("- $preset at an equal per-round batch: ours probed (${auto_batch:-?} images a round) against the reference \
 in one round of $full_batch: $(ratio "$auto_rate" "$full_rate")x")
+  fi
+  if [ -n "$nogradfix_rate" ] && [ -n "$probed_nhwc_rate" ]; then
+    goals+=("- $preset: ours probed, channels_last, with conv2d_gradfix against without: \
+$(ratio "$probed_nhwc_rate" "$nogradfix_rate")x")
   fi
 done
 conditions="in the reference's default precision: float16 in the 4 highest resolutions, conv_clamp 256"

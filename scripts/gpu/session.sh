@@ -72,7 +72,7 @@ run_comparison() {  # run_comparison PRESET VARIANTS MAX_SECONDS
 kit_failed=0 comparison_failed=0
 if [ "$call" = first ]; then
   run_kit "$kit_first_call_steps" "${SG2_SESSION_KIT_S:-220}" || kit_failed=$?
-  run_comparison config-f "auto:nhwc ref:off reference:full" "$budget" || comparison_failed=1
+  run_comparison config-f "auto:nhwc ref:off reference:full auto:nhwc:nogradfix" "$budget" || comparison_failed=1
 else
   run_comparison paper256 "auto:nhwc ref:off auto:off ref:nhwc reference:full" $((budget * 3 / 5)) ||
     comparison_failed=1
