@@ -91,9 +91,7 @@ void profile_device_kernels(Trainer& trainer, int64_t cycle, BenchResult& result
       const StepInputs inputs = trainer.prepare_inputs();
       KernelProfile phase_profile(trainer.device(), /*with_shapes=*/true);
       time_call(trainer.device(), [&] { trainer.run_phase(i, inputs); });
-      DeviceTimes times = phase_profile.stop();
-      result.phase_kernel_seconds[trainer.phases()[i].name] = std::move(times.seconds);
-      result.phase_launch_seconds[trainer.phases()[i].name] = std::move(times.seconds_by_launching_op);
+      result.phase_device_times[trainer.phases()[i].name] = phase_profile.stop();
     }
   } catch (const std::exception& e) {
     result.kernel_profile_error = e.what();
@@ -189,17 +187,14 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
                                                : "most expensive ops per step under the profiler (nested ones included):",
                     20);
   for (const auto& phase : r.phases) {
-    const auto it = r.phase_kernel_seconds.find(phase.name);
-    if (it == r.phase_kernel_seconds.end()) continue;
-    out << format_top(it->second,
+    const auto it = r.phase_device_times.find(phase.name);
+    if (it == r.phase_device_times.end()) continue;
+    out << format_top(it->second.seconds,
                       fmt::format("most expensive {} in one {} call:",
                                   trainer.device().is_cuda() ? "GPU kernels" : "ops (nested ones included)", phase.name),
-                      8);
-    const auto launched = r.phase_launch_seconds.find(phase.name);
-    if (launched == r.phase_launch_seconds.end()) continue;
-    out << format_top(launched->second,
-                      "the same by kernel <- the op that launched it and its input shapes:",
-                      12, 200);
+                      8)
+        << format_top(it->second.seconds_by_launching_op,
+                      "the same by kernel <- the op that launched it and its input shapes:", 12, 200);
   }
   return out.str();
 }

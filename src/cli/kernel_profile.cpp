@@ -123,7 +123,8 @@ DeviceTimes KernelProfile::stop() {
   std::vector<std::pair<std::string, uint64_t>> events;
   std::vector<ProfiledEvent> linked;  // CUDA with shapes: every event, for the attribution
   for (const auto& event : result->events()) {
-    const bool device_work = cuda_ && event.deviceType() == c10::DeviceType::CUDA && is_device_work(event.activityType());
+    const bool device_work =
+        cuda_ && event.deviceType() == c10::DeviceType::CUDA && is_device_work(event.activityType());
     if (cuda_ && with_shapes_) linked.push_back(profiled_event(event, device_work));
     if (event.deviceType() != wanted || (cuda_ && !device_work)) continue;
     events.emplace_back(event.name(), duration_ns(event, 0));

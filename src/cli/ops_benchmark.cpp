@@ -132,8 +132,9 @@ OpTimings time_fir(const Timer& time, const at::Tensor& x, const at::Tensor& f, 
   OpTimings t;
   t.bytes = static_cast<double>(x.nbytes() + kernels::upfirdn2d_forward(x, f, p).nbytes());
   t.reference = time([&] { nn::ops::upfirdn2d_reference(x, f, p); });
-  if (kernels::upfirdn2d_runs_tiled_in_lanes(x, f, p)) t.lanes = time([&] { kernels::upfirdn2d_forward(x, f, p); });
-  if (kernels::upfirdn2d_runs_tiled(x, f, p)) {
+  const kernels::FirKernelRun run = kernels::upfirdn2d_kernel_run(x, f, p);
+  if (run == kernels::FirKernelRun::TiledInLanes) t.lanes = time([&] { kernels::upfirdn2d_forward(x, f, p); });
+  if (run != kernels::FirKernelRun::Generic) {
     t.fastest = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Tiled); });
   }
   t.generic = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Generic); });

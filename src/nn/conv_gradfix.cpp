@@ -41,11 +41,12 @@ at::Tensor convolve(const at::Tensor& x, const at::Tensor& w, const ConvGeometry
   return at::conv2d(x, w, at::Tensor(), g.stride, g.padding, kNoDilation, g.groups);
 }
 
-// dw of y = conv(x, w) for dy, by the backend's weight-gradient kernel (the weight's values are not
-// needed: an expanded zero carries its shape and type).
+// dw of y = conv(x, w) for dy, by the backend's weight-gradient kernel. Only the weight's shape and
+// type are read when only its gradient is asked for: an expanded one-element tensor, left
+// uninitialised (no fill launched per call in the training step).
 at::Tensor weight_gradient(const at::Tensor& dy, const at::Tensor& x, const ConvGeometry& g,
                            const std::vector<int64_t>& w_sizes) {
-  const at::Tensor shape_only = at::zeros({}, x.options()).expand(w_sizes);
+  const at::Tensor shape_only = at::empty({}, x.options()).expand(w_sizes);
   return std::get<1>(at::convolution_backward(dy, x, shape_only, c10::nullopt, g.stride, g.padding, kNoDilation,
                                               g.transpose, g.output_padding, g.groups, {false, true, false}));
 }
@@ -79,7 +80,9 @@ struct GradfixConvolution : public torch::autograd::Function<GradfixConvolution>
     const at::Tensor &x = saved[0], &w = saved[1], &dy = grads[0];
     const ConvGeometry g = unpack(ctx->saved_data["geometry"].toIntVector());
     at::Tensor dx, dw;
-    if (ctx->needs_input_grad(0)) dx = conv2d_gradfix(dy, w, input_gradient_geometry(g, x.sizes(), dy.sizes(), w.sizes()));
+    if (ctx->needs_input_grad(0)) {
+      dx = conv2d_gradfix(dy, w, input_gradient_geometry(g, x.sizes(), dy.sizes(), w.sizes()));
+    }
     if (ctx->needs_input_grad(1)) dw = GradfixWeightGradient::apply(dy, x, pack(g), w.sizes().vec());
     return {dx, dw, at::Tensor()};
   }
@@ -92,7 +95,9 @@ variable_list GradfixWeightGradient::backward(AutogradContext* ctx, variable_lis
   const std::vector<int64_t> w_sizes = ctx->saved_data["w_sizes"].toIntVector();
   at::Tensor ddy, dx;
   if (ctx->needs_input_grad(0)) ddy = conv2d_gradfix(x, ggw, g);
-  if (ctx->needs_input_grad(1)) dx = conv2d_gradfix(dy, ggw, input_gradient_geometry(g, x.sizes(), dy.sizes(), w_sizes));
+  if (ctx->needs_input_grad(1)) {
+    dx = conv2d_gradfix(dy, ggw, input_gradient_geometry(g, x.sizes(), dy.sizes(), w_sizes));
+  }
   return {ddy, dx, at::Tensor(), at::Tensor()};
 }
 

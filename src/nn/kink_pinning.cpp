@@ -50,12 +50,12 @@ at::Tensor pin_kinks(const at::Tensor& v) {
   PinState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (mode == KinkPinning::Record) {
-    s.sides.push_back((v > 0).detach().cpu());  // replayed on any device
+    s.sides.push_back((v > 0).detach());
     return v;
   }
   SG2_CHECK(s.next_call < s.sides.size(), "kink pinning: replay call {} has no recorded call ({} were recorded)",
             s.next_call, s.sides.size());
-  const at::Tensor positive = s.sides[s.next_call].to(v.device());
+  const at::Tensor positive = s.sides[s.next_call].to(v.device());  // recorded on the CPU, replayed on any device
   SG2_CHECK(positive.sizes() == v.sizes(), "kink pinning: replay call {} has shape {}, the recorded call {}",
             s.next_call, v.sizes(), positive.sizes());
   ++s.next_call;

@@ -100,26 +100,15 @@ std::array<int64_t, 2> upfirdn2d_output_size(const at::Tensor& x, const at::Tens
   return {out_h, out_w};
 }
 
-bool upfirdn2d_runs_tiled([[maybe_unused]] const at::Tensor& x, [[maybe_unused]] const at::Tensor& f,
-                          [[maybe_unused]] const ops::FirParams& p) {
+FirKernelRun upfirdn2d_kernel_run([[maybe_unused]] const at::Tensor& x, [[maybe_unused]] const at::Tensor& f,
+                                  [[maybe_unused]] const ops::FirParams& p) {
 #if SG2_CUDA_KERNELS
   if (x.is_cuda() && supported(x)) {
     const auto [out_h, out_w] = upfirdn2d_output_size(x, f, p);
-    return gpu::runs_tiled(x, f, p, out_h, out_w);
+    return gpu::fir_kernel_run(x, f, p, out_h, out_w);
   }
 #endif
-  return false;
-}
-
-bool upfirdn2d_runs_tiled_in_lanes([[maybe_unused]] const at::Tensor& x, [[maybe_unused]] const at::Tensor& f,
-                                   [[maybe_unused]] const ops::FirParams& p) {
-#if SG2_CUDA_KERNELS
-  if (x.is_cuda() && supported(x)) {
-    const auto [out_h, out_w] = upfirdn2d_output_size(x, f, p);
-    return gpu::runs_tiled_in_lanes(x, f, p, out_h, out_w);
-  }
-#endif
-  return false;
+  return FirKernelRun::Generic;
 }
 
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p,

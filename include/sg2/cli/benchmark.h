@@ -3,6 +3,7 @@
 // (img/s, s/kimg, peak memory), and where the time goes by op family. A step is Gmain + Dmain +
 // Greg/G_reg_interval + Dreg/D_reg_interval, measured over whole multiples of the intervals.
 
+#include "sg2/cli/kernel_profile.h"
 #include "sg2/train/trainer.h"
 
 #include <functional>
@@ -44,10 +45,9 @@ struct BenchResult {
   double kernel_busy_seconds = 0;                // per step, CUDA kernels' sum (device_kernels)
   double kernel_wall_seconds = 0;                // per step, the profiled cycle's wall time
   std::string kernel_profile_error;              // why the profile failed (the timings stand)
-  // phase name -> kernel -> device seconds in one call of that phase (device_kernels)
-  std::map<std::string, std::map<std::string, double>> phase_kernel_seconds;
-  // phase name -> "kernel <- op shapes" -> device seconds in that call (device_kernels, CUDA)
-  std::map<std::string, std::map<std::string, double>> phase_launch_seconds;
+  // phase name -> what the device ran in one call of that phase, by kernel and (CUDA) by the op
+  // that launched it (device_kernels)
+  std::map<std::string, DeviceTimes> phase_device_times;
 };
 
 // Seconds that call takes, the device synchronized before and after (on a GPU: its work, not its launches).

@@ -30,4 +30,8 @@ bool cuda_kernels_built();
 // that compare them.) The CPU has one kernel for all.
 enum class KernelVariant { Fastest, Tiled, Generic };
 
+// Which CUDA kernel upfirdn2d's Fastest variant runs on given arguments: the generic one (also
+// wherever no CUDA kernel runs), the tiled one, or the tiled one in 16-byte lanes of channels.
+enum class FirKernelRun { Generic, Tiled, TiledInLanes };
+
 }  // namespace sg2::nn::kernels

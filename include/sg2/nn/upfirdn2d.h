@@ -53,9 +53,8 @@ namespace sg2::nn::kernels {
 // an upfirdn2d (flipped filter, up and down swapped), so R1 and path length get second derivatives.
 at::Tensor upfirdn2d(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p);
 
-// Whether the raw forward runs the tiled CUDA kernel on these arguments, and whether in 16-byte lanes.
-bool upfirdn2d_runs_tiled(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p);
-bool upfirdn2d_runs_tiled_in_lanes(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p);
+// Which kernel the raw forward runs on these arguments (sg2/nn/kernels.h).
+FirKernelRun upfirdn2d_kernel_run(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p);
 
 // The raw forward kernel, no autograd (variant: sg2/nn/kernels.h).
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p,

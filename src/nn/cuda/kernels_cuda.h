@@ -43,11 +43,10 @@ inline cuda::FirLaunch fir_launch(const at::Tensor& x, const at::Tensor& filter,
 // float32, float16 or bfloat16 on a CUDA device.
 bool supported(const at::Tensor& x);
 
-// Whether upfirdn2d_forward runs the tiled kernel on these arguments (cuda::with_fixed_fir), and
-// whether it runs it in 16-byte lanes (cuda::fir_runs_in_lanes).
-bool runs_tiled(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h, int64_t out_w);
-bool runs_tiled_in_lanes(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
-                         int64_t out_w);
+// Which kernel upfirdn2d_forward's Fastest variant runs on these arguments: tiled where
+// cuda::with_fixed_fir builds it, in 16-byte lanes where cuda::fir_runs_in_lanes allows.
+FirKernelRun fir_kernel_run(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
+                            int64_t out_w);
 
 // x: [N, C, H, W] -> [N, C, out_h, out_w] in ops::layout_of(x), x's dtype.
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,

@@ -123,6 +123,7 @@ TEST(CudaKernelArithmetic, OnlyWholeAlignedChannelsLastLanesRunInLanes) {
   EXPECT_FALSE(in_lanes(half(24).slice(1, 4, 20)));         // channels 4 to 20: 8 bytes in
   EXPECT_FALSE(in_lanes(single(32).slice(1, 2, 18)));       // 8 bytes in
   EXPECT_FALSE(in_lanes(half(36).slice(1, 0, 16)));         // pixels 36 apart: every other one unaligned
+  EXPECT_EQ(kernels::upfirdn2d_kernel_run(single(24), f, p), kernels::FirKernelRun::Generic);  // on the CPU
 }
 
 // The kernel on the GPU: in every precision, channels_last with 24 and 32 channels (whole lanes of
@@ -138,7 +139,8 @@ TEST(CudaKernels, LanesUpfirdn2dMatchesTheTiledAndGenericKernelsAndTheDefinition
       for (const auto& p : kStyleGan2Cases) {
         const std::string where = "up " + std::to_string(p.up) + " down " + std::to_string(p.down) + " " +
                                   c10::toString(precision.type) + " " + c10::str(x.sizes());
-        EXPECT_TRUE(kernels::upfirdn2d_runs_tiled_in_lanes(on_gpu, f, p)) << where;
+        EXPECT_EQ(kernels::upfirdn2d_kernel_run(on_gpu, f, p), kernels::FirKernelRun::TiledInLanes) << where;
+        EXPECT_EQ(kernels::upfirdn2d_kernel_run(on_gpu.contiguous(), f, p), kernels::FirKernelRun::Tiled) << where;
         const at::Tensor lanes = kernels::upfirdn2d_forward(on_gpu, f, p);
         const at::Tensor tiled = kernels::upfirdn2d_forward(on_gpu, f, p, kernels::KernelVariant::Tiled);
         const at::Tensor generic = kernels::upfirdn2d_forward(on_gpu, f, p, kernels::KernelVariant::Generic);
