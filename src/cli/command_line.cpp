@@ -86,7 +86,7 @@ std::string apply_compute_settings(const TrainConfig& c, const dist::World& worl
   at::globalContext().setAllowTF32CuBLAS(c.run.allow_tf32);
   at::globalContext().setAllowTF32CuDNN(c.run.allow_tf32);
   at::globalContext().setBenchmarkCuDNN(c.run.cudnn_benchmark);
-  nn::ops::set_conv2d_gradfix(c.run.conv2d_gradfix);
+  nn::ops::set_conv2d_gradfix(c.run.conv2d_gradfix ? nn::ops::GradfixDevices::Cuda : nn::ops::GradfixDevices::None);
   return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}, cuDNN benchmark {}{}{}", threads,
                      cores, world.local_size, c.run.allow_tf32 ? "on" : "off", c.run.cudnn_benchmark ? "on" : "off",
                      c.run.conv2d_gradfix ? "" : ", conv2d_gradfix off", host_sync_check_note(c));

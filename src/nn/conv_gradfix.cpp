@@ -14,7 +14,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-std::atomic<bool> g_gradfix_enabled{true};
+std::atomic<GradfixDevices> g_gradfix_devices{GradfixDevices::Cuda};
 
 // The geometry through autograd's saved data: stride, padding, output padding, groups, transpose.
 std::vector<int64_t> pack(const ConvGeometry& g) {
@@ -122,11 +122,12 @@ at::Tensor conv2d_gradfix(const at::Tensor& x, const at::Tensor& w, const ConvGe
   return GradfixConvolution::apply(x, w, pack(geometry));
 }
 
-void set_conv2d_gradfix(bool enabled) { g_gradfix_enabled = enabled; }
+void set_conv2d_gradfix(GradfixDevices devices) { g_gradfix_devices = devices; }
 
 bool uses_conv2d_gradfix(const at::Tensor& x, const at::Tensor& w, bool fast_ops) {
-  return fast_ops && g_gradfix_enabled && x.is_cuda() && at::GradMode::is_enabled() &&
-         (x.requires_grad() || w.requires_grad());
+  const GradfixDevices devices = g_gradfix_devices;
+  const bool on_this_device = devices == GradfixDevices::All || (devices == GradfixDevices::Cuda && x.is_cuda());
+  return fast_ops && on_this_device && at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad());
 }
 
 }  // namespace sg2::nn::ops

@@ -33,9 +33,13 @@ at::Tensor conv2d_gradfix(const at::Tensor& x, const at::Tensor& w, const ConvGe
 ConvGeometry input_gradient_geometry(const ConvGeometry& g, at::IntArrayRef x_sizes, at::IntArrayRef y_sizes,
                                      at::IntArrayRef w_sizes);
 
-// Whether the convolutions of ops::conv2d_resample run through conv2d_gradfix: on CUDA with the
-// fast ops, while gradients are recorded, unless turned off (run.conv2d_gradfix; default on).
-void set_conv2d_gradfix(bool enabled);
+// The devices whose convolutions in ops::conv2d_resample run through conv2d_gradfix, with the fast
+// ops while gradients are recorded: CUDA (run.conv2d_gradfix true, the default, as the reference),
+// none (false), or every device (tests: the CPU then runs the GPU's ops, slowly, since LibTorch's
+// CPU conv_transpose2d, which computes every input gradient here, is several times its direct
+// input gradient).
+enum class GradfixDevices { None, Cuda, All };
+void set_conv2d_gradfix(GradfixDevices devices);
 bool uses_conv2d_gradfix(const at::Tensor& x, const at::Tensor& w, bool fast_ops);
 
 }  // namespace sg2::nn::ops

@@ -113,9 +113,9 @@ TEST(Conv2dGradfix, RunsOnlyOnCudaWithTheFastOpsInTraining) {
     const at::NoGradGuard no_grad;
     EXPECT_FALSE(ops::uses_conv2d_gradfix(xc, wc, true));
   }
-  ops::set_conv2d_gradfix(false);
+  ops::set_conv2d_gradfix(ops::GradfixDevices::None);
   EXPECT_FALSE(ops::uses_conv2d_gradfix(xc, wc, true));
-  ops::set_conv2d_gradfix(true);
+  ops::set_conv2d_gradfix(ops::GradfixDevices::Cuda);
 }
 
 TEST(CudaKernels, Conv2dGradfixMatchesLibTorchsAutogradOnTheGpu) {

@@ -1,0 +1,198 @@
+// What conv2d_gradfix is for, checked on the networks' real regularization phases: with it, no
+// convolution of a training cycle (R1's and path length's second-order gradients included) takes a
+// feature map as its kernel, the shapes cuDNN has no fast kernels for; without it, LibTorch's double
+// backward does. Training turns it on for CUDA only (as the reference): on a GPU these tests run
+// there as training does (the kit's gpu_tests step); on the CPU the gradfix is turned on for every
+// device, so the CPU runs the ops a GPU would. Every convolution the ops dispatch is recorded with
+// its weight's shape.
+#include "sg2/nn/conv_gradfix.h"
+#include "sg2/train/loss.h"
+#include "sg2/train/training_loop.h"
+#include "test_support.h"
+#include "tiny_config.h"
+
+#include <ATen/record_function.h>
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sg2::train {
+namespace {
+
+// One dispatched convolution: its op, its weight's sizes ([O, I, kh, kw]) and, for
+// convolution_backward, whether it computed a weight gradient.
+struct ConvolutionCall {
+  std::string op;
+  std::vector<int64_t> weight_sizes;
+  bool weight_gradient = false;
+};
+
+std::mutex g_calls_mutex;
+std::vector<ConvolutionCall> g_calls;
+
+// The weight's position among an op's inputs, for the ops every convolution goes through
+// (conv2d and conv_transpose2d reach _convolution; weight gradients run convolution_backward).
+int weight_input_index(const char* op) {
+  if (std::strcmp(op, "aten::_convolution") == 0) return 1;
+  if (std::strcmp(op, "aten::convolution_backward") == 0) return 2;
+  if (std::strcmp(op, "aten::_convolution_double_backward") == 0) return 4;  // ggI, ggW, ggb, gO, weight
+  return -1;
+}
+
+std::unique_ptr<at::ObserverContext> record_convolution(const at::RecordFunction& fn) {
+  const int index = weight_input_index(fn.name());
+  if (index < 0) return nullptr;
+  const auto inputs = fn.inputs();
+  ConvolutionCall call{fn.name(), {}};
+  if (index < static_cast<int>(inputs.size()) && inputs[index].isTensor()) {
+    call.weight_sizes = inputs[index].toTensor().sizes().vec();
+  }
+  const size_t output_mask = 10;  // grad_output, input, weight, bias_sizes, stride, ..., groups, output_mask
+  if (call.op == "aten::convolution_backward" && inputs.size() > output_mask) {
+    call.weight_gradient = inputs[output_mask].toBoolList().get(1);
+  }
+  std::lock_guard<std::mutex> lock(g_calls_mutex);
+  g_calls.push_back(call);
+  return nullptr;
+}
+
+void start_recording() {
+  std::lock_guard<std::mutex> lock(g_calls_mutex);
+  g_calls.clear();
+}
+
+std::vector<ConvolutionCall> recorded() {
+  std::lock_guard<std::mutex> lock(g_calls_mutex);
+  return g_calls;
+}
+
+// On a GPU where there is one, with the gradfix as training sets it (CUDA only); else on the CPU,
+// with it turned on there too.
+at::Device test_device() { return torch::cuda::is_available() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
+
+nn::ops::GradfixDevices gradfix_on() {
+  return test_device().is_cuda() ? nn::ops::GradfixDevices::Cuda : nn::ops::GradfixDevices::All;
+}
+
+// Reduced16Bit is the GPU benches' setting: the highest resolutions in a 16-bit type (float16 on a
+// GPU, bfloat16 on the CPU, which has no float16 convolutions), their activations channels_last.
+enum class Layout { Float32Nchw, Float32ChannelsLast, Reduced16Bit };
+
+TrainConfig tiny_config_in(Layout layout) {
+  TrainConfig c = test::tiny_config();
+  c.data.workers = 0;
+  c.run.mixed_precision = "off";
+  if (layout == Layout::Float32ChannelsLast) c.run.channels_last = "all";
+  if (layout == Layout::Reduced16Bit) {
+    c.run.mixed_precision = test_device().is_cuda() ? "float16" : "bfloat16";
+    c.run.channels_last = "reduced";
+    c.G.precision.num_fp16_res = c.D.precision.num_fp16_res = 2;
+    c.G.conv_clamp = c.D.conv_clamp = 256;
+  }
+  return c;
+}
+
+// The convolutions of 6 training steps of the tiny configuration (Gmain and Dmain each step; Greg
+// every 2nd, Dreg every 3rd) with conv2d_gradfix on `devices`.
+std::vector<ConvolutionCall> convolutions_of_a_cycle(nn::ops::GradfixDevices devices, Layout layout) {
+  const TrainConfig c = tiny_config_in(layout);
+  Trainer trainer(c, open_configured_dataset(c), test_device());
+  nn::ops::set_conv2d_gradfix(devices);
+  start_recording();
+  const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(record_convolution).needsInputs(true));
+  for (int step = 0; step < 6; ++step) trainer.step();
+  at::removeCallback(handle);
+  nn::ops::set_conv2d_gradfix(nn::ops::GradfixDevices::Cuda);
+  return recorded();
+}
+
+// A kernel larger than StyleGAN2's 3x3 (and 1x1) is a feature map in the weight's place.
+bool takes_a_feature_map_as_kernel(const ConvolutionCall& call) {
+  const auto& w = call.weight_sizes;
+  return w.size() != 4 || w[2] > 3 || w[3] > 3;
+}
+
+std::string describe(const ConvolutionCall& call) {
+  return call.op + " weight " + c10::str(at::IntArrayRef(call.weight_sizes));
+}
+
+TEST(Conv2dGradfix, NoConvolutionOfARegularizedCycleTakesAFeatureMapAsItsKernel) {
+  std::vector<std::pair<Layout, std::string>> layouts{{Layout::Float32Nchw, "float32 NCHW"},
+                                                      {Layout::Float32ChannelsLast, "float32 channels_last"}};
+  // LibTorch 1.13's CPU conv_transpose2d fails in bfloat16 (it runs the forward convolution's
+  // shape check): the wheel's build and GPUs run this one.
+  if (TORCH_VERSION_MAJOR >= 2 || test_device().is_cuda()) {
+    layouts.emplace_back(Layout::Reduced16Bit, "16-bit channels_last");
+  }
+  for (const auto& [layout, name] : layouts) {
+    const auto calls = convolutions_of_a_cycle(gradfix_on(), layout);
+    ASSERT_GT(calls.size(), 100u) << name;
+    for (const ConvolutionCall& call : calls) {
+      EXPECT_NE(call.op, "aten::_convolution_double_backward") << name;
+      EXPECT_FALSE(takes_a_feature_map_as_kernel(call)) << describe(call) << ", " << name;
+    }
+  }
+}
+
+// The check above can fail: LibTorch's own double backward (the CPU's path in training) convolves
+// with feature maps as kernels.
+TEST(Conv2dGradfix, WithoutItTheRegularizersConvolveWithFeatureMapsAsKernels) {
+  const auto calls = convolutions_of_a_cycle(nn::ops::GradfixDevices::None, Layout::Float32Nchw);
+  int double_backwards = 0, feature_map_kernels = 0;
+  for (const ConvolutionCall& call : calls) {
+    double_backwards += call.op == "aten::_convolution_double_backward";
+    feature_map_kernels += takes_a_feature_map_as_kernel(call);
+  }
+  EXPECT_GT(double_backwards, 0);
+  EXPECT_GT(feature_map_kernels, 0);
+}
+
+// The first backward of each regularizer, d(penalty input)/d(images or ws) with create_graph, needs
+// no weight gradient (the reference's conv2d_gradfix.no_weight_gradients()); autograd tells each
+// convolution so, and the gradfix's backward asks it, so none is computed there: the weights'
+// gradients come once, in the second backward.
+TEST(Conv2dGradfix, TheRegularizersFirstBackwardComputesNoWeightGradient) {
+  const TrainConfig c = tiny_config_in(Layout::Float32Nchw);
+  const at::Device device = test_device();
+  Trainer trainer(c, open_configured_dataset(c), device);
+  for (auto& p : trainer.G().parameters()) p.requires_grad_(true);  // as in the Greg and Dreg phases
+  for (auto& p : trainer.D().parameters()) p.requires_grad_(true);
+  nn::ops::set_conv2d_gradfix(gradfix_on());
+  StyleGAN2Loss loss(trainer.G(), trainer.D(), c.loss, device);
+  at::Generator rng = at::globalContext().defaultGenerator(device);
+  const auto options = at::TensorOptions().device(device);
+  const at::Tensor z = at::randn({4, c.G.z_dim}, options), labels = at::zeros({4, 0}, options);
+  const auto [img, ws] = loss.run_G(z, labels, rng);
+  const at::Tensor real = img.detach().requires_grad_(true);
+  const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(record_convolution).needsInputs(true));
+  start_recording();
+  const at::Tensor lengths = path_lengths(img, ws, at::randn(img.sizes(), options));
+  const auto path_length_calls = recorded();
+  start_recording();
+  const at::Tensor r1 = r1_penalty(trainer.D(), real, labels).second;
+  const auto r1_calls = recorded();
+  start_recording();
+  (lengths.sum() + r1.sum()).backward();
+  const auto second_backward_calls = recorded();
+  at::removeCallback(handle);
+  nn::ops::set_conv2d_gradfix(nn::ops::GradfixDevices::Cuda);
+
+  const auto weight_gradients = [](const std::vector<ConvolutionCall>& calls) {
+    return std::count_if(calls.begin(), calls.end(), [](const ConvolutionCall& call) { return call.weight_gradient; });
+  };
+  EXPECT_GT(path_length_calls.size(), 10u);  // the input gradients of G's convolutions
+  EXPECT_EQ(weight_gradients(path_length_calls), 0);
+  EXPECT_GT(r1_calls.size(), 10u);
+  EXPECT_EQ(weight_gradients(r1_calls), 0);
+  EXPECT_GT(weight_gradients(second_backward_calls), 10);  // and here they are
+}
+
+}  // namespace
+}  // namespace sg2::train
