@@ -334,11 +334,13 @@ run_cpu_suite() {  # run_cpu_suite BUILD_DIR
 
 # The tests that need a GPU, and nothing else (the others are the CPU suite's, which CI runs): the
 # CUDA kernels against their reference ops (every FIR case and precision, second-order derivatives),
-# the device module (the CUDA allocator's counts, the host-sync check on CUDA tensors), a trainer's
-# phases with no host wait, its regularizers' convolutions through conv2d_gradfix in float32 and
-# float16 (no feature map as a kernel, no weight gradient in a first backward), the G_ema update
-# and precision/recall on the GPU against the CPU.
-gpu_tests=("bin/test_nn|CudaKernels.*" "bin/test_device|*"
+# the FIR kernel each filter of a float16 channels_last step takes (lanes), the device module (the
+# CUDA allocator's counts, the host-sync check on CUDA tensors), a trainer's phases with no host
+# wait, its regularizers' convolutions through conv2d_gradfix in float32 and float16 (no feature
+# map as a kernel, no weight gradient in a first backward), the G_ema update and precision/recall
+# on the GPU against the CPU.
+gpu_tests=("bin/test_nn|CudaKernels.*:ChannelsLastNetworks.EveryFeatureMapFilterOfAStepTakesTheLanesKernel"
+           "bin/test_device|*"
            "bin/test_train|Trainer.NoStepMakesTheHostWaitForTheGpu:Ema.*:Conv2dGradfix.*"
            "bin/test_metrics|PrecisionRecall.TheGpuCountsAsTheCpu")
 

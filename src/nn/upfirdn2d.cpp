@@ -168,7 +168,13 @@ struct Upfirdn2dFunction : public torch::autograd::Function<Upfirdn2dFunction> {
 }  // namespace
 
 at::Tensor upfirdn2d(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p) {
-  RECORD_FUNCTION("sg2::upfirdn2d", std::vector<c10::IValue>());
+  // The inputs are recorded where an observer asks for them (profiles list the shapes; tests see
+  // which kernel each call of a training step would take on a GPU).
+  RECORD_FUNCTION("sg2::upfirdn2d",
+                  std::vector<c10::IValue>({x, f,
+                                            std::vector<int64_t>{p.up, p.down, p.padding[0], p.padding[1],
+                                                                 p.padding[2], p.padding[3], p.flip_filter ? 1 : 0},
+                                            p.gain}));
   return Upfirdn2dFunction::apply(x, f, p.up, p.down, p.padding[0], p.padding[1], p.padding[2], p.padding[3],
                                   p.flip_filter, p.gain);
 }

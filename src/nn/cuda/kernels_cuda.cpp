@@ -34,15 +34,6 @@ bool supported(const at::Tensor& x) {
   return x.is_cuda() && (type == at::kFloat || type == at::kHalf || type == at::kBFloat16);
 }
 
-FirKernelRun fir_kernel_run(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
-                            int64_t out_w) {
-  const at::Tensor filter = f.to(at::kFloat).contiguous();  // fir_launch reads its float32 pointer
-  const cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);  // y: a fresh allocation, aligned
-  if (!cuda::with_fixed_fir(job, [](auto) {})) return FirKernelRun::Generic;
-  const bool lanes = cuda::fir_runs_in_lanes(job, cuda::kLaneBytes / static_cast<int>(x.element_size()));
-  return lanes ? FirKernelRun::TiledInLanes : FirKernelRun::Tiled;
-}
-
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
                              int64_t out_w, KernelVariant variant) {
   SG2_CHECK(supported(x) && x.dim() == 4, "upfirdn2d CUDA kernel: expected a 4-D CUDA tensor, got {} {}",

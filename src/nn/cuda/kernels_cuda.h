@@ -5,7 +5,9 @@
 // (upfirdn2d.cpp, bias_act.cpp) call these for CUDA tensors, so the gradients (to any order) run on
 // the GPU as well.
 
+#include "fir_bias_act_elements.h"
 #include "fir_bias_act_kernels.h"
+#include "fir_lanes_elements.h"
 #include "sg2/nn/conv_epilogue.h"
 #include "sg2/nn/upfirdn2d.h"
 
@@ -44,9 +46,17 @@ inline cuda::FirLaunch fir_launch(const at::Tensor& x, const at::Tensor& filter,
 bool supported(const at::Tensor& x);
 
 // Which kernel upfirdn2d_forward's Fastest variant runs on these arguments: tiled where
-// cuda::with_fixed_fir builds it, in 16-byte lanes where cuda::fir_runs_in_lanes allows.
-FirKernelRun fir_kernel_run(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
-                            int64_t out_w);
+// cuda::with_fixed_fir builds it, in 16-byte lanes where cuda::fir_runs_in_lanes allows. Host
+// arithmetic only: for a CPU tensor, the kernel the same shapes, strides, type and alignment would
+// take on a GPU (tests ask it of a CPU training step's calls).
+inline FirKernelRun fir_kernel_run(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
+                                   int64_t out_w) {
+  const at::Tensor filter = f.to(at::kFloat).contiguous();  // fir_launch reads its float32 pointer
+  const cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);  // y: a fresh allocation, aligned
+  if (!cuda::with_fixed_fir(job, [](auto) {})) return FirKernelRun::Generic;
+  const bool lanes = cuda::fir_runs_in_lanes(job, cuda::kLaneBytes / static_cast<int>(x.element_size()));
+  return lanes ? FirKernelRun::TiledInLanes : FirKernelRun::Tiled;
+}
 
 // x: [N, C, H, W] -> [N, C, out_h, out_w] in ops::layout_of(x), x's dtype.
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,

@@ -100,11 +100,20 @@ TEST(Conv2dGradfix, TheInputGradientRestoresTheInputSize) {
   }
 }
 
-// Only CUDA tensors with the fast ops, while gradients are recorded, and not when turned off.
-TEST(Conv2dGradfix, RunsOnlyOnCudaWithTheFastOpsInTraining) {
+// The CPU keeps LibTorch's own autograd, as the reference does, unless turned on for every device.
+TEST(Conv2dGradfix, RunsOnTheCpuOnlyWhenTurnedOnForEveryDevice) {
   const at::Tensor x = at::randn({1, 2, 4, 4}).requires_grad_(true), w = at::randn({2, 2, 3, 3});
-  EXPECT_FALSE(ops::uses_conv2d_gradfix(x, w, /*fast_ops=*/true));  // CPU: LibTorch's own autograd, as the reference
+  EXPECT_FALSE(ops::uses_conv2d_gradfix(x, w, /*fast_ops=*/true));
+  ops::set_conv2d_gradfix(ops::GradfixDevices::All);
+  EXPECT_TRUE(ops::uses_conv2d_gradfix(x, w, true));
+  EXPECT_FALSE(ops::uses_conv2d_gradfix(x, w, /*fast_ops=*/false));
+  ops::set_conv2d_gradfix(ops::GradfixDevices::Cuda);
+}
+
+// Only CUDA tensors with the fast ops, while gradients are recorded, and not when turned off.
+TEST(CudaKernels, Conv2dGradfixRunsOnlyOnCudaWithTheFastOpsInTraining) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const at::Tensor x = at::randn({1, 2, 4, 4}).requires_grad_(true), w = at::randn({2, 2, 3, 3});
   const at::Tensor xc = x.detach().cuda().requires_grad_(true), wc = w.cuda();
   EXPECT_TRUE(ops::uses_conv2d_gradfix(xc, wc, true));
   EXPECT_FALSE(ops::uses_conv2d_gradfix(xc, wc, /*fast_ops=*/false));
