@@ -4,18 +4,18 @@
 #include "sg2/nn/networks.h"
 #include "sg2/nn/state_dict.h"
 #include "cuda/kernels_cuda.h"
+#include "recorded_ops.h"
 #include "test_support.h"
 
 #include <nlohmann/json.hpp>
 
-#include <ATen/record_function.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/cuda.h>
 
-#include <cstring>
 #include <fstream>
 #include <map>
-#include <mutex>
+#include <string>
+#include <utility>
 
 namespace sg2::nn {
 namespace {
@@ -249,32 +249,18 @@ INSTANTIATE_TEST_SUITE_P(EveryBlockKind, ChannelsLastNetworks,
                          ::testing::Values(std::make_pair(Architecture::Skip, Architecture::Resnet),
                                            std::make_pair(Architecture::Resnet, Architecture::Skip)));
 
-// One upfirdn2d call of a training step and the GPU kernel it takes (cuda/kernels_cuda.h's
-// fir_kernel_run: host arithmetic on the call's own tensor, its shape, strides, type and alignment;
-// for a CPU tensor, the kernel the same tensor would take on a GPU).
-struct FirCall {
-  std::string input;  // e.g. "[4, 16, 33, 33] Float channels_last, up 1 down 1"
-  int64_t channels = 0;
-  kernels::FirKernelRun gpu_kernel = kernels::FirKernelRun::Generic;
-};
-
-std::mutex g_fir_mutex;
-std::vector<FirCall> g_fir_calls;
-
-std::unique_ptr<at::ObserverContext> record_fir_call(const at::RecordFunction& fn) {
-  if (std::strcmp(fn.name(), "sg2::upfirdn2d") != 0) return nullptr;
-  const auto inputs = fn.inputs();  // x, f, [up, down, padding x4, flip], gain
-  const at::Tensor x = inputs[0].toTensor(), f = inputs[1].toTensor();
-  const std::vector<int64_t> v = inputs[2].toIntVector();
-  const ops::FirParams p{v[0], v[1], {v[2], v[3], v[4], v[5]}, v[6] != 0, inputs[3].toDouble()};
+// The GPU kernel an upfirdn2d call takes (cuda/kernels_cuda.h's fir_kernel_run: host arithmetic on
+// the call's own tensor, its shape, strides, type and alignment; for a CPU tensor, the kernel the
+// same tensor would take on a GPU), and the call described.
+std::pair<kernels::FirKernelRun, std::string> gpu_kernel_of(const sg2::test::OpCall& call) {
+  const at::Tensor x = call.inputs[0].toTensor(), f = call.inputs[1].toTensor();  // x, f, FirParams, gain
+  const std::vector<int64_t> v = call.inputs[2].toIntVector();
+  const ops::FirParams p{v[0], v[1], {v[2], v[3], v[4], v[5]}, v[6] != 0, call.inputs[3].toDouble()};
   const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
   const bool channels_last = ops::layout_of(x) == at::MemoryFormat::ChannelsLast;
-  FirCall call{c10::str(x.sizes(), " ", x.scalar_type(), channels_last ? " channels_last" : " NCHW", ", up ", p.up,
-                        " down ", p.down),
-               x.size(1), kernels::gpu::fir_kernel_run(x, f, p, out_h, out_w)};
-  std::lock_guard<std::mutex> lock(g_fir_mutex);
-  g_fir_calls.push_back(call);
-  return nullptr;
+  return {kernels::gpu::fir_kernel_run(x, f, p, out_h, out_w),
+          c10::str(x.sizes(), " ", x.scalar_type(), channels_last ? " channels_last" : " NCHW", ", up ", p.up,
+                   " down ", p.down)};
 }
 
 // With run.channels_last all, every FIR call on a feature map in a step (G's and D's forward, their
@@ -294,21 +280,16 @@ TEST(ChannelsLastNetworks, EveryFeatureMapFilterOfAStepTakesTheLanesKernel) {
   Discriminator D(d);
   G.to(device);
   D.to(device);
-  {
-    std::lock_guard<std::mutex> lock(g_fir_mutex);
-    g_fir_calls.clear();
-  }
-  const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(record_fir_call).needsInputs(true));
+  sg2::test::RecordedOps recorded({"sg2::upfirdn2d"});
   const at::Tensor img = G.forward(at::randn({4, 32}, at::TensorOptions().device(device)), at::Tensor(), {}, {});
   D.forward(img, at::Tensor()).sum().backward();
   r1_gradients(D, img);
-  at::removeCallback(handle);
-  std::lock_guard<std::mutex> lock(g_fir_mutex);
   int feature_maps = 0;
-  for (const FirCall& call : g_fir_calls) {
-    if (call.channels == 3) continue;
+  for (const sg2::test::OpCall& call : recorded.take()) {
+    if (call.inputs[0].toTensor().size(1) == 3) continue;  // an RGB image
     ++feature_maps;
-    EXPECT_EQ(call.gpu_kernel, kernels::FirKernelRun::TiledInLanes) << call.input;
+    const auto [kernel, described] = gpu_kernel_of(call);
+    EXPECT_EQ(kernel, kernels::FirKernelRun::TiledInLanes) << described;
   }
   EXPECT_GE(feature_maps, 40);  // 42 on the CPU
 }

@@ -8,22 +8,23 @@
 #include "sg2/nn/conv_gradfix.h"
 #include "sg2/train/loss.h"
 #include "sg2/train/training_loop.h"
+#include "recorded_ops.h"
 #include "test_support.h"
 #include "tiny_config.h"
 
-#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
 #include <algorithm>
-#include <cstring>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace sg2::train {
 namespace {
+
+const std::vector<std::string> kConvolutionOps{"aten::_convolution", "aten::convolution_backward",
+                                               "aten::_convolution_double_backward"};
 
 // One dispatched convolution: its op, its weight's sizes ([O, I, kh, kw]) and, for
 // convolution_backward, whether it computed a weight gradient.
@@ -33,44 +34,36 @@ struct ConvolutionCall {
   bool weight_gradient = false;
 };
 
-std::mutex g_calls_mutex;
-std::vector<ConvolutionCall> g_calls;
-
 // The weight's position among an op's inputs, for the ops every convolution goes through
 // (conv2d and conv_transpose2d reach _convolution; weight gradients run convolution_backward).
-int weight_input_index(const char* op) {
-  if (std::strcmp(op, "aten::_convolution") == 0) return 1;
-  if (std::strcmp(op, "aten::convolution_backward") == 0) return 2;
-  if (std::strcmp(op, "aten::_convolution_double_backward") == 0) return 4;  // ggI, ggW, ggb, gO, weight
-  return -1;
+size_t weight_input_index(const std::string& op) {
+  if (op == "aten::_convolution") return 1;
+  if (op == "aten::convolution_backward") return 2;
+  return 4;  // _convolution_double_backward: ggI, ggW, ggb, gO, weight
 }
 
-std::unique_ptr<at::ObserverContext> record_convolution(const at::RecordFunction& fn) {
-  const int index = weight_input_index(fn.name());
-  if (index < 0) return nullptr;
-  const auto inputs = fn.inputs();
-  ConvolutionCall call{fn.name(), {}};
-  if (index < static_cast<int>(inputs.size()) && inputs[index].isTensor()) {
-    call.weight_sizes = inputs[index].toTensor().sizes().vec();
+std::vector<ConvolutionCall> convolutions_in(const std::vector<test::OpCall>& calls) {
+  std::vector<ConvolutionCall> convolutions;
+  for (const test::OpCall& call : calls) {
+    ConvolutionCall convolution{call.op, {}};
+    const size_t weight = weight_input_index(call.op);
+    if (weight < call.inputs.size() && call.inputs[weight].isTensor()) {
+      convolution.weight_sizes = call.inputs[weight].toTensor().sizes().vec();
+    }
+    const size_t output_mask = 10;  // grad_output, input, weight, bias_sizes, stride, ..., groups, output_mask
+    if (call.op == "aten::convolution_backward" && call.inputs.size() > output_mask) {
+      convolution.weight_gradient = call.inputs[output_mask].toBoolList().get(1);
+    }
+    convolutions.push_back(convolution);
   }
-  const size_t output_mask = 10;  // grad_output, input, weight, bias_sizes, stride, ..., groups, output_mask
-  if (call.op == "aten::convolution_backward" && inputs.size() > output_mask) {
-    call.weight_gradient = inputs[output_mask].toBoolList().get(1);
-  }
-  std::lock_guard<std::mutex> lock(g_calls_mutex);
-  g_calls.push_back(call);
-  return nullptr;
+  return convolutions;
 }
 
-void start_recording() {
-  std::lock_guard<std::mutex> lock(g_calls_mutex);
-  g_calls.clear();
-}
-
-std::vector<ConvolutionCall> recorded() {
-  std::lock_guard<std::mutex> lock(g_calls_mutex);
-  return g_calls;
-}
+// conv2d_gradfix on `devices` while it lives, then as training sets it by default (CUDA).
+struct GradfixOn {
+  explicit GradfixOn(nn::ops::GradfixDevices devices) { nn::ops::set_conv2d_gradfix(devices); }
+  ~GradfixOn() { nn::ops::set_conv2d_gradfix(nn::ops::GradfixDevices::Cuda); }
+};
 
 // On a GPU where there is one, with the gradfix as training sets it (CUDA only); else on the CPU,
 // with it turned on there too.
@@ -103,13 +96,10 @@ TrainConfig tiny_config_in(Layout layout) {
 std::vector<ConvolutionCall> convolutions_of_a_cycle(nn::ops::GradfixDevices devices, Layout layout) {
   const TrainConfig c = tiny_config_in(layout);
   Trainer trainer(c, open_configured_dataset(c), test_device());
-  nn::ops::set_conv2d_gradfix(devices);
-  start_recording();
-  const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(record_convolution).needsInputs(true));
+  const GradfixOn gradfix(devices);
+  test::RecordedOps recorded(kConvolutionOps);
   for (int step = 0; step < 6; ++step) trainer.step();
-  at::removeCallback(handle);
-  nn::ops::set_conv2d_gradfix(nn::ops::GradfixDevices::Cuda);
-  return recorded();
+  return convolutions_in(recorded.take());
 }
 
 // A kernel larger than StyleGAN2's 3x3 (and 1x1) is a feature map in the weight's place.
@@ -162,25 +152,20 @@ TEST(Conv2dGradfix, TheRegularizersFirstBackwardComputesNoWeightGradient) {
   Trainer trainer(c, open_configured_dataset(c), device);
   for (auto& p : trainer.G().parameters()) p.requires_grad_(true);  // as in the Greg and Dreg phases
   for (auto& p : trainer.D().parameters()) p.requires_grad_(true);
-  nn::ops::set_conv2d_gradfix(gradfix_on());
+  const GradfixOn gradfix(gradfix_on());
   StyleGAN2Loss loss(trainer.G(), trainer.D(), c.loss, device);
   at::Generator rng = at::globalContext().defaultGenerator(device);
   const auto options = at::TensorOptions().device(device);
   const at::Tensor z = at::randn({4, c.G.z_dim}, options), labels = at::zeros({4, 0}, options);
   const auto [img, ws] = loss.run_G(z, labels, rng);
   const at::Tensor real = img.detach().requires_grad_(true);
-  const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(record_convolution).needsInputs(true));
-  start_recording();
+  test::RecordedOps recorded(kConvolutionOps);
   const at::Tensor lengths = path_lengths(img, ws, at::randn(img.sizes(), options));
-  const auto path_length_calls = recorded();
-  start_recording();
+  const auto path_length_calls = convolutions_in(recorded.take());
   const at::Tensor r1 = r1_penalty(trainer.D(), real, labels).second;
-  const auto r1_calls = recorded();
-  start_recording();
+  const auto r1_calls = convolutions_in(recorded.take());
   (lengths.sum() + r1.sum()).backward();
-  const auto second_backward_calls = recorded();
-  at::removeCallback(handle);
-  nn::ops::set_conv2d_gradfix(nn::ops::GradfixDevices::Cuda);
+  const auto second_backward_calls = convolutions_in(recorded.take());
 
   const auto weight_gradients = [](const std::vector<ConvolutionCall>& calls) {
     return std::count_if(calls.begin(), calls.end(), [](const ConvolutionCall& call) { return call.weight_gradient; });
