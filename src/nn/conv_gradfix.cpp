@@ -16,10 +16,11 @@ using torch::autograd::variable_list;
 
 std::atomic<GradfixDevices> g_gradfix_devices{GradfixDevices::Cuda};
 
-// The geometry through autograd's saved data: stride, padding, output padding, groups, transpose.
+// The geometry through autograd's saved data: stride, padding, output padding, groups, transpose,
+// layout.
 std::vector<int64_t> pack(const ConvGeometry& g) {
   return {g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.output_padding[0], g.output_padding[1],
-          g.groups,    g.transpose ? 1 : 0};
+          g.groups,    g.transpose ? 1 : 0, g.layout == at::MemoryFormat::ChannelsLast ? 1 : 0};
 }
 
 ConvGeometry unpack(const std::vector<int64_t>& v) {
@@ -29,16 +30,26 @@ ConvGeometry unpack(const std::vector<int64_t>& v) {
   g.output_padding = {v[4], v[5]};
   g.groups = v[6];
   g.transpose = v[7] != 0;
+  g.layout = v[8] != 0 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
   return g;
 }
 
 const std::array<int64_t, 2> kNoDilation{1, 1};
 
-at::Tensor convolve(const at::Tensor& x, const at::Tensor& w, const ConvGeometry& g) {
-  if (g.transpose) {
-    return at::conv_transpose2d(x, w, at::Tensor(), g.stride, g.padding, g.output_padding, g.groups, kNoDilation);
-  }
-  return at::conv2d(x, w, at::Tensor(), g.stride, g.padding, kNoDilation, g.groups);
+// t in `layout`, with strides the backends read as that layout also where t's shape makes it
+// ambiguous (1 channel or 1 pixel): cuDNN picks its output's layout from its input's strides.
+at::Tensor in_layout(const at::Tensor& t, at::MemoryFormat layout) {
+  if (t.is_contiguous(layout) && t.suggest_memory_format() == layout) return t;
+  return at::empty(t.sizes(), t.options().memory_format(layout)).copy_(t);
+}
+
+// y in the geometry's layout on every backend (LibTorch's CPU transposed convolution gives NCHW).
+at::Tensor convolve(const at::Tensor& x_any, const at::Tensor& w, const ConvGeometry& g) {
+  const at::Tensor x = in_layout(x_any, g.layout);
+  at::Tensor y = g.transpose ? at::conv_transpose2d(x, w, at::Tensor(), g.stride, g.padding, g.output_padding,
+                                                    g.groups, kNoDilation)
+                             : at::conv2d(x, w, at::Tensor(), g.stride, g.padding, kNoDilation, g.groups);
+  return y.contiguous(g.layout);
 }
 
 // dw of y = conv(x, w) for dy, by the backend's weight-gradient kernel. Only the weight's shape and
@@ -77,8 +88,9 @@ struct GradfixConvolution : public torch::autograd::Function<GradfixConvolution>
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const at::Tensor &x = saved[0], &w = saved[1], &dy = grads[0];
+    const at::Tensor &x = saved[0], &w = saved[1];
     const ConvGeometry g = unpack(ctx->saved_data["geometry"].toIntVector());
+    const at::Tensor dy = in_layout(grads[0], g.layout);  // ToRGB's: NCHW, from the float32 images
     at::Tensor dx, dw;
     if (ctx->needs_input_grad(0)) {
       dx = conv2d_gradfix(dy, w, input_gradient_geometry(g, x.sizes(), dy.sizes(), w.sizes()));

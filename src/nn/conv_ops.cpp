@@ -23,6 +23,7 @@ at::Tensor plain_conv(const at::Tensor& x, at::Tensor w, int64_t stride, std::ar
     geometry.padding = padding;
     geometry.groups = groups;
     geometry.transpose = transpose;
+    geometry.layout = layout_of(x);
     return conv2d_gradfix(x, w, geometry);
   }
   if (transpose) return transposed_conv2d(x, w, stride, padding, groups, impl);

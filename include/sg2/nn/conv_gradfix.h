@@ -18,11 +18,15 @@
 namespace sg2::nn::ops {
 
 // y = conv2d(x, w) (transpose false) or conv_transpose2d(x, w) with these strides, paddings, output
-// paddings (transposed only) and groups; no bias, no dilation.
+// paddings (transposed only) and groups; no bias, no dilation. layout is the memory format of
+// every feature map of the convolution and of its gradients to any order (the network's: x's in
+// the forward), so that a channels_last network's element-wise ops meet no NCHW gradient: the
+// gradients of ToRGB's 3 (or 1) channels, or a 1-channel input, would otherwise decide it.
 struct ConvGeometry {
   std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, output_padding{0, 0};
   int64_t groups = 1;
   bool transpose = false;
+  at::MemoryFormat layout = at::MemoryFormat::Contiguous;  // or ChannelsLast
 };
 
 // y as conv_geometry describes, differentiable to any order through conv2d_gradfix itself.

@@ -63,11 +63,16 @@ std::vector<at::Tensor> every_order(const Convolution& conv, const at::Tensor& x
   return {y, first[0], first[1], r1[0], r1[1], weight_path[0], weight_path[1], third[0]};
 }
 
-void expect_every_order_matches(const at::TensorOptions& options, double tolerance) {
+// With x and the geometry in `layout` (r, the gradient that reaches y, stays NCHW, as ToRGB's from
+// the float32 images does); in channels_last, every feature map of every order is channels_last too.
+void expect_every_order_matches(const at::TensorOptions& options, double tolerance,
+                                at::MemoryFormat layout = at::MemoryFormat::Contiguous) {
   const char* names[] = {"y", "dx", "dw", "d|dx|^2/dx", "d|dx|^2/dw", "d|dw|^2/dx", "d|dw|^2/dw", "third order, dw"};
+  const bool feature_map[] = {true, true, false, true, false, true, false, false};
   at::manual_seed(3);
-  for (const ConvCase& c : conv_cases()) {
-    const at::Tensor x = at::randn(c.x_shape, options), w = at::randn(c.w_shape, options);
+  for (ConvCase c : conv_cases()) {
+    c.geometry.layout = layout;
+    const at::Tensor x = at::randn(c.x_shape, options).contiguous(layout), w = at::randn(c.w_shape, options);
     const at::Tensor y = libtorch_convolution(x, w, c.geometry), r = at::randn(y.sizes(), options);
     const auto expected = every_order(libtorch_convolution, x, w, r, c.geometry);
     const auto ours = every_order(ops::conv2d_gradfix, x, w, r, c.geometry);
@@ -75,12 +80,19 @@ void expect_every_order_matches(const at::TensorOptions& options, double toleran
       ASSERT_EQ(ours[i].sizes(), expected[i].sizes()) << c.name << ": " << names[i];
       EXPECT_LT(max_relative_error(ours[i].cpu().to(at::kDouble), expected[i].cpu().to(at::kDouble)), tolerance)
           << c.name << ": " << names[i];
+      if (feature_map[i]) EXPECT_TRUE(ours[i].is_contiguous(layout)) << c.name << ": " << names[i];
     }
   }
 }
 
 TEST(Conv2dGradfix, EveryOrderMatchesLibTorchsAutograd) {
   expect_every_order_matches(at::TensorOptions().dtype(at::kDouble), 1e-10);
+}
+
+// A channels_last network's gradients stay channels_last to every order: LibTorch's CPU transposed
+// convolution and cuDNN with a 3-channel NCHW gradient (ToRGB's) would give NCHW ones.
+TEST(Conv2dGradfix, EveryOrderKeepsAChannelsLastLayout) {
+  expect_every_order_matches(at::TensorOptions().dtype(at::kDouble), 1e-10, at::MemoryFormat::ChannelsLast);
 }
 
 // The input gradient's geometry gives x's size back for every size that a stride-2 convolution
@@ -131,6 +143,7 @@ TEST(CudaKernels, Conv2dGradfixMatchesLibTorchsAutogradOnTheGpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   at::globalContext().setAllowTF32CuDNN(false);
   expect_every_order_matches(at::TensorOptions().device(at::kCUDA), 2e-5);
+  expect_every_order_matches(at::TensorOptions().device(at::kCUDA), 2e-5, at::MemoryFormat::ChannelsLast);
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,32 +76,38 @@ nn::ops::GradfixDevices gradfix_on() {
 }
 
 // Reduced16Bit is the GPU benches' setting: the highest resolutions in float16, their activations
-// channels_last (on a GPU only: see below).
-enum class Layout { Float32Nchw, Float32ChannelsLast, Reduced16Bit };
+// channels_last (on a GPU only: see below); Float16ChannelsLast the same with every block's
+// activations channels_last.
+enum class Layout { Float32Nchw, Float32ChannelsLast, Reduced16Bit, Float16ChannelsLast };
 
 TrainConfig tiny_config_in(Layout layout) {
   TrainConfig c = test::tiny_config();
   c.data.workers = 0;
   c.run.mixed_precision = "off";
   if (layout == Layout::Float32ChannelsLast) c.run.channels_last = "all";
-  if (layout == Layout::Reduced16Bit) {
+  if (layout == Layout::Reduced16Bit || layout == Layout::Float16ChannelsLast) {
     c.run.mixed_precision = "float16";
-    c.run.channels_last = "reduced";
+    c.run.channels_last = layout == Layout::Reduced16Bit ? "reduced" : "all";
     c.G.precision.num_fp16_res = c.D.precision.num_fp16_res = 2;
     c.G.conv_clamp = c.D.conv_clamp = 256;
   }
   return c;
 }
 
-// The convolutions of 6 training steps of the tiny configuration (Gmain and Dmain each step; Greg
+// The calls of `ops` in 6 training steps of the tiny configuration (Gmain and Dmain each step; Greg
 // every 2nd, Dreg every 3rd) with conv2d_gradfix on `devices`.
-std::vector<ConvolutionCall> convolutions_of_a_cycle(nn::ops::GradfixDevices devices, Layout layout) {
+std::vector<test::OpCall> calls_in_a_cycle(const std::vector<std::string>& ops, nn::ops::GradfixDevices devices,
+                                           Layout layout) {
   const TrainConfig c = tiny_config_in(layout);
   Trainer trainer(c, open_configured_dataset(c), test_device());
   const GradfixOn gradfix(devices);
-  test::RecordedOps recorded(kConvolutionOps);
+  test::RecordedOps recorded(ops);
   for (int step = 0; step < 6; ++step) trainer.step();
-  return convolutions_in(recorded.take());
+  return recorded.take();
+}
+
+std::vector<ConvolutionCall> convolutions_of_a_cycle(nn::ops::GradfixDevices devices, Layout layout) {
+  return convolutions_in(calls_in_a_cycle(kConvolutionOps, devices, layout));
 }
 
 // A kernel larger than StyleGAN2's 3x3 (and 1x1) is a feature map in the weight's place.
@@ -175,6 +183,72 @@ TEST(Conv2dGradfix, TheRegularizersFirstBackwardComputesNoWeightGradient) {
   EXPECT_GT(r1_calls.size(), 10u);
   EXPECT_EQ(weight_gradients(r1_calls), 0);
   EXPECT_GT(weight_gradients(second_backward_calls), 10);  // and here they are
+}
+
+// The element-wise ops of autograd's and our gradients, which a channels_last network must give
+// channels_last operands: LibTorch runs an op on a mix of layouts by its strided loop, on a GPU
+// several times slower than its vectorised one (the regularizers' second order at 256x256 lost tens
+// of milliseconds a Greg call to them), and converts what an op returns.
+const std::vector<std::string> kElementwiseOps{"aten::mul", "aten::mul_", "aten::add", "aten::add_", "aten::sub",
+                                               "aten::addcmul", "aten::div", "aten::where", "aten::copy_"};
+
+// A dense feature map's layout, where its shape tells one: more channels than an image's 1 or 3
+// (whose float32 NCHW is the networks' interface), more pixels than a 3x3 weight (the networks'
+// smallest maps are 4x4).
+std::optional<at::MemoryFormat> feature_map_layout(const at::Tensor& t) {
+  if (t.dim() != 4 || t.size(1) <= 3 || t.size(2) * t.size(3) <= 9) return std::nullopt;
+  if (t.is_contiguous()) return at::MemoryFormat::Contiguous;
+  if (t.is_contiguous(at::MemoryFormat::ChannelsLast)) return at::MemoryFormat::ChannelsLast;
+  return std::nullopt;  // a broadcast or a view
+}
+
+// Whether a call takes feature maps of one shape in both layouts; and whether it takes any.
+std::pair<bool, bool> mixes_layouts(const test::OpCall& call) {
+  std::set<at::MemoryFormat> layouts;
+  bool feature_maps = false;
+  std::vector<int64_t> shape;
+  for (const c10::IValue& input : call.inputs) {
+    if (!input.isTensor() || !input.toTensor().defined()) continue;
+    const at::Tensor t = input.toTensor();
+    const auto layout = feature_map_layout(t);
+    if (!layout) continue;
+    if (shape.empty()) shape = t.sizes().vec();
+    if (t.sizes() != at::IntArrayRef(shape)) continue;
+    feature_maps = true;
+    layouts.insert(*layout);
+  }
+  return {layouts.size() > 1, feature_maps};
+}
+
+std::string describe_inputs(const test::OpCall& call) {
+  std::string described;
+  for (const c10::IValue& input : call.inputs) {
+    if (!input.isTensor() || !input.toTensor().defined()) continue;
+    const at::Tensor t = input.toTensor();
+    const bool nchw = t.is_contiguous(), nhwc = t.is_contiguous(at::MemoryFormat::ChannelsLast);
+    described += c10::str(t.sizes(), nchw && nhwc ? " (either) " : nchw ? " NCHW " : nhwc ? " NHWC " : " strided ");
+  }
+  return described;
+}
+
+// With run.channels_last all, every element-wise op of a training cycle on feature maps (the
+// regularizers' second order included) takes them in one layout: the convolutions' gradients keep
+// the network's (conv2d_gradfix.h's ConvGeometry::layout), also where ToRGB's NCHW image gradient
+// or a 1-channel tensor would decide it. copy_ excepted: the CPU's convolutions convert NHWC to
+// NCHW and back inside (cuDNN takes NHWC), so on the CPU conversions are no sign of ours.
+TEST(ChannelsLastRegularization, NoElementwiseOpOfACycleMixesLayouts) {
+  std::vector<std::pair<Layout, std::string>> layouts{{Layout::Float32ChannelsLast, "float32"}};
+  if (test_device().is_cuda()) layouts.emplace_back(Layout::Float16ChannelsLast, "float16");
+  for (const auto& [layout, name] : layouts) {
+    int feature_map_calls = 0;
+    for (const test::OpCall& call : calls_in_a_cycle(kElementwiseOps, gradfix_on(), layout)) {
+      if (call.op == "aten::copy_" && !test_device().is_cuda()) continue;
+      const auto [mixed, feature_maps] = mixes_layouts(call);
+      feature_map_calls += feature_maps;
+      EXPECT_FALSE(mixed) << call.op << " " << describe_inputs(call) << ", " << name;
+    }
+    EXPECT_GT(feature_map_calls, 200) << name;
+  }
 }
 
 }  // namespace
