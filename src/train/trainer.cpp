@@ -19,13 +19,22 @@ at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& d
 
 namespace {
 
-// The precision of a run in `type` (kFloat: all float32): the config's num_fp16_res, with
-// run.channels_last's layout.
-nn::MixedPrecision precision_in(const TrainConfig& c, const nn::MixedPrecision& asked, at::ScalarType type) {
+// run.channels_last on `device`: auto is reduced on CUDA (1.10x and 1.28x the img/s of off on
+// paper256 at its full batch, two H200 runs: docs/PERFORMANCE.md), off on the CPU (whose FIR
+// kernel computes NCHW).
+nn::ChannelsLast channels_last_on(const std::string& mode, const at::Device& device) {
+  if (mode == "auto") return device.is_cuda() ? nn::ChannelsLast::Reduced : nn::ChannelsLast::Off;
+  return nn::parse_channels_last(mode);
+}
+
+// The precision of a run in `type` (kFloat: all float32) on `device`: the config's num_fp16_res,
+// with run.channels_last's layout.
+nn::MixedPrecision precision_in(const TrainConfig& c, const nn::MixedPrecision& asked, at::ScalarType type,
+                                const at::Device& device) {
   nn::MixedPrecision p;
   p.num_fp16_res = type == at::kFloat ? 0 : asked.num_fp16_res;
   if (type != at::kFloat) p.reduced_type = type;
-  p.channels_last = nn::parse_channels_last(c.run.channels_last);
+  p.channels_last = channels_last_on(c.run.channels_last, device);
   return p;
 }
 
@@ -37,7 +46,7 @@ Options options_for(const Options& asked, const TrainConfig& c, const data::Data
   options.c_dim = dataset.label_dim();
   options.img_resolution = dataset.resolution();
   options.img_channels = dataset.shape().channels;
-  options.precision = precision_in(c, asked.precision, mixed_precision_type(c.run.mixed_precision, device));
+  options.precision = precision_in(c, asked.precision, mixed_precision_type(c.run.mixed_precision, device), device);
   return options;
 }
 
@@ -45,7 +54,8 @@ Options options_for(const Options& asked, const TrainConfig& c, const data::Data
 
 nn::MixedPrecision inference_precision(const TrainConfig& c, const at::Device& device) {
   const bool unavailable = c.run.mixed_precision == "float16" && !device.is_cuda();
-  return precision_in(c, c.G.precision, unavailable ? at::kFloat : mixed_precision_type(c.run.mixed_precision, device));
+  return precision_in(c, c.G.precision, unavailable ? at::kFloat : mixed_precision_type(c.run.mixed_precision, device),
+                      device);
 }
 
 std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& c) { return data::open_dataset(c.data); }

@@ -29,7 +29,7 @@ struct TrainConfig {
     bool cudnn_benchmark = true;         // cuDNN picks the fastest algorithm per shape (the reference: on)
     bool conv2d_gradfix = true;          // CUDA: second-order gradients by ordinary convolutions (as the reference)
     std::string mixed_precision = "auto";  // auto (float16 on CUDA, off on the CPU), float16, bfloat16, off
-    std::string channels_last = "off";   // activations NHWC in memory: off, reduced (blocks in float16/bfloat16), all
+    std::string channels_last = "auto";  // activations NHWC: auto (reduced on CUDA, else off), off, reduced, all
     std::string host_sync_check = "off";  // LibTorch ops that make the host wait for the GPU inside a step: off, warn, error
     int image_snapshot_ticks = 50;
     int network_snapshot_ticks = 50;

@@ -192,7 +192,9 @@ TEST(TrainConfig, MixedPrecisionTypeFollowsTheModeAndDevice) {
 TEST(TrainConfig, ChannelsLastReachesTrainingAndInference) {
   const at::Device cpu(at::kCPU);
   TrainConfig c;
-  EXPECT_EQ(inference_precision(c, cpu).channels_last, nn::ChannelsLast::Off);  // the reference's default
+  EXPECT_EQ(c.run.channels_last, "auto");
+  EXPECT_EQ(inference_precision(c, cpu).channels_last, nn::ChannelsLast::Off);  // auto: the reference's layout
+  EXPECT_EQ(inference_precision(c, at::Device(at::kCUDA, 0)).channels_last, nn::ChannelsLast::Reduced);  // measured
   train_schema().set(c, "run.channels_last", YAML::Node("reduced"), "--run.channels_last");
   c.run.mixed_precision = "bfloat16";
   c.G.precision.num_fp16_res = 2;
@@ -205,7 +207,7 @@ TEST(TrainConfig, ChannelsLastReachesTrainingAndInference) {
   EXPECT_EQ(inference_precision(c, cpu).block_memory_format(at::kFloat), at::MemoryFormat::ChannelsLast);
   const std::string message = test::error_message(
       [&] { train_schema().set(c, "run.channels_last", YAML::Node("nhwc"), "--run.channels_last"); });
-  EXPECT_NE(message.find("off, reduced, all"), std::string::npos) << message;
+  EXPECT_NE(message.find("auto, off, reduced, all"), std::string::npos) << message;
 }
 
 TEST(TrainConfig, BatchWorldAndGroupsAreCheckedTogether) {
