@@ -12,6 +12,14 @@
 
 #include <cstdint>
 
+// A loop the device compiler unrolls whole (a row loop kept rolled indexes the taps dynamically,
+// which puts them in local memory); nothing on the host.
+#ifdef __CUDACC__
+#define SG2_UNROLL _Pragma("unroll")
+#else
+#define SG2_UNROLL
+#endif
+
 namespace sg2::nn::cuda {
 
 template <int Lanes>
@@ -55,19 +63,27 @@ SG2_HOST_DEVICE void add_window_column(const FirTaps<Fir::kTaps>& taps, int j, i
 }
 
 // Without upsampling: the kOutputs outputs at columns ox0.. of row oy read a window of kTaps rows
-// and kWindow columns, streamed row by row; each output gets its taps in row-major order.
+// and kWindow columns, streamed row by row; each output gets its taps in row-major order. A row's
+// kWindow loads come first, each from an address inside x (a sample outside the input reads the
+// row's first pixel, then counts as 0, which adds nothing to a sum with finite taps: the same sums as
+// skipping it), so the compiler issues them ahead of the sums; with a branch around each load it had
+// kept them one after another, each waited for in turn (scripts/bench/kernel_sass.sh). A row outside
+// the input is skipped by a branch: a block computes one output row, so its threads all take it alike.
 template <typename Index, typename Fir, int Lanes, typename Load>
 SG2_HOST_DEVICE void fir_lanes_window(const FirLaunch& job, const FirTaps<Fir::kTaps>& taps, Index base, Index oy,
                                       Index ox0, float (&sums)[Fir::kOutputs][Lanes], const Load& load) {
   const Index y0 = oy * Fir::kDown - job.pad_y0, x0 = ox0 * Fir::kDown - job.pad_x0;
   const Index in_h = static_cast<Index>(job.in_h), in_w = static_cast<Index>(job.in_w);
-  for (int j = 0; j < Fir::kTaps; ++j) {
+  SG2_UNROLL for (int j = 0; j < Fir::kTaps; ++j) {
     if (!within(y0 + j, in_h)) continue;
     const Index row = base + (y0 + j) * static_cast<Index>(job.stride_y);
-    for (int b = 0; b < Fir::kWindow; ++b) {
-      if (!within(x0 + b, in_w)) continue;
-      add_window_column<Fir, Lanes>(taps, j, b, load(row + (x0 + b) * static_cast<Index>(job.stride_x)), sums);
+    FirLanes<Lanes> window[Fir::kWindow];
+    SG2_UNROLL for (int b = 0; b < Fir::kWindow; ++b) {
+      const bool inside = within(x0 + b, in_w);
+      window[b] = load(row + (inside ? x0 + b : Index(0)) * static_cast<Index>(job.stride_x));
+      if (!inside) window[b] = FirLanes<Lanes>{};
     }
+    SG2_UNROLL for (int b = 0; b < Fir::kWindow; ++b) add_window_column<Fir, Lanes>(taps, j, b, window[b], sums);
   }
 }
 

@@ -80,7 +80,9 @@ void expect_every_order_matches(const at::TensorOptions& options, double toleran
       ASSERT_EQ(ours[i].sizes(), expected[i].sizes()) << c.name << ": " << names[i];
       EXPECT_LT(max_relative_error(ours[i].cpu().to(at::kDouble), expected[i].cpu().to(at::kDouble)), tolerance)
           << c.name << ": " << names[i];
-      if (feature_map[i]) EXPECT_TRUE(ours[i].is_contiguous(layout)) << c.name << ": " << names[i];
+      if (feature_map[i]) {
+        EXPECT_TRUE(ours[i].is_contiguous(layout)) << c.name << ": " << names[i];
+      }
     }
   }
 }

@@ -24,11 +24,26 @@ using test::Precision;
 using test::upfirdn2d_by_elements;
 using test::upfirdn2d_direct;
 
+// Which offsets from x's first element are elements of x (a view's strides may skip memory).
+std::vector<bool> element_offsets(const at::Tensor& x) {
+  int64_t last = 0;
+  for (int64_t d = 0; d < x.dim(); ++d) last += (x.size(d) - 1) * x.stride(d);
+  std::vector<bool> inside(static_cast<size_t>(last + 1), false);
+  const at::Tensor offsets = at::arange(x.size(0)).view({-1, 1, 1, 1}) * x.stride(0) +
+                             at::arange(x.size(1)).view({1, -1, 1, 1}) * x.stride(1) +
+                             at::arange(x.size(2)).view({1, 1, -1, 1}) * x.stride(2) +
+                             at::arange(x.size(3)).view({1, 1, 1, -1}) * x.stride(3);
+  const at::Tensor flat = offsets.flatten().contiguous();
+  for (int64_t i = 0; i < flat.numel(); ++i) inside[static_cast<size_t>(flat.data_ptr<int64_t>()[i])] = true;
+  return inside;
+}
+
 // The lanes launch (Lanes float32 values a lane here, whatever the GPU's type would hold) run on the
-// host: every thread of every row; writes counts how often each output element was written.
+// host: every thread of every row; writes counts how often each output element was written, and
+// stray_reads the samples read that are not elements of x (none may be: on a GPU, memory past x).
 template <int Lanes>
 at::Tensor upfirdn2d_by_lanes(const at::Tensor& x, const at::Tensor& f_in, const ops::FirParams& p,
-                              at::Tensor& writes) {
+                              at::Tensor& writes, int64_t& stray_reads) {
   const at::Tensor f = f_in.contiguous();
   const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
   at::Tensor y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(ops::layout_of(x)))
@@ -43,9 +58,15 @@ at::Tensor upfirdn2d_by_lanes(const at::Tensor& x, const at::Tensor& f_in, const
     using Fir = decltype(fir);
     const auto taps = cuda::load_fir_taps<Fir::kTaps>(job);
     const cuda::FirLanesGrid grid = cuda::fir_lanes_grid(job, Lanes, Fir::kOutputs);
-    const auto read = [px](int32_t offset) {
+    const std::vector<bool> inside = element_offsets(x);
+    const auto read = [&](int32_t offset) {
       cuda::FirLanes<Lanes> v;
-      for (int k = 0; k < Lanes; ++k) v.v[k] = px[offset + k];
+      for (int k = 0; k < Lanes; ++k) {
+        const int64_t element = static_cast<int64_t>(offset) + k;
+        const bool of_x = element >= 0 && element < static_cast<int64_t>(inside.size()) && inside[element];
+        stray_reads += !of_x;
+        v.v[k] = of_x ? px[element] : NAN;
+      }
       return v;
     };
     const auto write = [&](int32_t offset, const cuda::FirLanes<Lanes>& v) {
@@ -85,10 +106,12 @@ void expect_lanes_match_the_generic_sums() {
       for (const at::Tensor& view : {small, wide, wide.slice(2, 2, 7), wide.slice(3, 1, 10)}) {
         if (view.size(1) % Lanes != 0) continue;
         at::Tensor writes;
-        const at::Tensor y = upfirdn2d_by_lanes<Lanes>(view, f, p, writes);
+        int64_t stray_reads = 0;
+        const at::Tensor y = upfirdn2d_by_lanes<Lanes>(view, f, p, writes, stray_reads);
         const std::string where = "lanes " + std::to_string(Lanes) + " up " + std::to_string(p.up) + " down " +
                                   std::to_string(p.down) + " view " + c10::str(view.sizes(), view.strides());
         EXPECT_TRUE(writes.eq(1).all().item<bool>()) << where;
+        EXPECT_EQ(stray_reads, 0) << where;
         EXPECT_TRUE(y.eq(upfirdn2d_by_elements<int32_t>(view, f, p)).all().item<bool>()) << where;
         EXPECT_LT(max_relative_error(y, upfirdn2d_direct(view, f, p)), 1e-6) << where;
       }
