@@ -150,7 +150,8 @@ void check_forward(Report& report, const TensorMap& fx, sg2::nn::Generator& G, s
 
 void check_generator_main(Report& report, const TensorMap& fx, sg2::nn::Generator& G, sg2::nn::Discriminator& D) {
   zero_grads(G);
-  zero_grads(D);  // the loss's backward reaches D's parameters too
+  zero_grads(D);  // the loss's backward reaches D's parameters too (gradients left by an earlier
+                  // evaluation, on the CPU before the networks moved, would meet these)
   const at::Tensor &z = input(fx, "in.z"), &c = input(fx, "in.c");
   at::Tensor img = G.synthesis->forward(G.mapping->forward(z, c, {}), const_noise());
   at::Tensor loss = sg2::train::softplus_neg(D.forward(img, c)).mean();
@@ -217,8 +218,6 @@ void record_kink_sides(const TensorMap& fixture, const nlohmann::json& config, s
   Report recording(fixture, /*quiet=*/true);
   evaluate(recording, fixture, config, G, D);
   ops::set_kink_pinning(ops::KinkPinning::Replay, kKinkBand);
-  zero_grads(G);  // the CPU's gradients would stay on the CPU when the networks move
-  zero_grads(D);
 }
 
 int run(const std::string& pt_path, const std::string& json_path, bool kernels, const at::Device& device) {

@@ -220,13 +220,13 @@ std::pair<bool, bool> mixes_layouts(const test::OpCall& call) {
   return {layouts.size() > 1, feature_maps};
 }
 
+// The call's tensors, sizes and strides (NHWC strides: channels 1).
 std::string describe_inputs(const test::OpCall& call) {
   std::string described;
   for (const c10::IValue& input : call.inputs) {
-    if (!input.isTensor() || !input.toTensor().defined()) continue;
-    const at::Tensor t = input.toTensor();
-    const bool nchw = t.is_contiguous(), nhwc = t.is_contiguous(at::MemoryFormat::ChannelsLast);
-    described += c10::str(t.sizes(), nchw && nhwc ? " (either) " : nchw ? " NCHW " : nhwc ? " NHWC " : " strided ");
+    if (input.isTensor() && input.toTensor().defined()) {
+      described += c10::str(input.toTensor().sizes(), " strides ", input.toTensor().strides(), " ");
+    }
   }
   return described;
 }
