@@ -31,7 +31,7 @@ for function in re.split(r"\n\s*Function : ", open(sys.argv[1]).read())[1:]:
     name = function.split("\n", 1)[0]
     opcodes = re.findall(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P[0-9T] )?([A-Z][A-Z0-9_.]*)", function)
     ops = [o.split(".")[0] for o in opcodes]
-    kernel = re.search(r"\d\d(upfirdn2d_kernel|upfirdn2d_tiled_kernel|upfirdn2d_lanes_kernel|bias_act_kernel|bias_act_grad_kernel|"
+    kernel = re.search(r"\d\d(upfirdn2d_kernel|upfirdn2d_tiled_kernel|upfirdn2d_lanes_kernel|upfirdn2d_staged_kernel|bias_act_kernel|bias_act_grad_kernel|"
                        r"bias_act_lanes_kernel|bias_act_grad_lanes_kernel|conv_epilogue_kernel|"
                        r"conv_epilogue_grad_kernel|conv_epilogue_grad_pixels_kernel)I(.*)", name)
     label = name

@@ -38,13 +38,14 @@ step_selected() {  # step_selected NAME
 }
 
 # The steps of scripts/gpu/session.sh's two calls: the first, what issues 12 and 13 ask of the GPU
-# itself (with the comparison of config-f after them); the second, the rest (after paper256's
+# itself, then the op bench and the kernels under memcheck (the CUDA kernels changed since the last
+# run; with the comparison of config-f after them); the second, the rest (after paper256's
 # comparison), with its own training for the FID check's snapshot (a call may land on a fresh
 # machine). Every step of run.sh is in one of them (tests/scripts/gpu_kit_steps.sh checks).
 kit_first_call_steps="gpu_tests nccl_collectives parity train resume_same_device resume_on_cpu resume_back_on_device
-  train_nccl_reducer train_mixed_precision_batch_auto bench_comm train_host_sync_warnings train_without_host_sync"
-kit_second_call_steps="train cpu_suite train_detector fid_matches_cpu train_channels_last one_copy_of_each_library
+  train_nccl_reducer train_mixed_precision_batch_auto bench_comm train_host_sync_warnings train_without_host_sync
   bench_ops kernels_memcheck"
+kit_second_call_steps="train cpu_suite train_detector fid_matches_cpu train_channels_last one_copy_of_each_library"
 
 step() {  # step NAME COMMAND...: runs it, where this call selects it, within step_seconds_left
   if ! step_selected "$1"; then

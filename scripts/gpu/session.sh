@@ -7,13 +7,14 @@
 #   first   the kit's correctness steps (issue 12: the GPU's own tests, the collectives on NCCL,
 #           parity on the GPU, training, resume on the GPU and across devices, the NCCL reducer,
 #           mixed precision with train.batch_gpu auto, the comm bench; issue 13: no host
-#           synchronisation in a step), then config-f 256 against stylegan2-ada-pytorch (issue 13:
-#           the reference, ours probed and channels_last, profiled, ours at the reference's
-#           per-round batch, and the reference in one round of the whole batch)
+#           synchronisation in a step; the op bench, memcheck), then config-f 256 against
+#           stylegan2-ada-pytorch (issue 13: the reference, ours probed and channels_last, profiled,
+#           ours at the reference's per-round batch, and the reference in one round of the whole
+#           batch; run.conv2d_gradfix false only by hand now: 1.35x, second H200 run)
 #   second  paper256 against the reference (its four variants of ours), then the kit's other steps
 #           (a training for FID, the CPU suite on that build, FID on the GPU against the CPU,
-#           channels_last, the library copies, the op bench, memcheck)
-# The kit gets at most SG2_SESSION_KIT_S of the budget (default: 220 s in the first call, what the
+#           channels_last, the library copies)
+# The kit gets at most SG2_SESSION_KIT_S of the budget (default: 250 s in the first call, what the
 # comparison leaves in the second), the comparison the rest. The reference's CUDA plugins build in
 # the background from the call's start, while the kit's steps run, so the comparison finds them built.
 # $OUT then holds summary.md and steps.log (the kit), gpu_vs_reference.md and .log (the comparison)
@@ -71,8 +72,8 @@ run_comparison() {  # run_comparison PRESET VARIANTS MAX_SECONDS
 
 kit_failed=0 comparison_failed=0
 if [ "$call" = first ]; then
-  run_kit "$kit_first_call_steps" "${SG2_SESSION_KIT_S:-220}" || kit_failed=$?
-  run_comparison config-f "auto:nhwc ref:off reference:full auto:nhwc:nogradfix" "$budget" || comparison_failed=1
+  run_kit "$kit_first_call_steps" "${SG2_SESSION_KIT_S:-250}" || kit_failed=$?
+  run_comparison config-f "auto:nhwc ref:off reference:full" "$budget" || comparison_failed=1
 else
   run_comparison paper256 "auto:nhwc ref:off auto:off ref:nhwc reference:full" $((budget * 3 / 5)) ||
     comparison_failed=1

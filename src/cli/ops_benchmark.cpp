@@ -69,17 +69,17 @@ struct Timer {
 // One timed call: the specialised CUDA kernel (none on the CPU, or where it is not built for the
 // shape), the generic kernel, the reference op, and the bytes the op must move at least.
 struct OpTimings {
-  std::optional<double> lanes;  // upfirdn2d's tiled kernel in 16-byte lanes (its table only)
+  std::optional<double> staged, lanes;  // upfirdn2d's kernels in 16-byte lanes, staged or not (its table only)
   std::optional<double> fastest;
   double generic = 0, reference = 0, bytes = 0;
 };
 
 // fastest and generic name the first two columns (OpTimings' fastest and generic); with_lanes puts
-// a 'lanes' column before them.
+// 'staged' and 'lanes' columns before them.
 std::string table_header(const std::string& fastest, const std::string& generic = "generic", bool with_lanes = false) {
   return fmt::format("| op | x | layout | {2}{0} ms | {1} ms | reference ms | best GB/s | floor ms | best / floor | "
                      "{1} / {0} | reference / best |\n|---|---|---|{3}---|---|---|---|---|---|---|---|\n",
-                     fastest, generic, with_lanes ? "lanes ms | " : "", with_lanes ? "---|" : "");
+                     fastest, generic, with_lanes ? "staged ms | lanes ms | " : "", with_lanes ? "---|---|" : "");
 }
 
 std::string milliseconds(std::optional<double> seconds) {
@@ -88,11 +88,13 @@ std::string milliseconds(std::optional<double> seconds) {
 
 std::string table_row(const std::string& name, const at::Tensor& x, const OpTimings& t, double bandwidth,
                       bool with_lanes = false) {
-  const double best = std::min(t.lanes.value_or(1e30), t.fastest.value_or(t.generic)), floor = t.bytes / bandwidth;
+  const double best = std::min({t.staged.value_or(1e30), t.lanes.value_or(1e30), t.fastest.value_or(t.generic)});
+  const double floor = t.bytes / bandwidth;
   const bool channels_last = x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous();
   return fmt::format("| {} | {} | {} | {}{} | {} | {} | {:.0f} | {:.3f} | {:.2f} | {} | {:.2f} |\n", name,
                      fmt::join(x.sizes(), "x"), channels_last ? "NHWC" : "NCHW",
-                     with_lanes ? milliseconds(t.lanes) + " | " : "", milliseconds(t.fastest),
+                     with_lanes ? milliseconds(t.staged) + " | " + milliseconds(t.lanes) + " | " : "",
+                     milliseconds(t.fastest),
                      milliseconds(t.generic), milliseconds(t.reference), t.bytes / best / 1e9, floor * 1e3,
                      best / floor, t.fastest ? fmt::format("{:.2f}", t.generic / *t.fastest) : "-",
                      t.reference / best);
@@ -133,7 +135,10 @@ OpTimings time_fir(const Timer& time, const at::Tensor& x, const at::Tensor& f, 
   t.bytes = static_cast<double>(x.nbytes() + kernels::upfirdn2d_forward(x, f, p).nbytes());
   t.reference = time([&] { nn::ops::upfirdn2d_reference(x, f, p); });
   const kernels::FirKernelRun run = kernels::upfirdn2d_kernel_run(x, f, p);
-  if (run == kernels::FirKernelRun::TiledInLanes) t.lanes = time([&] { kernels::upfirdn2d_forward(x, f, p); });
+  if (run == kernels::FirKernelRun::StagedInLanes) t.staged = time([&] { kernels::upfirdn2d_forward(x, f, p); });
+  if (kernels::runs_in_lanes(run)) {
+    t.lanes = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Lanes); });
+  }
   if (run != kernels::FirKernelRun::Generic) {
     t.fastest = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Tiled); });
   }

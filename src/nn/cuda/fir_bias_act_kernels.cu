@@ -10,6 +10,7 @@
 #include "epilogue_elements.h"
 #include "fir_bias_act_elements.h"
 #include "fir_lanes_elements.h"
+#include "fir_staged_elements.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -125,6 +126,34 @@ __global__ void __launch_bounds__(kFirLanesBlock) upfirdn2d_lanes_kernel(FirLaun
   const auto write = [y](int32_t offset, const FirLanes<kPack>& v) { store_lanes(y + offset, 0, v.v); };
   for (int32_t row = blockIdx.y; row < rows; row += gridDim.y) {
     upfirdn2d_lanes_thread<int32_t, Fir, kPack>(job, taps, t, row, read, write);
+  }
+}
+
+// The same outputs with the block's input staged in shared memory (fir_staged_elements.h): x over
+// the column tiles, y striding over the row tiles, z over the tiles of lanes of channels.
+template <typename T, typename Fir>
+__global__ void __launch_bounds__(FirStagedTile<Fir>::kThreads, FirStagedTile<Fir>::kMinBlocksPerSM)
+    upfirdn2d_staged_kernel(FirLaunch job, int32_t row_tiles) {
+  using Tile = FirStagedTile<Fir>;
+  constexpr int kPack = kLanes<T>;
+  __shared__ uint4 staged[Tile::kInPacks];  // 16 bytes a lane: kPack values of T
+  const T* x = static_cast<const T*>(job.x);
+  T* y = static_cast<T*>(job.y);
+  const FirTaps<Fir::kTaps> taps = load_fir_taps<Fir::kTaps>(job);
+  const auto copy = [&](int i, int32_t offset) { staged[i] = *reinterpret_cast<const uint4*>(x + offset); };
+  const auto zero = [&](int i) { staged[i] = make_uint4(0, 0, 0, 0); };  // +0 in every type
+  const auto read = [&](int i) {
+    FirLanes<kPack> v;
+    load_lanes(reinterpret_cast<const T*>(staged), i, v.v);
+    return v;
+  };
+  const auto write = [y](int32_t offset, const FirLanes<kPack>& v) { store_lanes(y + offset, 0, v.v); };
+  for (int32_t row_tile = blockIdx.y; row_tile < row_tiles; row_tile += gridDim.y) {
+    const auto origin = fir_staged_origin<int32_t, Fir>(job, blockIdx.x, row_tile, blockIdx.z);
+    fir_staged_load<int32_t, Fir, kPack>(job, origin, threadIdx.x, copy, zero);
+    __syncthreads();
+    fir_staged_thread<int32_t, Fir, kPack>(job, taps, origin, threadIdx.x, read, write);
+    __syncthreads();  // before the next row tile overwrites the stage
   }
 }
 
@@ -303,6 +332,15 @@ void with_types(ElementType type, bool use_32bit_indices, Fn&& fn) {
   });
 }
 
+template <typename T, typename Fir>
+void launch_staged(const FirLaunch& job, cudaStream_t stream) {
+  const FirStagedGrid tiles = fir_staged_grid<Fir>(job, kLanes<T>);
+  const dim3 grid(static_cast<unsigned int>(tiles.column_tiles), static_cast<unsigned int>(std::min(tiles.row_tiles, kMaxGridY)),
+                  static_cast<unsigned int>(tiles.pack_tiles));
+  upfirdn2d_staged_kernel<T, Fir><<<grid, FirStagedTile<Fir>::kThreads, 0, stream>>>(
+      job, static_cast<int32_t>(tiles.row_tiles));
+}
+
 }  // namespace
 
 void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirKernel kernel) {
@@ -313,7 +351,11 @@ void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirK
     using Fir = decltype(fir);
     with_type(type, [&](auto tag) {
       using T = decltype(tag);
-      if (kernel == FirKernel::Fastest && fir_runs_in_lanes(job, kLanes<T>)) {
+      const bool in_lanes = kernel == FirKernel::Fastest || kernel == FirKernel::Lanes;
+      if (in_lanes && fir_runs_in_lanes(job, kLanes<T>)) {
+        if constexpr (Fir::kUp == 1) {
+          if (kernel == FirKernel::Fastest) return launch_staged<T, Fir>(job, cuda_stream);
+        }
         const FirLanesGrid lanes = fir_lanes_grid(job, kLanes<T>, Fir::kOutputs);
         const dim3 grid(static_cast<unsigned int>(lanes.blocks_x),
                         static_cast<unsigned int>(std::min(lanes.rows, kMaxGridY)));

@@ -62,6 +62,13 @@ SG2_HOST_DEVICE void add_window_column(const FirTaps<Fir::kTaps>& taps, int j, i
   }
 }
 
+// Row j of a thread's window (kWindow samples, 0 where x has none) into its kOutputs sums.
+template <typename Fir, int Lanes>
+SG2_HOST_DEVICE void add_window_row(const FirTaps<Fir::kTaps>& taps, int j, const FirLanes<Lanes> (&window)[Fir::kWindow],
+                                    float (&sums)[Fir::kOutputs][Lanes]) {
+  SG2_UNROLL for (int b = 0; b < Fir::kWindow; ++b) add_window_column<Fir, Lanes>(taps, j, b, window[b], sums);
+}
+
 // Without upsampling: the kOutputs outputs at columns ox0.. of row oy read a window of kTaps rows
 // and kWindow columns, streamed row by row; each output gets its taps in row-major order. A row's
 // kWindow loads come first, each from an address inside x (a sample outside the input reads the
@@ -83,7 +90,7 @@ SG2_HOST_DEVICE void fir_lanes_window(const FirLaunch& job, const FirTaps<Fir::k
       window[b] = load(row + (inside ? x0 + b : Index(0)) * static_cast<Index>(job.stride_x));
       if (!inside) window[b] = FirLanes<Lanes>{};
     }
-    SG2_UNROLL for (int b = 0; b < Fir::kWindow; ++b) add_window_column<Fir, Lanes>(taps, j, b, window[b], sums);
+    add_window_row<Fir, Lanes>(taps, j, window, sums);
   }
 }
 
@@ -106,6 +113,19 @@ SG2_HOST_DEVICE void fir_lanes_upsampled(const FirLaunch& job, const FirTaps<Fir
   }
 }
 
+// A thread's sums, outputs (n, oy, ox0 + r) for r < kOutputs inside y, channels c0.. (y is
+// channels_last): store(offset in y of the first channel, lanes).
+template <typename Index, typename Fir, int Lanes, typename Store>
+SG2_HOST_DEVICE void store_lanes_outputs(const FirLaunch& job, Index n, Index oy, Index ox0, Index c0,
+                                         const float (&sums)[Fir::kOutputs][Lanes], const Store& store) {
+  const Index out_h = static_cast<Index>(job.out_h), out_w = static_cast<Index>(job.out_w);
+  for (int r = 0; r < Fir::kOutputs && ox0 + r < out_w; ++r) {
+    FirLanes<Lanes> out;
+    for (int k = 0; k < Lanes; ++k) out.v[k] = sums[r][k];
+    store(((n * out_h + oy) * out_w + ox0 + r) * static_cast<Index>(job.channels) + c0, out);
+  }
+}
+
 // What thread t of output row `row` (n * out_h + oy) computes: Fir::kOutputs pixels from column
 // (t / lanes of a pixel) * kOutputs on, channels (t % lanes of a pixel) * Lanes on, each handed to
 // store(offset in y of its first channel, lanes). load(offset) reads Lanes samples of x.
@@ -125,11 +145,7 @@ SG2_HOST_DEVICE void upfirdn2d_lanes_thread(const FirLaunch& job, const FirTaps<
     static_assert(Fir::kOutputs == 1, "upsampled outputs alternate their taps' phases: one output per thread");
     fir_lanes_upsampled<Index, Fir, Lanes>(job, taps, base, oy, ox0, sums[0], load);
   }
-  for (int r = 0; r < Fir::kOutputs && ox0 + r < out_w; ++r) {
-    FirLanes<Lanes> out;
-    for (int k = 0; k < Lanes; ++k) out.v[k] = sums[r][k];
-    store(((n * out_h + oy) * out_w + ox0 + r) * channels + c0, out);
-  }
+  store_lanes_outputs<Index, Fir, Lanes>(job, n, oy, ox0, c0, sums, store);
 }
 
 }  // namespace sg2::nn::cuda

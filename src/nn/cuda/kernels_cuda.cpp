@@ -44,6 +44,7 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
   cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);
   job.y = y.data_ptr();
   const cuda::FirKernel kernel = variant == KernelVariant::Fastest ? cuda::FirKernel::Fastest
+                                  : variant == KernelVariant::Lanes ? cuda::FirKernel::Lanes
                                   : variant == KernelVariant::Tiled ? cuda::FirKernel::Tiled
                                                                     : cuda::FirKernel::Generic;
   cuda::launch_upfirdn2d(job, element_type(x), current_stream(), kernel);

@@ -1,16 +1,19 @@
-// upfirdn2d's tiled kernel in 16-byte lanes of channels (src/nn/cuda/fir_lanes_elements.h). On
-// every machine: the launch run on the host, thread by thread over its whole grid, against the
-// generic kernel's sums (bit for bit) and the definition, and which launches take it. On a GPU: the
-// kernel itself in every precision against the tiled and generic kernels and the definition.
+// upfirdn2d's tiled kernels in 16-byte lanes of channels, unstaged and staged in shared memory
+// (src/nn/cuda/fir_lanes_elements.h, fir_staged_elements.h). On every machine: the launches run on
+// the host, thread by thread over their whole grids (block by block, phase by phase, staged),
+// against the generic kernel's sums (bit for bit) and the definition, and which launches take them.
+// On a GPU: the kernels themselves in every precision against the tiled and generic kernels and the
+// definition.
 #include "sg2/nn/kernels.h"
 #include "sg2/nn/ops.h"
 #include "sg2/nn/upfirdn2d.h"
-#include "cuda/fir_lanes_elements.h"
+#include "cuda/fir_staged_elements.h"
 #include "fir_host_launch.h"
 #include "nn_test_support.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -38,54 +41,95 @@ std::vector<bool> element_offsets(const at::Tensor& x) {
   return inside;
 }
 
-// The lanes launch (Lanes float32 values a lane here, whatever the GPU's type would hold) run on the
-// host: every thread of every row; writes counts how often each output element was written, and
-// stray_reads the samples read that are not elements of x (none may be: on a GPU, memory past x).
+// x and a poisoned y (NaN: an output never written shows) as a lanes launch on the host sees them
+// (Lanes float32 values a lane here, whatever the GPU's type would hold): read(offset) counts the
+// samples read that are not elements of x (none may be: on a GPU, memory past x), write(offset, v)
+// how often each output element was written.
 template <int Lanes>
-at::Tensor upfirdn2d_by_lanes(const at::Tensor& x, const at::Tensor& f_in, const ops::FirParams& p,
-                              at::Tensor& writes, int64_t& stray_reads) {
-  const at::Tensor f = f_in.contiguous();
-  const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
-  at::Tensor y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(ops::layout_of(x)))
-                     .fill_(NAN);  // poisoned: an output never written shows
-  writes = at::zeros({y.numel()}, at::kInt);
-  cuda::FirLaunch job = kernels::gpu::fir_launch(x, f, p, out_h, out_w);
-  job.y = y.data_ptr();
-  const float* px = x.data_ptr<float>();
-  float* py = y.data_ptr<float>();
-  int32_t* count = writes.data_ptr<int32_t>();
-  const bool ran = cuda::fir_runs_in_lanes(job, Lanes) && cuda::with_fixed_fir(job, [&](auto fir) {
+struct HostLanes {
+  HostLanes(const at::Tensor& x, const at::Tensor& f_in, const ops::FirParams& p)
+      : x(x), f(f_in.contiguous()), inside(element_offsets(x)) {
+    const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
+    y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(ops::layout_of(x))).fill_(NAN);
+    writes = at::zeros({y.numel()}, at::kInt);
+    job = kernels::gpu::fir_launch(x, f, p, out_h, out_w);
+    job.y = y.data_ptr();
+  }
+  cuda::FirLanes<Lanes> read(int32_t offset) {
+    cuda::FirLanes<Lanes> v;
+    for (int k = 0; k < Lanes; ++k) {
+      const int64_t element = static_cast<int64_t>(offset) + k;
+      const bool of_x = element >= 0 && element < static_cast<int64_t>(inside.size()) && inside[element];
+      stray_reads += !of_x;
+      v.v[k] = of_x ? x.data_ptr<float>()[element] : NAN;
+    }
+    return v;
+  }
+  void write(int32_t offset, const cuda::FirLanes<Lanes>& v) {
+    for (int k = 0; k < Lanes; ++k) {
+      y.data_ptr<float>()[offset + k] = v.v[k];
+      ++writes.data_ptr<int32_t>()[offset + k];
+    }
+  }
+  at::Tensor x, f, y, writes;
+  std::vector<bool> inside;
+  cuda::FirLaunch job;
+  int64_t stray_reads = 0;
+};
+
+// The lanes launch run on the host: every thread of every row.
+template <int Lanes>
+bool run_lanes_on_host(HostLanes<Lanes>& host) {
+  return cuda::with_fixed_fir(host.job, [&](auto fir) {
     using Fir = decltype(fir);
-    const auto taps = cuda::load_fir_taps<Fir::kTaps>(job);
-    const cuda::FirLanesGrid grid = cuda::fir_lanes_grid(job, Lanes, Fir::kOutputs);
-    const std::vector<bool> inside = element_offsets(x);
-    const auto read = [&](int32_t offset) {
-      cuda::FirLanes<Lanes> v;
-      for (int k = 0; k < Lanes; ++k) {
-        const int64_t element = static_cast<int64_t>(offset) + k;
-        const bool of_x = element >= 0 && element < static_cast<int64_t>(inside.size()) && inside[element];
-        stray_reads += !of_x;
-        v.v[k] = of_x ? px[element] : NAN;
-      }
-      return v;
-    };
-    const auto write = [&](int32_t offset, const cuda::FirLanes<Lanes>& v) {
-      for (int k = 0; k < Lanes; ++k) {
-        py[offset + k] = v.v[k];
-        ++count[offset + k];
-      }
-    };
+    const auto taps = cuda::load_fir_taps<Fir::kTaps>(host.job);
+    const cuda::FirLanesGrid grid = cuda::fir_lanes_grid(host.job, Lanes, Fir::kOutputs);
+    const auto read = [&](int32_t offset) { return host.read(offset); };
+    const auto write = [&](int32_t offset, const cuda::FirLanes<Lanes>& v) { host.write(offset, v); };
     const auto threads = static_cast<int32_t>(grid.blocks_x * cuda::kFirLanesBlock);  // the last block's idle ones too
     for (int32_t row = 0; row < static_cast<int32_t>(grid.rows); ++row) {
       for (int32_t t = 0; t < threads; ++t) {
         if (t >= grid.threads_per_row) continue;  // as the kernel returns
-        cuda::upfirdn2d_lanes_thread<int32_t, Fir, Lanes>(job, taps, t, row, read, write);
+        cuda::upfirdn2d_lanes_thread<int32_t, Fir, Lanes>(host.job, taps, t, row, read, write);
       }
     }
   });
-  EXPECT_TRUE(ran) << "no lanes kernel for up " << p.up << " down " << p.down << " x "
-                   << c10::str(x.sizes(), x.strides());
-  return y;
+}
+
+// The staged launch run on the host: every block, its threads' phase 1 into a poisoned stage, then
+// their phase 2 (the barrier between them). Launches with upsampling run no staged kernel.
+template <int Lanes>
+bool run_staged_on_host(HostLanes<Lanes>& host) {
+  bool staged = false;
+  cuda::with_fixed_fir(host.job, [&](auto fir) {
+    using Fir = decltype(fir);
+    if constexpr (Fir::kUp == 1) {
+      using Tile = cuda::FirStagedTile<Fir>;
+      staged = true;
+      const auto taps = cuda::load_fir_taps<Fir::kTaps>(host.job);
+      const cuda::FirStagedGrid grid = cuda::fir_staged_grid<Fir>(host.job, Lanes);
+      std::vector<cuda::FirLanes<Lanes>> stage(Tile::kInPacks);
+      const auto copy = [&](int i, int32_t offset) { stage.at(static_cast<size_t>(i)) = host.read(offset); };
+      const auto zero = [&](int i) { stage.at(static_cast<size_t>(i)) = cuda::FirLanes<Lanes>{}; };
+      const auto load = [&](int i) { return stage.at(static_cast<size_t>(i)); };
+      const auto write = [&](int32_t offset, const cuda::FirLanes<Lanes>& v) { host.write(offset, v); };
+      for (int32_t pack_tile = 0; pack_tile < grid.pack_tiles; ++pack_tile) {
+        for (int32_t row_tile = 0; row_tile < grid.row_tiles; ++row_tile) {
+          for (int32_t column_tile = 0; column_tile < grid.column_tiles; ++column_tile) {
+            const auto origin = cuda::fir_staged_origin<int32_t, Fir>(host.job, column_tile, row_tile, pack_tile);
+            cuda::FirLanes<Lanes> poison;
+            for (float& v : poison.v) v = NAN;
+            std::fill(stage.begin(), stage.end(), poison);
+            for (int t = 0; t < Tile::kThreads; ++t) cuda::fir_staged_load<int32_t, Fir, Lanes>(host.job, origin, t, copy, zero);
+            for (int t = 0; t < Tile::kThreads; ++t) {
+              cuda::fir_staged_thread<int32_t, Fir, Lanes>(host.job, taps, origin, t, load, write);
+            }
+          }
+        }
+      }
+    }
+  });
+  return staged;
 }
 
 const std::vector<ops::FirParams> kStyleGan2Cases{
@@ -93,35 +137,46 @@ const std::vector<ops::FirParams> kStyleGan2Cases{
     {2, 1, {-1, 0, 3, 2}, true, 4.0}, {1, 2, {-1, 2, 3, -1}, true, 2.0}, {1, 1, {0, 0, 0, 0}, false, 1.0}};
 
 // StyleGAN2's shapes (the 4x4 filter alone, up 2, down 2; cropping, flips), widths that leave a
-// thread's last columns past the edge, rows cut from a larger tensor: every output written once,
-// with the generic kernel's sums.
-template <int Lanes>
-void expect_lanes_match_the_generic_sums() {
+// thread's last columns past the edge, rows cut from a larger tensor, channels that leave a block's
+// last lanes idle: every output written once, with the generic kernel's sums, by the lanes launch
+// and (without upsampling) by the staged one.
+template <int Lanes, typename RunOnHost>
+void expect_launch_matches_the_generic_sums(const std::string& launch, const RunOnHost& run_on_host) {
   at::manual_seed(11);
   const auto channels_last = at::MemoryFormat::ChannelsLast;
   const at::Tensor small = at::randn({2, 16, 5, 7}).contiguous(channels_last);
   const at::Tensor wide = at::randn({3, 24, 9, 13}).contiguous(channels_last);
+  const at::Tensor tiles = at::randn({2, 72, 21, 37}).contiguous(channels_last);  // several staged tiles each way
   for (const at::Tensor& f : {ops::setup_filter({1, 3, 3, 1}), asymmetric_filter()}) {
     for (const auto& p : kStyleGan2Cases) {
-      for (const at::Tensor& view : {small, wide, wide.slice(2, 2, 7), wide.slice(3, 1, 10)}) {
+      for (const at::Tensor& view : {small, wide, wide.slice(2, 2, 7), wide.slice(3, 1, 10), tiles}) {
         if (view.size(1) % Lanes != 0) continue;
-        at::Tensor writes;
-        int64_t stray_reads = 0;
-        const at::Tensor y = upfirdn2d_by_lanes<Lanes>(view, f, p, writes, stray_reads);
-        const std::string where = "lanes " + std::to_string(Lanes) + " up " + std::to_string(p.up) + " down " +
-                                  std::to_string(p.down) + " view " + c10::str(view.sizes(), view.strides());
-        EXPECT_TRUE(writes.eq(1).all().item<bool>()) << where;
-        EXPECT_EQ(stray_reads, 0) << where;
-        EXPECT_TRUE(y.eq(upfirdn2d_by_elements<int32_t>(view, f, p)).all().item<bool>()) << where;
-        EXPECT_LT(max_relative_error(y, upfirdn2d_direct(view, f, p)), 1e-6) << where;
+        HostLanes<Lanes> host(view, f, p);
+        const std::string where = launch + ", lanes of " + std::to_string(Lanes) + ", up " + std::to_string(p.up) +
+                                  " down " + std::to_string(p.down) + " view " +
+                                  c10::str(view.sizes(), view.strides());
+        ASSERT_TRUE(cuda::fir_runs_in_lanes(host.job, Lanes)) << where;
+        if (!run_on_host(host)) {
+          EXPECT_TRUE(launch == "staged" && p.up != 1) << "no " << where;
+          continue;
+        }
+        EXPECT_TRUE(host.writes.eq(1).all().template item<bool>()) << where;
+        EXPECT_EQ(host.stray_reads, 0) << where;
+        EXPECT_TRUE(host.y.eq(upfirdn2d_by_elements<int32_t>(view, f, p)).all().template item<bool>()) << where;
+        EXPECT_LT(max_relative_error(host.y, upfirdn2d_direct(view, f, p)), 1e-6) << where;
       }
     }
   }
 }
 
 TEST(CudaKernelArithmetic, LanesUpfirdn2dWritesEveryOutputOnceWithTheGenericSums) {
-  expect_lanes_match_the_generic_sums<4>();  // float32
-  expect_lanes_match_the_generic_sums<8>();  // float16, bfloat16
+  expect_launch_matches_the_generic_sums<4>("lanes", run_lanes_on_host<4>);  // float32
+  expect_launch_matches_the_generic_sums<8>("lanes", run_lanes_on_host<8>);  // float16, bfloat16
+}
+
+TEST(CudaKernelArithmetic, StagedUpfirdn2dWritesEveryOutputOnceWithTheGenericSums) {
+  expect_launch_matches_the_generic_sums<4>("staged", run_staged_on_host<4>);
+  expect_launch_matches_the_generic_sums<8>("staged", run_staged_on_host<8>);
 }
 
 // float32 in lanes of 4, float16 in lanes of 8 (16 bytes either way).
@@ -149,30 +204,39 @@ TEST(CudaKernelArithmetic, OnlyWholeAlignedChannelsLastLanesRunInLanes) {
   EXPECT_EQ(kernels::upfirdn2d_kernel_run(single(24), f, p), kernels::FirKernelRun::Generic);  // on the CPU
 }
 
-// The kernel on the GPU: in every precision, channels_last with 24 and 32 channels (whole lanes of
-// 8 and 4), the same values as the tiled and generic kernels and the definition.
+// The kernels on the GPU: in every precision, channels_last with 24, 32 and 72 channels (whole
+// lanes of 8 and 4; 72 leaves a staged block's last lanes idle) and shapes of several staged tiles
+// each way, the staged kernel (without upsampling) and the unstaged lanes one give the same values as
+// the tiled and generic kernels and the definition.
 TEST(CudaKernels, LanesUpfirdn2dMatchesTheTiledAndGenericKernelsAndTheDefinition) {
   SKIP_WITHOUT_CUDA_KERNELS();
   at::manual_seed(12);
   const at::Tensor f = asymmetric_filter().cuda();
+  const auto close = [](const at::Tensor& a, const at::Tensor& b, double tolerance) {
+    return max_relative_error(a.cpu().to(at::kFloat), b.cpu().to(at::kFloat)) < tolerance;
+  };
   for (const Precision& precision : kPrecisions) {
-    for (const at::Tensor& x : {at::randn({3, 24, 13, 9}), at::randn({2, 32, 16, 17})}) {
+    for (const at::Tensor& x : {at::randn({3, 24, 13, 9}), at::randn({2, 32, 16, 17}), at::randn({2, 72, 21, 37})}) {
       const at::Tensor stored = x.to(precision.type);
       const at::Tensor on_gpu = stored.cuda().contiguous(at::MemoryFormat::ChannelsLast);
       for (const auto& p : kStyleGan2Cases) {
         const std::string where = "up " + std::to_string(p.up) + " down " + std::to_string(p.down) + " " +
                                   c10::toString(precision.type) + " " + c10::str(x.sizes());
-        EXPECT_EQ(kernels::upfirdn2d_kernel_run(on_gpu, f, p), kernels::FirKernelRun::TiledInLanes) << where;
+        const auto in_lanes = p.up == 1 ? kernels::FirKernelRun::StagedInLanes : kernels::FirKernelRun::TiledInLanes;
+        EXPECT_EQ(kernels::upfirdn2d_kernel_run(on_gpu, f, p), in_lanes) << where;
         EXPECT_EQ(kernels::upfirdn2d_kernel_run(on_gpu.contiguous(), f, p), kernels::FirKernelRun::Tiled) << where;
-        const at::Tensor lanes = kernels::upfirdn2d_forward(on_gpu, f, p);
+        const at::Tensor fastest = kernels::upfirdn2d_forward(on_gpu, f, p);
+        const at::Tensor lanes = kernels::upfirdn2d_forward(on_gpu, f, p, kernels::KernelVariant::Lanes);
         const at::Tensor tiled = kernels::upfirdn2d_forward(on_gpu, f, p, kernels::KernelVariant::Tiled);
         const at::Tensor generic = kernels::upfirdn2d_forward(on_gpu, f, p, kernels::KernelVariant::Generic);
-        EXPECT_TRUE(lanes.is_contiguous(at::MemoryFormat::ChannelsLast)) << where;
-        EXPECT_LT(max_relative_error(lanes.cpu().to(at::kFloat), generic.cpu().to(at::kFloat)), precision.tolerance)
-            << where;  // the same sums (nvcc may contract each kernel's multiply-adds its own way)
-        EXPECT_LT(max_relative_error(lanes.cpu().to(at::kFloat), tiled.cpu().to(at::kFloat)), precision.tolerance)
-            << where;
-        EXPECT_LT(max_relative_error(lanes.cpu(), upfirdn2d_direct(stored, f.cpu(), p)), precision.tolerance) << where;
+        for (const at::Tensor& y : {fastest, lanes}) {
+          EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast)) << where;
+          // The same sums (nvcc may contract each kernel's multiply-adds its own way).
+          EXPECT_TRUE(close(y, generic, precision.tolerance)) << where;
+          EXPECT_TRUE(close(y, tiled, precision.tolerance)) << where;
+          EXPECT_LT(max_relative_error(y.cpu(), upfirdn2d_direct(stored, f.cpu(), p)), precision.tolerance) << where;
+        }
+        EXPECT_TRUE(close(fastest, lanes, precision.tolerance)) << where;
       }
     }
   }
