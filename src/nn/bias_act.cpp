@@ -12,10 +12,14 @@
 #include "cuda/kernels_cuda.h"
 #endif
 
+#include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
+#include <optional>
+#include <tuple>
+#include <utility>
 
 namespace sg2::nn {
 
@@ -151,16 +155,28 @@ struct BiasActFunction : public torch::autograd::Function<BiasActFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const at::Tensor y = ctx->get_saved_variables()[0];
     const int64_t dim = ctx->saved_data["dim"].toInt();
-    at::Tensor dx = BiasActGradFunction::apply_grad(grads[0], y, from_saved(ctx->saved_data["activation"]));
-    at::Tensor db;
-    if (ctx->saved_data["has_bias"].toBool()) {
-      std::vector<int64_t> reduce;
-      for (int64_t d = 0; d < dx.dim(); ++d) {
-        if (d != dim) reduce.push_back(d);
-      }
-      db = reduce.empty() ? dx : dx.sum(reduce);
+    const ActivationParams a = from_saved(ctx->saved_data["activation"]);
+    // b's gradient only where b takes one: D's biases in G's phases do not (a pass over dx each, as
+    // large as the layer's output, otherwise spent on a gradient autograd drops).
+    const bool bias_gradient = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(1);
+    at::Tensor dx, db;
+    std::optional<std::pair<at::Tensor, at::Tensor>> fused;
+    if (bias_gradient && !at::GradMode::is_enabled()) fused = bias_act_gradient_with_bias_sums(grads[0], y, dim, a);
+    if (fused) {
+      std::tie(dx, db) = *fused;
+    } else {
+      dx = BiasActGradFunction::apply_grad(grads[0], y, a);
+      if (bias_gradient) db = sum_but(dx, dim);
     }
     return {dx, db, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+  // x summed over every dimension but dim.
+  static at::Tensor sum_but(const at::Tensor& x, int64_t dim) {
+    std::vector<int64_t> reduce;
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      if (d != dim) reduce.push_back(d);
+    }
+    return reduce.empty() ? x : x.sum(reduce);
   }
 };
 

@@ -19,6 +19,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <utility>
 
 namespace sg2::nn {
 
@@ -174,6 +176,22 @@ EpilogueGradient conv_epilogue_gradient(const at::Tensor& dy, const at::Tensor& 
                                         const ops::BiasActParams& p) {
   check_epilogue_tensors(t);
   return gradient_on_device(dy, y, t, resolve(p));
+}
+
+std::optional<std::pair<at::Tensor, at::Tensor>> bias_act_gradient_with_bias_sums(const at::Tensor& dy,
+                                                                                   const at::Tensor& y, int64_t dim,
+                                                                                   const ActivationParams& a) {
+  if (!y.defined() || dim != 1 || !epilogue_takes_layout(y) || dy.sizes() != y.sizes()) return std::nullopt;
+#if SG2_CUDA_KERNELS
+  if (y.is_cuda() && !gpu::epilogue_runs_packed(y)) return std::nullopt;
+#endif
+  if (!y.is_cuda() && y.scalar_type() != at::kFloat) return std::nullopt;  // the CPU kernel's one type
+  const at::Tensor g = aligned(laid_out_like(dy, y));
+  // g stands in for x: its sums of g * x go unused.
+  const EpilogueTensors t{g, at::ones({y.size(0), y.size(1)}, y.options().dtype(at::kFloat)), at::Tensor(),
+                          at::Tensor(), at::Tensor()};
+  const EpilogueGradient grad = gradient_on_device(g, y, t, a);
+  return std::make_pair(grad.dx, grad.plane_sums.select(2, 1).sum(0));  // [N, C, 3] -> [C]
 }
 
 }  // namespace kernels

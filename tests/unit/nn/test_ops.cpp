@@ -1,7 +1,9 @@
 // The ops against independent definitions, and the hand-written kernels against the references.
 #include "sg2/nn/kernels.h"
 #include "sg2/nn/ops.h"
+#include "bias_act_autograd.h"
 #include "nn_test_support.h"
+#include "recorded_ops.h"
 #include "test_support.h"
 
 #include <torch/csrc/autograd/autograd.h>
@@ -10,10 +12,15 @@
 #include <cmath>
 #include <limits>
 #include <thread>
+#include <tuple>
 
 namespace sg2::nn {
 namespace {
 
+using kernels::ActivationParams;
+using kernels::bias_act_gradient_with_bias_sums;
+using kernels::differentiable_bias_act_gradient;
+using kernels::resolve;
 using test::asymmetric_filter;
 using test::fir_cases;
 using test::max_relative_error;
@@ -108,6 +115,75 @@ TEST(BiasAct, KernelClampsNaNToTheLowerBoundAsTheReferenceCudaKernel) {
     EXPECT_NEAR(x.grad()[0][i].item<double>(), expected_grad[i], 1e-6) << "element " << i;
   }
   EXPECT_TRUE(std::isnan(ops::bias_act(x.detach(), at::Tensor(), p, ops::Impl::Reference)[0][0].item<float>()));
+}
+
+// The bias's gradient (dx summed over every dimension but the channels') only where b takes one:
+// in G's phases D's biases do not, and a first-order backward spent a pass over each layer's dx
+// on them. The same dx either way, and the same db where it is asked for.
+TEST(BiasAct, SumsTheBiasGradientOnlyWhereTheBiasTakesOne) {
+  at::manual_seed(5);
+  ops::BiasActParams p;
+  p.act = ops::Activation::LRelu;
+  const at::Tensor x0 = at::randn({2, 3, 4, 5}), b0 = at::randn({3}), dy = at::randn({2, 3, 4, 5});
+  const auto backward = [&](bool bias_takes_gradient) {
+    const at::Tensor x = x0.clone().requires_grad_(true), b = b0.clone().requires_grad_(bias_takes_gradient);
+    sg2::test::RecordedOps sums({"aten::sum"});
+    ops::bias_act(x, b, p, ops::Impl::Fast).backward(dy);
+    return std::make_tuple(sums.take().size(), x.grad(), b.grad());
+  };
+  const auto [sums_with, dx_with, db_with] = backward(true);
+  const auto [sums_without, dx_without, db_without] = backward(false);
+  EXPECT_GE(sums_with, 1u);
+  EXPECT_EQ(sums_without, 0u);
+  EXPECT_FALSE(db_without.defined());
+  EXPECT_TRUE(dx_with.equal(dx_without));
+  EXPECT_TRUE(db_with.allclose(dx_with.sum({0, 2, 3}), 1e-6, 1e-6));
+}
+
+// A first-order backward that sums b's gradient takes dx and the sums in one pass of the
+// epilogue's gradient kernel (demodulation 1, no noise), for 4-D tensors in its layouts: the same dx
+// bit for bit, and each channel's sum of it (float32 sums in another order: 1e-5).
+TEST(BiasAct, OnePassGradientWithTheBiasSumsMatchesTheTwoPasses) {
+  at::manual_seed(6);
+  const ActivationParams lrelu_clamped = resolve({1, ops::Activation::LRelu, -1, -1, 0.5});
+  const ActivationParams linear = resolve({1, ops::Activation::Linear, -1, -1, -1});
+  for (const auto layout : {at::MemoryFormat::Contiguous, at::MemoryFormat::ChannelsLast}) {
+    for (const ActivationParams& a : {lrelu_clamped, linear}) {
+      const at::Tensor y = (at::randn({3, 8, 5, 6}) * 0.4).contiguous(layout), dy = at::randn({3, 8, 5, 6});
+      const auto fused = bias_act_gradient_with_bias_sums(dy, y, 1, a);
+      ASSERT_TRUE(fused.has_value()) << layout;
+      const at::Tensor dx = differentiable_bias_act_gradient(dy, y, a);
+      EXPECT_TRUE(fused->first.equal(dx)) << layout;
+      EXPECT_EQ(fused->second.scalar_type(), at::kFloat);
+      EXPECT_LT(max_relative_error(fused->second, dx.sum({0, 2, 3})), 1e-5) << layout;
+    }
+  }
+  const at::Tensor y = at::randn({3, 8, 5, 6}), dy = at::randn({3, 8, 5, 6});
+  EXPECT_FALSE(bias_act_gradient_with_bias_sums(dy, y, 2, lrelu_clamped));  // not the channels
+  EXPECT_FALSE(bias_act_gradient_with_bias_sums(dy[0], y[0], 1, lrelu_clamped));  // 3-D
+  EXPECT_FALSE(bias_act_gradient_with_bias_sums(dy.to(at::kDouble), y.to(at::kDouble), 1, lrelu_clamped));
+  EXPECT_FALSE(bias_act_gradient_with_bias_sums(dy, y.transpose(2, 3), 1, lrelu_clamped));  // neither layout
+}
+
+// Through autograd: the kernels' gradients of x and b (one pass, first order) against the
+// reference ops', in both layouts; with create_graph the two passes, differentiable.
+TEST(BiasAct, KernelGradientsOfXAndBiasMatchTheReferenceInBothLayouts) {
+  at::manual_seed(7);
+  const ops::BiasActParams p{1, ops::Activation::LRelu, -1, -1, 0.8};
+  for (const auto layout : {at::MemoryFormat::Contiguous, at::MemoryFormat::ChannelsLast}) {
+    for (const bool create_graph : {false, true}) {
+      const at::Tensor x0 = at::randn({2, 16, 4, 4}).contiguous(layout), b0 = at::randn({16}) * 0.1;
+      const at::Tensor dy = at::randn({2, 16, 4, 4});
+      const auto gradients = [&](ops::Impl impl) {
+        const at::Tensor x = x0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+        return torch::autograd::grad({ops::bias_act(x, b, p, impl)}, {x, b}, {dy}, create_graph, create_graph);
+      };
+      const auto fast = gradients(ops::Impl::Fast), reference = gradients(ops::Impl::Reference);
+      EXPECT_LT(max_relative_error(fast[0], reference[0]), 1e-6) << layout << " create_graph " << create_graph;
+      EXPECT_LT(max_relative_error(fast[1], reference[1]), 1e-5) << layout << " create_graph " << create_graph;
+      EXPECT_EQ(fast[1].requires_grad(), create_graph);
+    }
+  }
 }
 
 TEST(BiasAct, FullyConnectedLayoutAndNoBias) {

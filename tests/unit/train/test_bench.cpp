@@ -115,11 +115,13 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
   }
   ASSERT_EQ(rows.size(), 32u) << text;
   const std::string g = std::to_string(c.G.channels_at(16)), d = std::to_string(c.D.channels_at(16));
-  // upfirdn2d: no lanes and no tiled kernel on the CPU, then the generic column.
-  EXPECT_NE(text.find("| op | x | layout | lanes ms | tiled ms | generic ms | reference ms |"), std::string::npos) << text;
-  EXPECT_NE(rows[0].find("| 2x" + g + "x17x17 | NCHW | - | - | "), std::string::npos) << rows[0];
-  EXPECT_NE(rows[1].find("| NHWC | - | - | "), std::string::npos) << rows[1];
-  EXPECT_EQ(rows[1].find("| NHWC | - | - | - |"), std::string::npos) << rows[1];
+  // upfirdn2d: no staged, lanes or tiled kernel on the CPU, then the generic column.
+  EXPECT_NE(text.find("| op | x | layout | staged ms | lanes ms | tiled ms | generic ms | reference ms |"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(rows[0].find("| 2x" + g + "x17x17 | NCHW | - | - | - | "), std::string::npos) << rows[0];
+  EXPECT_NE(rows[1].find("| NHWC | - | - | - | "), std::string::npos) << rows[1];
+  EXPECT_EQ(rows[1].find("| NHWC | - | - | - | - |"), std::string::npos) << rows[1];
   EXPECT_NE(rows[13].find("D: 2x downsampling (skip), gradient | 2x" + d + "x8x8"), std::string::npos) << rows[13];
   EXPECT_NE(text.find("## bias_act (clamp: G 256, D 128)"), std::string::npos) << text;
   EXPECT_NE(rows[14].find("G: conv output, lrelu | 2x" + g + "x16x16 | NCHW | - |"), std::string::npos) << rows[14];
