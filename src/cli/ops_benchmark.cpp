@@ -135,8 +135,8 @@ OpTimings time_fir(const Timer& time, const at::Tensor& x, const at::Tensor& f, 
   t.bytes = static_cast<double>(x.nbytes() + kernels::upfirdn2d_forward(x, f, p).nbytes());
   t.reference = time([&] { nn::ops::upfirdn2d_reference(x, f, p); });
   const kernels::FirKernelRun run = kernels::upfirdn2d_kernel_run(x, f, p);
-  if (run == kernels::FirKernelRun::StagedInLanes) t.staged = time([&] { kernels::upfirdn2d_forward(x, f, p); });
-  if (kernels::runs_in_lanes(run)) {
+  if (run == kernels::FirKernelRun::StagedInLanes) {
+    t.staged = time([&] { kernels::upfirdn2d_forward(x, f, p); });
     t.lanes = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Lanes); });
   }
   if (run != kernels::FirKernelRun::Generic) {

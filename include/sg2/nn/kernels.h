@@ -24,20 +24,16 @@ bool cuda_kernels_built();
 
 // Which CUDA kernel a raw forward or gradient runs. Fastest: the specialised one where it is built
 // for the launch (upfirdn2d: the tiled kernel for StyleGAN2's shapes, in 16-byte lanes of channels
-// where channels_last memory allows, those without upsampling with the block's input staged in
-// shared memory; bias_act: 16-byte packs where the memory is whole aligned packs), else the
-// generic one. Lanes: upfirdn2d's lanes unstaged. Tiled: upfirdn2d's tiled kernel without lanes.
+// with the block's input staged in shared memory where channels_last memory allows; bias_act:
+// 16-byte packs where the memory is whole aligned packs), else the generic one. Lanes: upfirdn2d's
+// lanes unstaged (each thread loads its own window). Tiled: upfirdn2d's tiled kernel without lanes.
 // Generic: always the generic kernel, one thread per element. (For the op benchmark and the tests
 // that compare them; bias_act takes Lanes and Tiled as Fastest.) The CPU has one kernel for all.
 enum class KernelVariant { Fastest, Lanes, Tiled, Generic };
 
 // Which CUDA kernel upfirdn2d's Fastest variant runs on given arguments: the generic one (also
-// wherever no CUDA kernel runs), the tiled one, the tiled one in 16-byte lanes of channels, or that
-// with the input staged in shared memory.
-enum class FirKernelRun { Generic, Tiled, TiledInLanes, StagedInLanes };
-
-inline bool runs_in_lanes(FirKernelRun run) {
-  return run == FirKernelRun::TiledInLanes || run == FirKernelRun::StagedInLanes;
-}
+// wherever no CUDA kernel runs), the tiled one, or the tiled one in 16-byte lanes of channels with
+// the block's input staged in shared memory.
+enum class FirKernelRun { Generic, Tiled, StagedInLanes };
 
 }  // namespace sg2::nn::kernels

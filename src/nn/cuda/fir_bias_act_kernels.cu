@@ -353,9 +353,7 @@ void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirK
       using T = decltype(tag);
       const bool in_lanes = kernel == FirKernel::Fastest || kernel == FirKernel::Lanes;
       if (in_lanes && fir_runs_in_lanes(job, kLanes<T>)) {
-        if constexpr (Fir::kUp == 1) {
-          if (kernel == FirKernel::Fastest) return launch_staged<T, Fir>(job, cuda_stream);
-        }
+        if (kernel == FirKernel::Fastest) return launch_staged<T, Fir>(job, cuda_stream);
         const FirLanesGrid lanes = fir_lanes_grid(job, kLanes<T>, Fir::kOutputs);
         const dim3 grid(static_cast<unsigned int>(lanes.blocks_x),
                         static_cast<unsigned int>(std::min(lanes.rows, kMaxGridY)));

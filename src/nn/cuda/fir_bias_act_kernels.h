@@ -33,9 +33,9 @@ struct FirLaunch {
   float gain;
 };
 // Which kernel runs a launch. Fastest: where the tiled kernel is built for it (with_fixed_fir), the
-// tiled kernel, in 16-byte lanes of channels where the launch allows (fir_runs_in_lanes), then
-// without upsampling with the block's input staged in shared memory (fir_staged_elements.h); else
-// the generic one. Lanes: the same, but the lanes unstaged (each thread loads its own window).
+// tiled kernel, in 16-byte lanes of channels with the block's input staged in shared memory where
+// the launch allows (fir_runs_in_lanes, fir_staged_elements.h); else the generic one. Lanes: the
+// same, but the lanes unstaged (each thread loads its own window).
 // Tiled: the same without lanes. Generic: always the generic kernel. The op benchmark and the tests
 // compare them.
 enum class FirKernel { Fastest, Lanes, Tiled, Generic };

@@ -1,18 +1,19 @@
 #pragma once
 // upfirdn2d in 16-byte lanes with the block's input staged in shared memory, for the launches of
-// fir_lanes_elements.h without upsampling (StyleGAN2's 4x4 filter alone, and with 2x downsampling).
+// fir_lanes_elements.h (StyleGAN2's 4x4 filter alone, with 2x downsampling, with 2x upsampling).
 // There each thread of the lanes kernel loads its whole window from global memory: 28 16-byte loads
-// for 4 outputs of the 4x4 filter, 40 with downsampling: each sample is requested 7 times (2.5). In
-// the second H200 run every lanes launch ran at 3.7-4.3 TB/s of requested bytes, 2.3-3.8x the DRAM
-// floor (docs/PERFORMANCE.md), with the loads then waited for one by one: latency or the rate of
-// requests bounded them, which that run cannot tell apart.
+// for 4 outputs of the 4x4 filter, 40 with downsampling, 4 for one output with upsampling: each
+// sample is requested 7 times (2.5, 4). In the second H200 run every lanes launch ran at 3.7-4.3
+// TB/s of requested bytes, 2.3-3.8x the DRAM floor (docs/PERFORMANCE.md), with the loads then
+// waited for one by one: latency or the rate of requests bounded them, which that run cannot tell
+// apart.
 // Here a block first copies the samples its output tile reads (a tile of kRows x kGroups x kOutputs
-// pixels and kPacks lanes of channels, plus the filter's halo) into shared memory, all its loads in
-// flight at once, each sample once, 0 where x has none (1.63 and 1.27 requests a sample); after a
-// barrier each thread sums its window from there, the same taps in the same order as the lanes
-// kernel (a sample outside x adds 0 there too), so the outputs are the generic kernel's bit for bit.
-// Host and device: the CPU test suite runs every block of a launch on the host, its two phases one
-// after the other (tests/unit/nn/test_kernels_cuda_lanes.cpp).
+// pixels and kPacks lanes of channels, plus the filter's reach) into shared memory, all its loads
+// in flight at once, each sample once, 0 where x has none (1.63, 1.27 and 0.75 requests a sample);
+// after a barrier each thread sums its outputs from there, the same taps in the same order as the
+// lanes kernel (a sample outside x adds 0 there too), so the outputs are the generic kernel's bit
+// for bit. Host and device: the CPU test suite runs every block of a launch on the host, its two
+// phases one after the other (tests/unit/nn/test_kernels_cuda_lanes.cpp).
 
 #include "fir_lanes_elements.h"
 
@@ -23,21 +24,24 @@ namespace sg2::nn::cuda {
 // A block's work: an output tile of kRows rows, kGroups x Fir::kOutputs columns and kPacks lanes
 // of channels, one thread per (row, group, lane) with the lane fastest (a quarter warp's 16-byte
 // accesses then cover 128 contiguous bytes, in shared memory and in y); the input tile it reads:
-// [kInRows, kInCols, kPacks] lanes, 26.75 KB without resampling, 41.5 KB with 2x downsampling.
+// [kInRows, kInCols, kPacks] lanes, 26.75 KB without resampling, 41.5 KB with 2x downsampling,
+// 3 KB with 2x upsampling.
 template <typename Fir>
 struct FirStagedTile {
-  static_assert(Fir::kUp == 1, "staged tiles are the window kernels': no upsampling");
   static constexpr int kPacks = 8;
-  static constexpr int kGroups = Fir::kDown == 1 ? 4 : 2;
+  static constexpr int kGroups = Fir::kUp == 1 && Fir::kDown == 2 ? 2 : 4;
   static constexpr int kRows = 8;
   static constexpr int kThreads = kPacks * kGroups * kRows;
-  static constexpr int kInRows = (kRows - 1) * Fir::kDown + Fir::kTaps;
-  static constexpr int kInCols = (kGroups * Fir::kOutputs - 1) * Fir::kDown + Fir::kTaps;
+  // The samples that n neighbouring outputs read along an axis: their taps land on (n - 1) * kDown +
+  // kTaps neighbouring upsampled positions, which hold at most (that - 1) / kUp + 1 samples.
+  static constexpr int samples_read_by(int n) { return ((n - 1) * Fir::kDown + Fir::kTaps - 1) / Fir::kUp + 1; }
+  static constexpr int kInRows = samples_read_by(kRows);
+  static constexpr int kInCols = samples_read_by(kGroups * Fir::kOutputs);
   static constexpr int kInPacks = kInRows * kInCols * kPacks;
   static constexpr int kLoadsPerThread = (kInPacks + kThreads - 1) / kThreads;
   // Blocks an SM is to hold at once (__launch_bounds__): with downsampling the compiler otherwise
   // keeps all 21 of a thread's staging loads in flight, in 167 registers (3 blocks of 128 threads).
-  static constexpr int kMinBlocksPerSM = Fir::kDown == 1 ? 3 : 4;
+  static constexpr int kMinBlocksPerSM = Fir::kUp == 1 && Fir::kDown == 2 ? 4 : 3;
 };
 
 // The grid: x over the column tiles, y (striding) over every sample's row tiles, z over the tiles
@@ -61,6 +65,13 @@ struct FirStagedOrigin {
   Index n, oy0, ox0, pack0, iy0, ix0;
 };
 
+// The input sample at or before the upsampled position of output o's first tap.
+template <typename Index, typename Fir>
+SG2_HOST_DEVICE Index first_sample_at_or_before(Index o, int pad) {
+  const Index position = o * Fir::kDown - pad;
+  return position >= 0 ? position / Fir::kUp : -((Fir::kUp - 1 - position) / Fir::kUp);
+}
+
 template <typename Index, typename Fir>
 SG2_HOST_DEVICE FirStagedOrigin<Index> fir_staged_origin(const FirLaunch& job, Index column_tile, Index row_tile,
                                                          Index pack_tile) {
@@ -71,8 +82,8 @@ SG2_HOST_DEVICE FirStagedOrigin<Index> fir_staged_origin(const FirLaunch& job, I
   o.oy0 = (row_tile - o.n * row_tiles_per_sample) * Tile::kRows;
   o.ox0 = column_tile * (Tile::kGroups * Fir::kOutputs);
   o.pack0 = pack_tile * Tile::kPacks;
-  o.iy0 = o.oy0 * Fir::kDown - job.pad_y0;
-  o.ix0 = o.ox0 * Fir::kDown - job.pad_x0;
+  o.iy0 = first_sample_at_or_before<Index, Fir>(o.oy0, job.pad_y0);
+  o.ix0 = first_sample_at_or_before<Index, Fir>(o.ox0, job.pad_x0);
   return o;
 }
 
@@ -113,11 +124,27 @@ SG2_HOST_DEVICE void fir_staged_thread(const FirLaunch& job, const FirTaps<Fir::
     return;
   }
   float sums[Fir::kOutputs][Lanes] = {};
-  SG2_UNROLL for (int j = 0; j < Fir::kTaps; ++j) {
-    const int first = ((row * Fir::kDown + j) * Tile::kInCols + group * Fir::kOutputs * Fir::kDown) * Tile::kPacks;
-    FirLanes<Lanes> window[Fir::kWindow];
-    SG2_UNROLL for (int b = 0; b < Fir::kWindow; ++b) window[b] = load(first + b * Tile::kPacks + lane);
-    add_window_row<Fir, Lanes>(taps, j, window, sums);
+  if constexpr (Fir::kUp == 1) {
+    SG2_UNROLL for (int j = 0; j < Fir::kTaps; ++j) {
+      const int first = ((row * Fir::kDown + j) * Tile::kInCols + group * Fir::kOutputs * Fir::kDown) * Tile::kPacks;
+      FirLanes<Lanes> window[Fir::kWindow];
+      SG2_UNROLL for (int b = 0; b < Fir::kWindow; ++b) window[b] = load(first + b * Tile::kPacks + lane);
+      add_window_row<Fir, Lanes>(taps, j, window, sums);
+    }
+  } else {
+    // The staged tile as the upsampling lanes kernel's input: its rows and columns from (iy0, ix0)
+    // on, the padding moved by as much, so each output finds its taps' samples there (0 for those
+    // outside x; none it reads lies outside the tile).
+    FirLaunch staged = job;
+    staged.in_h = Tile::kInRows;
+    staged.in_w = Tile::kInCols;
+    staged.stride_x = Tile::kPacks * Lanes;
+    staged.stride_y = Tile::kInCols * staged.stride_x;
+    staged.pad_y0 = job.pad_y0 + static_cast<int>(o.iy0 * Fir::kUp - o.oy0 * Fir::kDown);
+    staged.pad_x0 = job.pad_x0 + static_cast<int>(o.ix0 * Fir::kUp - o.ox0 * Fir::kDown);
+    const auto load_element = [&](Index offset) { return load(static_cast<int>(offset / Lanes)); };
+    fir_lanes_upsampled<Index, Fir, Lanes>(staged, taps, Index(lane * Lanes), Index(row), Index(group), sums[0],
+                                           load_element);
   }
   store_lanes_outputs<Index, Fir, Lanes>(job, o.n, oy, ox0, pack * Lanes, sums, store);
 }

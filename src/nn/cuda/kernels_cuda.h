@@ -46,8 +46,8 @@ inline cuda::FirLaunch fir_launch(const at::Tensor& x, const at::Tensor& filter,
 bool supported(const at::Tensor& x);
 
 // Which kernel upfirdn2d_forward's Fastest variant runs on these arguments: tiled where
-// cuda::with_fixed_fir builds it, in 16-byte lanes where cuda::fir_runs_in_lanes allows, staged in
-// shared memory there unless it upsamples. Host
+// cuda::with_fixed_fir builds it, in 16-byte lanes staged in shared memory where
+// cuda::fir_runs_in_lanes allows. Host
 // arithmetic only: for a CPU tensor, the kernel the same shapes, strides, type and alignment would
 // take on a GPU (tests ask it of a CPU training step's calls).
 inline FirKernelRun fir_kernel_run(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
@@ -55,8 +55,8 @@ inline FirKernelRun fir_kernel_run(const at::Tensor& x, const at::Tensor& f, con
   const at::Tensor filter = f.to(at::kFloat).contiguous();  // fir_launch reads its float32 pointer
   const cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);  // y: a fresh allocation, aligned
   if (!cuda::with_fixed_fir(job, [](auto) {})) return FirKernelRun::Generic;
-  if (!cuda::fir_runs_in_lanes(job, cuda::kLaneBytes / static_cast<int>(x.element_size()))) return FirKernelRun::Tiled;
-  return p.up == 1 ? FirKernelRun::StagedInLanes : FirKernelRun::TiledInLanes;
+  const bool lanes = cuda::fir_runs_in_lanes(job, cuda::kLaneBytes / static_cast<int>(x.element_size()));
+  return lanes ? FirKernelRun::StagedInLanes : FirKernelRun::Tiled;
 }
 
 // x: [N, C, H, W] -> [N, C, out_h, out_w] in ops::layout_of(x), x's dtype.

@@ -97,39 +97,36 @@ bool run_lanes_on_host(HostLanes<Lanes>& host) {
 }
 
 // The staged launch run on the host: every block, its threads' phase 1 into a poisoned stage, then
-// their phase 2 (the barrier between them). Launches with upsampling run no staged kernel.
+// their phase 2 (the barrier between them).
 template <int Lanes>
 bool run_staged_on_host(HostLanes<Lanes>& host) {
-  bool staged = false;
-  cuda::with_fixed_fir(host.job, [&](auto fir) {
+  return cuda::with_fixed_fir(host.job, [&](auto fir) {
     using Fir = decltype(fir);
-    if constexpr (Fir::kUp == 1) {
-      using Tile = cuda::FirStagedTile<Fir>;
-      staged = true;
-      const auto taps = cuda::load_fir_taps<Fir::kTaps>(host.job);
-      const cuda::FirStagedGrid grid = cuda::fir_staged_grid<Fir>(host.job, Lanes);
-      std::vector<cuda::FirLanes<Lanes>> stage(Tile::kInPacks);
-      const auto copy = [&](int i, int32_t offset) { stage.at(static_cast<size_t>(i)) = host.read(offset); };
-      const auto zero = [&](int i) { stage.at(static_cast<size_t>(i)) = cuda::FirLanes<Lanes>{}; };
-      const auto load = [&](int i) { return stage.at(static_cast<size_t>(i)); };
-      const auto write = [&](int32_t offset, const cuda::FirLanes<Lanes>& v) { host.write(offset, v); };
-      for (int32_t pack_tile = 0; pack_tile < grid.pack_tiles; ++pack_tile) {
-        for (int32_t row_tile = 0; row_tile < grid.row_tiles; ++row_tile) {
-          for (int32_t column_tile = 0; column_tile < grid.column_tiles; ++column_tile) {
-            const auto origin = cuda::fir_staged_origin<int32_t, Fir>(host.job, column_tile, row_tile, pack_tile);
-            cuda::FirLanes<Lanes> poison;
-            for (float& v : poison.v) v = NAN;
-            std::fill(stage.begin(), stage.end(), poison);
-            for (int t = 0; t < Tile::kThreads; ++t) cuda::fir_staged_load<int32_t, Fir, Lanes>(host.job, origin, t, copy, zero);
-            for (int t = 0; t < Tile::kThreads; ++t) {
-              cuda::fir_staged_thread<int32_t, Fir, Lanes>(host.job, taps, origin, t, load, write);
-            }
+    using Tile = cuda::FirStagedTile<Fir>;
+    const auto taps = cuda::load_fir_taps<Fir::kTaps>(host.job);
+    const cuda::FirStagedGrid grid = cuda::fir_staged_grid<Fir>(host.job, Lanes);
+    std::vector<cuda::FirLanes<Lanes>> stage(Tile::kInPacks);
+    const auto copy = [&](int i, int32_t offset) { stage.at(static_cast<size_t>(i)) = host.read(offset); };
+    const auto zero = [&](int i) { stage.at(static_cast<size_t>(i)) = cuda::FirLanes<Lanes>{}; };
+    const auto load = [&](int i) { return stage.at(static_cast<size_t>(i)); };
+    const auto write = [&](int32_t offset, const cuda::FirLanes<Lanes>& v) { host.write(offset, v); };
+    cuda::FirLanes<Lanes> poison;
+    for (float& v : poison.v) v = NAN;
+    for (int32_t pack_tile = 0; pack_tile < grid.pack_tiles; ++pack_tile) {
+      for (int32_t row_tile = 0; row_tile < grid.row_tiles; ++row_tile) {
+        for (int32_t column_tile = 0; column_tile < grid.column_tiles; ++column_tile) {
+          const auto origin = cuda::fir_staged_origin<int32_t, Fir>(host.job, column_tile, row_tile, pack_tile);
+          std::fill(stage.begin(), stage.end(), poison);
+          for (int t = 0; t < Tile::kThreads; ++t) {
+            cuda::fir_staged_load<int32_t, Fir, Lanes>(host.job, origin, t, copy, zero);
+          }
+          for (int t = 0; t < Tile::kThreads; ++t) {
+            cuda::fir_staged_thread<int32_t, Fir, Lanes>(host.job, taps, origin, t, load, write);
           }
         }
       }
     }
   });
-  return staged;
 }
 
 const std::vector<ops::FirParams> kStyleGan2Cases{
@@ -139,7 +136,7 @@ const std::vector<ops::FirParams> kStyleGan2Cases{
 // StyleGAN2's shapes (the 4x4 filter alone, up 2, down 2; cropping, flips), widths that leave a
 // thread's last columns past the edge, rows cut from a larger tensor, channels that leave a block's
 // last lanes idle: every output written once, with the generic kernel's sums, by the lanes launch
-// and (without upsampling) by the staged one.
+// and by the staged one.
 template <int Lanes, typename RunOnHost>
 void expect_launch_matches_the_generic_sums(const std::string& launch, const RunOnHost& run_on_host) {
   at::manual_seed(11);
@@ -156,10 +153,7 @@ void expect_launch_matches_the_generic_sums(const std::string& launch, const Run
                                   " down " + std::to_string(p.down) + " view " +
                                   c10::str(view.sizes(), view.strides());
         ASSERT_TRUE(cuda::fir_runs_in_lanes(host.job, Lanes)) << where;
-        if (!run_on_host(host)) {
-          EXPECT_TRUE(launch == "staged" && p.up != 1) << "no " << where;
-          continue;
-        }
+        ASSERT_TRUE(run_on_host(host)) << "no " << where;
         EXPECT_TRUE(host.writes.eq(1).all().template item<bool>()) << where;
         EXPECT_EQ(host.stray_reads, 0) << where;
         EXPECT_TRUE(host.y.eq(upfirdn2d_by_elements<int32_t>(view, f, p)).all().template item<bool>()) << where;
@@ -206,8 +200,8 @@ TEST(CudaKernelArithmetic, OnlyWholeAlignedChannelsLastLanesRunInLanes) {
 
 // The kernels on the GPU: in every precision, channels_last with 24, 32 and 72 channels (whole
 // lanes of 8 and 4; 72 leaves a staged block's last lanes idle) and shapes of several staged tiles
-// each way, the staged kernel (without upsampling) and the unstaged lanes one give the same values as
-// the tiled and generic kernels and the definition.
+// each way, the staged kernel and the unstaged lanes one give the same values as the tiled and
+// generic kernels and the definition.
 TEST(CudaKernels, LanesUpfirdn2dMatchesTheTiledAndGenericKernelsAndTheDefinition) {
   SKIP_WITHOUT_CUDA_KERNELS();
   at::manual_seed(12);
@@ -222,8 +216,7 @@ TEST(CudaKernels, LanesUpfirdn2dMatchesTheTiledAndGenericKernelsAndTheDefinition
       for (const auto& p : kStyleGan2Cases) {
         const std::string where = "up " + std::to_string(p.up) + " down " + std::to_string(p.down) + " " +
                                   c10::toString(precision.type) + " " + c10::str(x.sizes());
-        const auto in_lanes = p.up == 1 ? kernels::FirKernelRun::StagedInLanes : kernels::FirKernelRun::TiledInLanes;
-        EXPECT_EQ(kernels::upfirdn2d_kernel_run(on_gpu, f, p), in_lanes) << where;
+        EXPECT_EQ(kernels::upfirdn2d_kernel_run(on_gpu, f, p), kernels::FirKernelRun::StagedInLanes) << where;
         EXPECT_EQ(kernels::upfirdn2d_kernel_run(on_gpu.contiguous(), f, p), kernels::FirKernelRun::Tiled) << where;
         const at::Tensor fastest = kernels::upfirdn2d_forward(on_gpu, f, p);
         const at::Tensor lanes = kernels::upfirdn2d_forward(on_gpu, f, p, kernels::KernelVariant::Lanes);
