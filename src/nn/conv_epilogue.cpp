@@ -80,7 +80,9 @@ struct EpilogueInputGradients {
 EpilogueInputGradients composed_gradients(const at::Tensor& g, const EpilogueTensors& t,
                                           const std::function<bool(EpilogueInput)>& needed) {
   EpilogueInputGradients d;
-  if (needed(kX)) d.x = g * t.demod.to(g.scalar_type()).reshape({g.size(0), -1, 1, 1});
+  // g * demod per plane through the epilogue's kernels where they take g (one pass each way, where
+  // a broadcast product runs LibTorch's strided loop), itself differentiable again the same way.
+  if (needed(kX)) d.x = ops::scale_planes(g, t.demod, ops::Impl::Fast);
   if (needed(kDemod)) d.demod = (g * t.x).sum({2, 3}, false, at::kFloat);
   if (needed(kNoiseStrength)) d.noise_strength = (g * t.noise.to(g.scalar_type())).sum(at::kFloat);
   if (needed(kBias)) d.bias = g.sum({0, 2, 3}, false, at::kFloat);

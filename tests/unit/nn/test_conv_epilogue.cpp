@@ -284,6 +284,30 @@ TEST(ScalePlanes, KernelsMatchTheProductToSecondOrderAtEveryCpuLevel) {
             std::string::npos);
 }
 
+// Recorded for a second order (create_graph), x's gradient g * demod (or g * styles) is itself the
+// kernels' op, not a broadcast product, in both layouts: one pass each way on a GPU, where a
+// product with a [N, C, 1, 1] operand runs LibTorch's strided loop. Its own gradient is checked
+// above (second order against the reference).
+TEST(ConvEpilogue, ARecordedGradientScalesItsPlanesWithTheKernels) {
+  at::manual_seed(24);
+  const ops::BiasActParams lrelu{1, ops::Activation::LRelu, -1, -1, 256};
+  for (const at::MemoryFormat layout : kLayouts) {
+    const at::Tensor x = at::randn({2, 8, 5, 5}).contiguous(layout).requires_grad_(true);
+    const at::Tensor demod = (at::rand({2, 8}) + 0.5).requires_grad_(true), b = at::randn({8});
+    const at::Tensor dy = at::randn({2, 8, 5, 5}).contiguous(layout);  // as the networks' gradients arrive
+    for (const bool modulation : {false, true}) {
+      const at::Tensor y = modulation ? ops::scale_planes(x, demod, ops::Impl::Fast)
+                                      : ops::demodulate_noise_bias_act(x, demod, at::Tensor(), at::Tensor(), b, lrelu,
+                                                                       ops::Impl::Fast);
+      const at::Tensor dx = torch::autograd::grad({y}, {x}, {dy}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+      const std::string where = layout_name(layout) + (modulation ? ", modulation" : ", epilogue");
+      ASSERT_TRUE(dx.grad_fn()) << where;
+      EXPECT_NE(dx.grad_fn()->name().find("ConvEpilogueFunction"), std::string::npos) << dx.grad_fn()->name() << where;
+      EXPECT_TRUE(dx.is_contiguous(layout)) << where;
+    }
+  }
+}
+
 // The CUDA kernels' memory as the host sees it: float32 packs of four.
 struct HostEpilogueMemory {
   static constexpr int kLanes = 4;
