@@ -75,6 +75,27 @@ struct EpilogueInputGradients {
   at::Tensor x, demod, noise_strength, bias;
 };
 
+// [N, C] float32 sums of g * x over each plane of [N, C, H, W] (the gradient of a per-plane
+// scale): LibTorch's product and sum (operands of one layout: its vectorized loop), whose gradients
+// scale the other operand's planes through the epilogue's kernels (scale_planes), not by a
+// broadcast product of the expanded [N, C] gradient (LibTorch's strided loop); differentiable again
+// the same way.
+struct PlaneDotFunction : public torch::autograd::Function<PlaneDotFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& g, const at::Tensor& x) {
+    ctx->save_for_backward({g, x});
+    return (g * x).sum({2, 3}, false, at::kFloat);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &g = saved[0], &x = saved[1], &d = grads[0];  // d: [N, C]
+    at::Tensor dg, dx;
+    if (ctx->needs_input_grad(0)) dg = ops::scale_planes(x, d, ops::Impl::Fast);
+    if (ctx->needs_input_grad(1)) dx = ops::scale_planes(g, d, ops::Impl::Fast);
+    return {dg, dx};
+  }
+};
+
 // From the pre-activation's gradient g by LibTorch ops, which autograd records when backward runs
 // with create_graph (path length regularization's second order); only those `needed`.
 EpilogueInputGradients composed_gradients(const at::Tensor& g, const EpilogueTensors& t,
@@ -83,7 +104,7 @@ EpilogueInputGradients composed_gradients(const at::Tensor& g, const EpilogueTen
   // g * demod per plane through the epilogue's kernels where they take g (one pass each way, where
   // a broadcast product runs LibTorch's strided loop), itself differentiable again the same way.
   if (needed(kX)) d.x = ops::scale_planes(g, t.demod, ops::Impl::Fast);
-  if (needed(kDemod)) d.demod = (g * t.x).sum({2, 3}, false, at::kFloat);
+  if (needed(kDemod)) d.demod = PlaneDotFunction::apply(g, t.x);
   if (needed(kNoiseStrength)) d.noise_strength = (g * t.noise.to(g.scalar_type())).sum(at::kFloat);
   if (needed(kBias)) d.bias = g.sum({0, 2, 3}, false, at::kFloat);
   return d;

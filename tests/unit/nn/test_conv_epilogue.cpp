@@ -286,8 +286,9 @@ TEST(ScalePlanes, KernelsMatchTheProductToSecondOrderAtEveryCpuLevel) {
 
 // Recorded for a second order (create_graph), x's gradient g * demod (or g * styles) is itself the
 // kernels' op, not a broadcast product, in both layouts: one pass each way on a GPU, where a
-// product with a [N, C, 1, 1] operand runs LibTorch's strided loop. Its own gradient is checked
-// above (second order against the reference).
+// product with a [N, C, 1, 1] operand runs LibTorch's strided loop; and demod's (the styles')
+// per-plane sums of g * x are an op whose gradients scale planes the same way. Their own gradients
+// are checked above (second order against the reference).
 TEST(ConvEpilogue, ARecordedGradientScalesItsPlanesWithTheKernels) {
   at::manual_seed(24);
   const ops::BiasActParams lrelu{1, ops::Activation::LRelu, -1, -1, 256};
@@ -299,11 +300,13 @@ TEST(ConvEpilogue, ARecordedGradientScalesItsPlanesWithTheKernels) {
       const at::Tensor y = modulation ? ops::scale_planes(x, demod, ops::Impl::Fast)
                                       : ops::demodulate_noise_bias_act(x, demod, at::Tensor(), at::Tensor(), b, lrelu,
                                                                        ops::Impl::Fast);
-      const at::Tensor dx = torch::autograd::grad({y}, {x}, {dy}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+      const auto d = torch::autograd::grad({y}, {x, demod}, {dy}, /*retain_graph=*/true, /*create_graph=*/true);
       const std::string where = layout_name(layout) + (modulation ? ", modulation" : ", epilogue");
-      ASSERT_TRUE(dx.grad_fn()) << where;
-      EXPECT_NE(dx.grad_fn()->name().find("ConvEpilogueFunction"), std::string::npos) << dx.grad_fn()->name() << where;
-      EXPECT_TRUE(dx.is_contiguous(layout)) << where;
+      ASSERT_TRUE(d[0].grad_fn() && d[1].grad_fn()) << where;
+      EXPECT_NE(d[0].grad_fn()->name().find("ConvEpilogueFunction"), std::string::npos) << d[0].grad_fn()->name()
+                                                                                        << where;
+      EXPECT_TRUE(d[0].is_contiguous(layout)) << where;
+      EXPECT_NE(d[1].grad_fn()->name().find("PlaneDotFunction"), std::string::npos) << d[1].grad_fn()->name() << where;
     }
   }
 }
