@@ -353,7 +353,10 @@ void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirK
       using T = decltype(tag);
       const bool in_lanes = kernel == FirKernel::Fastest || kernel == FirKernel::Lanes;
       if (in_lanes && fir_runs_in_lanes(job, kLanes<T>)) {
-        if (kernel == FirKernel::Fastest) return launch_staged<T, Fir>(job, cuda_stream);
+        // Past CUDA's grid limit (over 4 M channels in tiles of 8 lanes) the unstaged kernel runs.
+        if (kernel == FirKernel::Fastest && fir_staged_grid<Fir>(job, kLanes<T>).pack_tiles <= kMaxGridZ) {
+          return launch_staged<T, Fir>(job, cuda_stream);
+        }
         const FirLanesGrid lanes = fir_lanes_grid(job, kLanes<T>, Fir::kOutputs);
         const dim3 grid(static_cast<unsigned int>(lanes.blocks_x),
                         static_cast<unsigned int>(std::min(lanes.rows, kMaxGridY)));

@@ -408,26 +408,27 @@ TEST(CudaKernels, BiasActMatchesTheReferenceInEveryActivationAndPrecision) {
 }
 
 // A bias that takes a gradient: the first-order backward's one pass (the epilogue's gradient
-// kernel, whole aligned packs in either layout) or two (a misaligned view), against the reference's
-// gradients of x and b in float32.
+// kernel: NCHW planes of whole packs, or channels_last) or two (NCHW planes of 25, not whole packs),
+// against the reference's gradients of x and b in float32.
 TEST(CudaKernels, BiasGradientsMatchTheReferenceInEveryPrecisionAndLayout) {
   SKIP_WITHOUT_CUDA_KERNELS();
   at::manual_seed(8);
   const ops::BiasActParams p{1, ops::Activation::LRelu, -1, -1, 256};
-  const at::Tensor x = at::randn({3, 16, 4, 6}), b = at::randn({16}) * 0.1, dy = at::randn({3, 16, 4, 6});
+  const at::Tensor b = at::randn({16}) * 0.1;
   for (const Precision& precision : kPrecisions) {
-    const at::Tensor xs = x.to(precision.type), bs = b.to(precision.type), dys = dy.to(precision.type);
-    const at::Tensor xr = xs.to(at::kFloat).requires_grad_(true), br = bs.to(at::kFloat).requires_grad_(true);
-    ops::bias_act_reference(xr, br, p).backward(dys.to(at::kFloat));
-    for (const at::Tensor& on_gpu : {xs.cuda(), xs.cuda().contiguous(at::MemoryFormat::ChannelsLast),
-                                     misaligned_on_gpu(xs)}) {
-      const std::string where = std::string(c10::toString(precision.type)) + " " +
-                                c10::str(on_gpu.sizes(), on_gpu.strides()) +
-                                (on_gpu.storage_offset() == 0 ? "" : " misaligned");
-      const at::Tensor xg = on_gpu.detach().requires_grad_(true), bg = bs.cuda().requires_grad_(true);
-      kernels::bias_act(xg, bg, p).backward(dys.cuda());
-      EXPECT_LT(max_relative_error(xg.grad().cpu().to(at::kFloat), xr.grad()), precision.tolerance) << where;
-      EXPECT_LT(max_relative_error(bg.grad().cpu().to(at::kFloat), br.grad()), precision.tolerance) << where;
+    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 16, 4, 6}, std::vector<int64_t>{3, 16, 5, 5}}) {
+      const at::Tensor xs = at::randn(shape).to(precision.type), dys = at::randn(shape).to(precision.type);
+      const at::Tensor bs = b.to(precision.type);
+      const at::Tensor xr = xs.to(at::kFloat).requires_grad_(true), br = bs.to(at::kFloat).requires_grad_(true);
+      ops::bias_act_reference(xr, br, p).backward(dys.to(at::kFloat));
+      for (const at::Tensor& on_gpu : {xs.cuda(), xs.cuda().contiguous(at::MemoryFormat::ChannelsLast)}) {
+        const std::string where = std::string(c10::toString(precision.type)) + " " +
+                                  c10::str(on_gpu.sizes(), on_gpu.strides());
+        const at::Tensor xg = on_gpu.detach().requires_grad_(true), bg = bs.cuda().requires_grad_(true);
+        kernels::bias_act(xg, bg, p).backward(dys.cuda());
+        EXPECT_LT(max_relative_error(xg.grad().cpu().to(at::kFloat), xr.grad()), precision.tolerance) << where;
+        EXPECT_LT(max_relative_error(bg.grad().cpu().to(at::kFloat), br.grad()), precision.tolerance) << where;
+      }
     }
   }
 }

@@ -129,9 +129,11 @@ bool run_staged_on_host(HostLanes<Lanes>& host) {
   });
 }
 
+// Padding (x0, x1, y0, y1), negative where it crops, along either axis.
 const std::vector<ops::FirParams> kStyleGan2Cases{
-    {1, 1, {1, 2, 2, 1}, false, 1.0}, {2, 1, {2, 1, 2, 1}, false, 4.0}, {1, 2, {1, 1, 1, 1}, false, 1.0},
-    {2, 1, {-1, 0, 3, 2}, true, 4.0}, {1, 2, {-1, 2, 3, -1}, true, 2.0}, {1, 1, {0, 0, 0, 0}, false, 1.0}};
+    {1, 1, {1, 2, 2, 1}, false, 1.0},  {2, 1, {2, 1, 2, 1}, false, 4.0},   {1, 2, {1, 1, 1, 1}, false, 1.0},
+    {2, 1, {-1, 0, 3, 2}, true, 4.0},  {1, 2, {-1, 2, 3, -1}, true, 2.0},  {1, 1, {0, 0, 0, 0}, false, 1.0},
+    {2, 1, {1, 2, -1, 2}, false, 4.0}, {1, 2, {2, -1, -1, 2}, true, 2.0}, {1, 1, {2, 1, -1, 0}, false, 1.0}};
 
 // StyleGAN2's shapes (the 4x4 filter alone, up 2, down 2; cropping, flips), widths that leave a
 // thread's last columns past the edge, rows cut from a larger tensor, channels that leave a block's
