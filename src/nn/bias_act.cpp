@@ -17,9 +17,6 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
-#include <optional>
-#include <tuple>
-#include <utility>
 
 namespace sg2::nn {
 
@@ -159,15 +156,16 @@ struct BiasActFunction : public torch::autograd::Function<BiasActFunction> {
     // b's gradient only where b takes one: D's biases in G's phases do not (a pass over dx each, as
     // large as the layer's output, otherwise spent on a gradient autograd drops).
     const bool bias_gradient = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(1);
-    at::Tensor dx, db;
-    std::optional<std::pair<at::Tensor, at::Tensor>> fused;
-    if (bias_gradient && !at::GradMode::is_enabled()) fused = bias_act_gradient_with_bias_sums(grads[0], y, dim, a);
-    if (fused) {
-      std::tie(dx, db) = *fused;
-    } else {
-      dx = BiasActGradFunction::apply_grad(grads[0], y, a);
-      if (bias_gradient) db = sum_but(dx, dim);
+    if (bias_gradient && !at::GradMode::is_enabled()) {
+      if (const auto fused = bias_act_gradient_with_bias_sums(grads[0], y, dim, a)) {
+        return gradients(fused->first, fused->second);
+      }
     }
+    const at::Tensor dx = BiasActGradFunction::apply_grad(grads[0], y, a);
+    return gradients(dx, bias_gradient ? sum_but(dx, dim) : at::Tensor());
+  }
+  // dx and db, then none for the flags and the activation.
+  static variable_list gradients(const at::Tensor& dx, const at::Tensor& db) {
     return {dx, db, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
   // x summed over every dimension but dim.

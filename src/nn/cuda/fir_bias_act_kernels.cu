@@ -332,13 +332,18 @@ void with_types(ElementType type, bool use_32bit_indices, Fn&& fn) {
   });
 }
 
+// The staged kernel's launch, unless its grid passes CUDA's z limit (over 4 M channels in tiles of
+// 8 lanes): false then, and the caller runs the unstaged one.
 template <typename T, typename Fir>
-void launch_staged(const FirLaunch& job, cudaStream_t stream) {
+bool launch_staged(const FirLaunch& job, cudaStream_t stream) {
   const FirStagedGrid tiles = fir_staged_grid<Fir>(job, kLanes<T>);
-  const dim3 grid(static_cast<unsigned int>(tiles.column_tiles), static_cast<unsigned int>(std::min(tiles.row_tiles, kMaxGridY)),
+  if (tiles.pack_tiles > kMaxGridZ) return false;
+  const dim3 grid(static_cast<unsigned int>(tiles.column_tiles),
+                  static_cast<unsigned int>(std::min(tiles.row_tiles, kMaxGridY)),
                   static_cast<unsigned int>(tiles.pack_tiles));
   upfirdn2d_staged_kernel<T, Fir><<<grid, FirStagedTile<Fir>::kThreads, 0, stream>>>(
       job, static_cast<int32_t>(tiles.row_tiles));
+  return true;
 }
 
 }  // namespace
@@ -353,10 +358,7 @@ void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirK
       using T = decltype(tag);
       const bool in_lanes = kernel == FirKernel::Fastest || kernel == FirKernel::Lanes;
       if (in_lanes && fir_runs_in_lanes(job, kLanes<T>)) {
-        // Past CUDA's grid limit (over 4 M channels in tiles of 8 lanes) the unstaged kernel runs.
-        if (kernel == FirKernel::Fastest && fir_staged_grid<Fir>(job, kLanes<T>).pack_tiles <= kMaxGridZ) {
-          return launch_staged<T, Fir>(job, cuda_stream);
-        }
+        if (kernel == FirKernel::Fastest && launch_staged<T, Fir>(job, cuda_stream)) return;
         const FirLanesGrid lanes = fir_lanes_grid(job, kLanes<T>, Fir::kOutputs);
         const dim3 grid(static_cast<unsigned int>(lanes.blocks_x),
                         static_cast<unsigned int>(std::min(lanes.rows, kMaxGridY)));
