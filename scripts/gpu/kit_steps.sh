@@ -172,7 +172,7 @@ report_environment() {
 
 # Debian packages into a private prefix (dpkg -x, or ar + tar where dpkg is missing).
 unpack_kit() {  # unpack_kit KIT_DIR PREFIX
-  local kit=$1 prefix=$2 deb
+  local kit=$1 prefix=$2 deb tarball
   [ -d "$kit/debs" ] || { echo "no $kit/debs: run scripts/gpu/prepare.sh first and carry .gpu-kit"; return 1; }
   mkdir -p "$prefix"
   for deb in "$kit"/debs/*.deb; do
@@ -183,7 +183,11 @@ unpack_kit() {  # unpack_kit KIT_DIR PREFIX
         ar p "$deb" "$(ar t "$deb" | grep '^data.tar')" | tar -x --zstd) || return 1
     fi
   done
-  echo "unpacked $(ls "$kit"/debs/*.deb | wc -l) packages into $prefix"
+  for tarball in "$kit"/debs/*.tar; do  # files taken out of a package (prepare.sh)
+    [ -e "$tarball" ] || continue
+    tar -xf "$tarball" -C "$prefix" || return 1
+  done
+  echo "unpacked $(ls "$kit"/debs/*.deb | wc -l) packages and $(ls "$kit"/debs/*.tar 2>/dev/null | wc -l) tar files into $prefix"
 }
 
 use_prefix() {  # use_prefix PREFIX: its programs, libraries and the Fashion-MNIST files

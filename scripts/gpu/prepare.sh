@@ -2,7 +2,9 @@
 # Run on the Debian CPU machine before a GPU session: gathers into .gpu-kit/ (git-ignored) what
 # scripts/gpu/run.sh needs on a GPU machine that has PyTorch, the CUDA toolkit and nothing of ours,
 # and that reaches no package registry:
-#   .gpu-kit/debs/       Debian 12 packages of the build's libraries and the Fashion-MNIST files
+#   .gpu-kit/debs/       Debian 12 packages of the build's libraries, and fashion-mnist-train.tar: the
+#                        training split's files of the dataset-fashion-mnist package (the kit never
+#                        reads the test split's 4.4 MB, and a device call takes 64 MiB in all)
 #   .gpu-kit/fixtures/   the parity fixture (../shared/fixtures/parity_tiny.*)
 #   .gpu-kit/reference/  config-f's reference parameter names (../shared/reference)
 #   .gpu-kit/stylegan2-ada-pytorch/  the reference implementation, for scripts/bench/gpu_vs_reference.sh,
@@ -58,6 +60,16 @@ packages=(
 rm -rf "$kit"
 mkdir -p "$kit/debs" "$kit/fixtures"
 (cd "$kit/debs" && apt-get download -qq "${packages[@]}")
+keep_fashion_mnist_training_split() {  # the package's train-*.gz as a tar of the same paths, then no package
+  local deb files=usr/share/datasets/fashion-mnist staging
+  deb=$(ls "$kit"/debs/dataset-fashion-mnist_*.deb)
+  staging=$(mktemp -d)
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$staging" "./$files/train-images-idx3-ubyte.gz" \
+    "./$files/train-labels-idx1-ubyte.gz"
+  tar -cf "$kit/debs/fashion-mnist-train.tar" -C "$staging" usr
+  rm -rf "$staging" "$deb"
+}
+keep_fashion_mnist_training_split
 shared=${SG2_SHARED_DIR:-../shared}
 if [ -f "$shared/fixtures/parity_tiny.pt" ]; then
   cp "$shared/fixtures/parity_tiny.pt" "$shared/fixtures/parity_tiny.json" "$kit/fixtures/"
