@@ -1,6 +1,7 @@
 #include "sg2/core/error.h"
 #include "sg2/nn/networks.h"
 
+#include <ATen/record_function.h>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -17,6 +18,22 @@ ConvOptions conv_options(const DiscriminatorOptions& d, ops::Activation act, int
   o.conv_clamp = clamp;
   o.resample_filter = d.resample_filter;
   return o;
+}
+
+// [N, ...] and [N, ...] -> [2N, ...] laid out so that the minibatch standard deviation's
+// reshape({groups, -1, ...}) groups a's samples k, k + N/groups, ... as it would in a pass of a
+// alone, and b's likewise: each [groups, N/groups, ...], side by side along the second axis.
+at::Tensor interleave_groups(const at::Tensor& a, const at::Tensor& b, int64_t groups) {
+  std::vector<int64_t> grouped = a.sizes().vec();
+  grouped[0] = a.size(0) / groups;
+  grouped.insert(grouped.begin(), groups);                       // [groups, N/groups, ...]
+  return at::cat({a.reshape(grouped), b.reshape(grouped)}, 1).flatten(0, 1);  // [2N, ...]
+}
+
+// The rows of the first (which = 0) or second batch of interleave_groups' pass: [2N, K] -> [N, K].
+at::Tensor rows_of(const at::Tensor& both, int64_t groups, int64_t which) {
+  const int64_t n = both.size(0) / 2;
+  return both.reshape({groups, 2, n / groups, -1}).select(1, which).reshape({n, -1});
 }
 
 }  // namespace
@@ -122,6 +139,7 @@ Discriminator::Discriminator(const DiscriminatorOptions& o) : options(o) {
 }
 
 at::Tensor Discriminator::forward(const at::Tensor& img_in, const at::Tensor& c, bool force_fp32) {
+  RECORD_FUNCTION("sg2::discriminator", std::vector<c10::IValue>());
   const int64_t r = options.img_resolution;
   SG2_CHECK(img_in.dim() == 4 && img_in.size(1) == options.img_channels && img_in.size(2) == r && img_in.size(3) == r,
             "discriminator: images of shape {} are not [N, {}, {}, {}]", img_in.sizes(), options.img_channels, r, r);
@@ -130,6 +148,24 @@ at::Tensor Discriminator::forward(const at::Tensor& img_in, const at::Tensor& c,
   at::Tensor cmap;
   if (mapping) cmap = mapping->forward(at::Tensor(), c, MappingNetwork::Run{});
   return epilogue->forward(x, img, cmap);
+}
+
+std::optional<std::pair<at::Tensor, at::Tensor>> Discriminator::forward_pair(const at::Tensor& a, const at::Tensor& ca,
+                                                                              const at::Tensor& b,
+                                                                              const at::Tensor& cb) {
+  if (a.dim() != 4 || a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type() || a.device() != b.device() ||
+      ca.defined() != cb.defined() || (ca.defined() && (ca.sizes() != cb.sizes() || ca.dtype() != cb.dtype()))) {
+    return std::nullopt;
+  }
+  const int64_t n = a.size(0);
+  int64_t groups = 1;  // without the standard deviation no op mixes samples
+  if (options.mbstd_num_channels > 0) {
+    groups = options.mbstd_group_size;  // a pass of N takes min(size, N), of 2N min(size, 2N)
+    if (groups <= 0 || groups > n || n % groups != 0) return std::nullopt;
+  }
+  const at::Tensor c = ca.defined() ? interleave_groups(ca, cb, groups) : ca;
+  const at::Tensor logits = forward(interleave_groups(a, b, groups), c);
+  return std::make_pair(rows_of(logits, groups, 0), rows_of(logits, groups, 1));
 }
 
 }  // namespace sg2::nn

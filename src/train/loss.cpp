@@ -104,26 +104,25 @@ at::Tensor StyleGAN2Loss::generator_path_length(const RoundInputs& in, at::Gener
   return (img.select(1, 0).select(1, 0).select(1, 0) * 0 + loss).mean();
 }
 
-at::Tensor StyleGAN2Loss::discriminator_fake(const RoundInputs& in, at::Generator& rng, StatsCollector& stats) {
-  at::Tensor img;
-  {
-    at::NoGradGuard no_grad;  // G is not trained in this phase
-    img = run_G(in.gen_z, in.gen_c, rng).first;
-  }
-  at::Tensor logits = D_.forward(img, in.gen_c);
+at::Tensor StyleGAN2Loss::generated_images(const RoundInputs& in, at::Generator& rng) {
+  at::NoGradGuard no_grad;  // G is not trained in D's phases
+  return run_G(in.gen_z, in.gen_c, rng).first;
+}
+
+at::Tensor StyleGAN2Loss::discriminator_fake(const at::Tensor& logits, StatsCollector& stats) {
   stats.report("Loss/scores/fake", logits);
   stats.report("Loss/signs/fake", logits.sign());
   return at::softplus(logits);  // [N, 1] -log(1 - sigmoid(logits))
 }
 
 at::Tensor StyleGAN2Loss::discriminator_real(const RoundInputs& in, bool main, bool r1, const at::Tensor& loss_fake,
-                                             StatsCollector& stats) {
-  at::Tensor real = in.real_img.detach().requires_grad_(r1);
-  at::Tensor logits, penalty;
+                                             at::Tensor logits, StatsCollector& stats) {
+  at::Tensor penalty;
   if (r1) {
+    at::Tensor real = in.real_img.detach().requires_grad_(true);
     std::tie(logits, penalty) = r1_penalty(D_, real, in.real_c);
-  } else {
-    logits = D_.forward(real, in.real_c);
+  } else if (!logits.defined()) {
+    logits = D_.forward(in.real_img.detach(), in.real_c);
   }
   stats.report("Loss/scores/real", logits);
   stats.report("Loss/signs/real", logits.sign());
@@ -151,12 +150,20 @@ void StyleGAN2Loss::accumulate_gradients(Phase phase, const RoundInputs& in, dou
   std::vector<at::Tensor> terms;  // summed into one backward pass
   if (g_main) terms.push_back(generator_main(in, rng, stats));
   if (g_pl) terms.push_back(generator_path_length(in, rng, stats));
-  at::Tensor loss_fake;
+  at::Tensor loss_fake, real_logits;
   if (d_main) {
-    loss_fake = discriminator_fake(in, rng, stats);
+    const at::Tensor img = generated_images(in, rng);
+    at::Tensor fake_logits;
+    // Fakes and reals in one pass of D where R1 needs no graph of the reals' own.
+    if (const auto pair = d_r1 ? std::nullopt : D_.forward_pair(img, in.gen_c, in.real_img.detach(), in.real_c)) {
+      std::tie(fake_logits, real_logits) = *pair;
+    } else {
+      fake_logits = D_.forward(img, in.gen_c);
+    }
+    loss_fake = discriminator_fake(fake_logits, stats);
     terms.push_back(loss_fake.mean());
   }
-  if (d_main || d_r1) terms.push_back(discriminator_real(in, d_main, d_r1, loss_fake, stats));
+  if (d_main || d_r1) terms.push_back(discriminator_real(in, d_main, d_r1, loss_fake, real_logits, stats));
   if (terms.empty()) return;
   at::stack(terms).sum().mul(gain).backward();
 }

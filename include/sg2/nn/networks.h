@@ -8,6 +8,7 @@
 
 #include <torch/nn/module.h>
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -106,6 +107,14 @@ class Discriminator : public torch::nn::Module {
   explicit Discriminator(const DiscriminatorOptions& options);
   // [N, C, R, R], [N, c_dim] -> [N, 1] float32; force_fp32 ignores the options' mixed precision.
   at::Tensor forward(const at::Tensor& img, const at::Tensor& c, bool force_fp32 = false);
+
+  // The logits of two batches of N images in one pass of 2N (the main phase's fakes and reals: half
+  // the launches, twice the work per kernel), each the same as forward(a, ca) and forward(b, cb)
+  // up to rounding: the only op that mixes samples, the minibatch standard deviation, gets the
+  // same groups, each within one batch. Empty where no pass of 2N keeps them (a group size of the
+  // whole batch, or larger than N) or the batches differ in size or type.
+  std::optional<std::pair<at::Tensor, at::Tensor>> forward_pair(const at::Tensor& a, const at::Tensor& ca,
+                                                                 const at::Tensor& b, const at::Tensor& cb);
 
   DiscriminatorOptions options;
   std::vector<std::shared_ptr<DiscriminatorBlock>> blocks;  // bR, ..., b8

@@ -72,9 +72,12 @@ class StyleGAN2Loss {
   // Each returns its loss term (a scalar mean, before the gain).
   at::Tensor generator_main(const RoundInputs& in, at::Generator& rng, StatsCollector& stats);
   at::Tensor generator_path_length(const RoundInputs& in, at::Generator& rng, StatsCollector& stats);
-  at::Tensor discriminator_fake(const RoundInputs& in, at::Generator& rng, StatsCollector& stats);
+  // logits: the reals' from a pass of D already run (not with r1), else undefined.
   at::Tensor discriminator_real(const RoundInputs& in, bool main, bool r1, const at::Tensor& loss_fake,
-                                StatsCollector& stats);
+                                at::Tensor logits, StatsCollector& stats);
+  at::Tensor generated_images(const RoundInputs& in, at::Generator& rng);  // G's, without a graph
+  // The fakes' loss per sample [N, 1] from their logits [N, 1], with their statistics.
+  at::Tensor discriminator_fake(const at::Tensor& logits, StatsCollector& stats);
   void add_deferred(int64_t offset, const at::Tensor& rows);  // rows [N, k] summed into deferred_[offset:]
 
   nn::Generator& G_;

@@ -362,6 +362,35 @@ TEST(Networks, EveryArchitectureAndConditioningRuns) {
   }
 }
 
+// D's pass of two batches at once gives each the logits of its own pass: the minibatch standard
+// deviation's groups stay within a batch. One pass of the plain concatenation would group fakes
+// with reals, and change the logits.
+TEST(Networks, DiscriminatorPairGivesEachBatchTheLogitsOfItsOwnPass) {
+  DiscriminatorOptions d = small_networks().second;
+  d.c_dim = 3;
+  d.mbstd_group_size = 4;
+  at::manual_seed(5);
+  Discriminator D(d);
+  const int64_t n = 8;
+  const at::Tensor a = at::randn({n, 1, 32, 32}), b = at::randn({n, 1, 32, 32}) * 3 + 1;
+  const at::Tensor ca = at::eye(3).index_select(0, at::arange(n) % 3), cb = ca.flip(0);
+  const auto pair = D.forward_pair(a, ca, b, cb);
+  ASSERT_TRUE(pair.has_value());
+  const at::Tensor logits_a = D.forward(a, ca), logits_b = D.forward(b, cb);
+  EXPECT_TRUE(at::allclose(pair->first, logits_a, 1e-5, 1e-6)) << pair->first - logits_a;
+  EXPECT_TRUE(at::allclose(pair->second, logits_b, 1e-5, 1e-6)) << pair->second - logits_b;
+  const at::Tensor concatenated = D.forward(at::cat({a, b}), at::cat({ca, cb}));
+  EXPECT_FALSE(at::allclose(concatenated.narrow(0, 0, n), logits_a, 1e-3, 1e-4));
+
+  // None where one pass of 2N would group otherwise than two of N, or the batches differ.
+  const at::Tensor two = a.narrow(0, 0, 2), two_labels = ca.narrow(0, 0, 2);
+  EXPECT_FALSE(D.forward_pair(two, two_labels, b.narrow(0, 0, 2), cb.narrow(0, 0, 2)));  // a group of 2, not 4
+  EXPECT_FALSE(D.forward_pair(two, two_labels, b, cb));
+  EXPECT_FALSE(D.forward_pair(a, ca, b.to(at::kDouble), cb));
+  D.options.mbstd_group_size = 0;  // the whole batch: N, and 2N in one pass
+  EXPECT_FALSE(D.forward_pair(a, ca, b, cb));
+}
+
 // An 8x8 generator with 8 channels everywhere.
 GeneratorOptions tiny_generator() {
   GeneratorOptions g;

@@ -1,0 +1,73 @@
+// The discriminator's main phase: its fakes and reals in one pass of D (Discriminator::forward_pair),
+// with the logits, statistics and gradients of the reference's two passes.
+#include "sg2/nn/layers.h"
+#include "sg2/train/loss.h"
+#include "sg2/train/trainer.h"
+#include "recorded_ops.h"
+#include "tiny_config.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace sg2::train {
+namespace {
+
+std::vector<at::Tensor> gradients_of(nn::Discriminator& D) {
+  std::vector<at::Tensor> grads;
+  for (auto& p : D.parameters()) {
+    grads.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
+    p.mutable_grad() = at::Tensor();
+  }
+  return grads;
+}
+
+TEST(Loss, DiscriminatorMainPhaseRunsOnePassWithTheLogitsAndGradientsOfTwo) {
+  const TrainConfig c = test::tiny_config();
+  const at::Device cpu(at::kCPU);
+  Trainer trainer(c, open_configured_dataset(c), cpu);
+  nn::Discriminator& D = trainer.D();
+  for (auto& p : trainer.G().parameters()) p.requires_grad_(false);  // as in D's phases
+  for (auto& p : D.parameters()) p.requires_grad_(true);
+  StyleGAN2Loss loss(trainer.G(), D, c.loss, cpu);
+  const int64_t n = 8, r = D.options.img_resolution;
+  at::manual_seed(4);
+  RoundInputs in;
+  in.real_img = at::rand({n, D.options.img_channels, r, r}) * 2 - 1;
+  in.real_c = at::zeros({n, 0});
+  in.gen_z = at::randn({n, trainer.G().options.z_dim});
+  in.gen_c = at::zeros({n, 0});
+
+  StatsCollector stats;
+  at::Generator rng = nn::make_rng(cpu, 11);
+  test::RecordedOps recorded({"sg2::discriminator"});
+  loss.accumulate_gradients(Phase::Dmain, in, 1.0, rng, stats);
+  EXPECT_EQ(recorded.take().size(), 1u);  // one pass of D for fakes and reals
+  const std::vector<at::Tensor> one_pass = gradients_of(D);
+  const auto moments = stats.finish();
+
+  // The reference's two passes, with the same draws for G.
+  at::Generator same_draws = nn::make_rng(cpu, 11);
+  at::Tensor fakes;
+  {
+    at::NoGradGuard no_grad;
+    fakes = loss.run_G(in.gen_z, in.gen_c, same_draws).first;
+  }
+  const at::Tensor fake_logits = D.forward(fakes, in.gen_c), real_logits = D.forward(in.real_img, in.real_c);
+  EXPECT_EQ(recorded.take().size(), 2u);
+  (at::softplus(fake_logits).mean() + (real_logits * 0 + softplus_neg(real_logits)).mean()).backward();
+  const std::vector<at::Tensor> two_passes = gradients_of(D);
+
+  EXPECT_NEAR(moments.at("Loss/scores/fake").mean, fake_logits.mean().item<double>(), 1e-5);
+  EXPECT_NEAR(moments.at("Loss/scores/real").mean, real_logits.mean().item<double>(), 1e-5);
+  ASSERT_EQ(one_pass.size(), two_passes.size());
+  for (size_t i = 0; i < one_pass.size(); ++i) {
+    EXPECT_TRUE(at::allclose(one_pass[i], two_passes[i], 1e-4, 1e-6))
+        << "parameter " << i << " " << one_pass[i].sizes() << ": max difference "
+        << (one_pass[i] - two_passes[i]).abs().max().item<double>();
+  }
+  EXPECT_GT(one_pass.back().abs().sum().item<double>(), 0);  // the output layer's bias has a gradient
+}
+
+}  // namespace
+}  // namespace sg2::train
