@@ -21,9 +21,10 @@
 #   scripts/bench/gpu_vs_reference.sh [BUILD_DIR] [REFERENCE_DIR]
 #   SG2_BENCH_PRESETS=config-f scripts/bench/gpu_vs_reference.sh   # one preset
 #   SG2_BENCH_VARIANTS="auto:nhwc ref:off" ...   # some of ours (default all: auto:nhwc ref:off auto:off ref:nhwc
-#                                                # reference:full auto:nhwc:nogradfix; ref: the reference's
-#                                                # batch_gpu, nhwc: channels_last; reference:full the reference
-#                                                # in one round; nogradfix: run.conv2d_gradfix false)
+#                                                # reference:full auto:nhwc:nogradfix auto:all; ref: the
+#                                                # reference's batch_gpu, nhwc: channels_last reduced, all:
+#                                                # channels_last all; reference:full the reference in one
+#                                                # round; nogradfix: run.conv2d_gradfix false)
 #   SG2_TORCH_EXTENSIONS_DIR=DIR ...   # the reference's plugins built there already (reference_bench.py
 #                                      # --build-plugins, started earlier in the call: scripts/gpu/session.sh)
 #   scripts/bench/gpu_vs_reference.sh --cpu-dry-run     # the same runs on the CPU, tiny and short
@@ -66,10 +67,11 @@ for case in "${all_cases[@]}"; do
 done
 [ "${#cases[@]}" -gt 0 ] || { echo "gpu_vs_reference: no preset among '$presets' (config-f, paper256)" >&2; exit 2; }
 # Ours: BATCH_GPU:LAYOUT[:nogradfix], with ref for the reference's per-round batch, nhwc for
-# channels_last and nogradfix for LibTorch's own double backward of the convolutions (the A/B of
+# channels_last in the float16 blocks (all: in the float32 blocks too, cuDNN's FFMA kernels then
+# NHWC) and nogradfix for LibTorch's own double backward of the convolutions (the A/B of
 # run.conv2d_gradfix). The default order puts first the variant most likely fastest (issue 13's
 # 5 s/kimg for config-f), the probed batch channels_last, right after the reference.
-all_variants="auto:nhwc ref:off auto:off ref:nhwc reference:full auto:nhwc:nogradfix"
+all_variants="auto:nhwc ref:off auto:off ref:nhwc reference:full auto:nhwc:nogradfix auto:all"
 variants=${SG2_BENCH_VARIANTS:-$all_variants}
 for variant in $variants; do
   [[ " $all_variants " == *" $variant "* ]] ||
@@ -149,6 +151,10 @@ for case in "${cases[@]}"; do
     if [ "$option" = nogradfix ]; then
       name="$name-nogradfix" label="$label, conv2d_gradfix off"
       extra=(--run.conv2d_gradfix false)
+    fi
+    if [ -e "$cases_dir/$name.txt" ]; then  # the dry run's nhwc is all: auto:nhwc and auto:all are one run
+      echo "== $preset: $label, train.batch_gpu $batch_gpu: ran already" | tee -a "$log"
+      continue
     fi
     echo "== $preset: $label, train.batch_gpu $batch_gpu" | tee -a "$log"
     budgeted_run "$cases_dir/$name.txt" "$bench" --config "$config" "${common[@]}" "${ours[@]}" \
