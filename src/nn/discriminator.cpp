@@ -1,7 +1,6 @@
 #include "sg2/core/error.h"
 #include "sg2/nn/networks.h"
 
-#include <ATen/record_function.h>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -139,7 +138,6 @@ Discriminator::Discriminator(const DiscriminatorOptions& o) : options(o) {
 }
 
 at::Tensor Discriminator::forward(const at::Tensor& img_in, const at::Tensor& c, bool force_fp32) {
-  RECORD_FUNCTION("sg2::discriminator", std::vector<c10::IValue>());
   const int64_t r = options.img_resolution;
   SG2_CHECK(img_in.dim() == 4 && img_in.size(1) == options.img_channels && img_in.size(2) == r && img_in.size(3) == r,
             "discriminator: images of shape {} are not [N, {}, {}, {}]", img_in.sizes(), options.img_channels, r, r);
