@@ -50,22 +50,23 @@ SynthesisBlock::SynthesisBlock(int64_t in_channels_, int64_t out_channels, int64
   resample_filter = register_buffer("resample_filter", ops::setup_filter(g.resample_filter));
 }
 
-std::pair<at::Tensor, at::Tensor> SynthesisBlock::forward(at::Tensor x, at::Tensor img, const at::Tensor& ws,
+std::pair<at::Tensor, at::Tensor> SynthesisBlock::forward(at::Tensor x, at::Tensor img, at::TensorList ws,
                                                           const SynthesisRun& run) {
-  SG2_CHECK(ws.dim() == 3 && ws.size(1) == num_conv + num_torgb, "synthesis block {}: ws {} has not {} entries",
-            resolution, ws.sizes(), num_conv + num_torgb);
-  int64_t w_index = 0;
-  auto next_w = [&] { return ws.select(1, w_index++); };  // [N, w_dim]
+  SG2_CHECK(static_cast<int64_t>(ws.size()) == num_conv + num_torgb, "synthesis block {}: {} rows of ws, not {}",
+            resolution, ws.size(), num_conv + num_torgb);
+  size_t w_index = 0;
+  auto next_w = [&] { return ws[w_index++]; };  // [N, w_dim]
+  const int64_t batch = ws[0].size(0);
   const at::ScalarType type = run.force_fp32 ? at::kFloat : compute_type;
   const at::MemoryFormat format = precision.block_memory_format(type);
   // The reference fuses only in float32 or for a single sample; folding a batch into the channels
   // would also undo channels_last (a copy to NCHW and back in every block).
   SynthesisRun block_run = run;
   const bool nchw_float32 = type == at::kFloat && format == at::MemoryFormat::Contiguous;
-  block_run.fused_modconv = run.fused_modconv && (nchw_float32 || ws.size(0) == 1);
+  block_run.fused_modconv = run.fused_modconv && (nchw_float32 || batch == 1);
 
   if (in_channels == 0) {
-    x = const_input.to(type).unsqueeze(0).repeat({ws.size(0), 1, 1, 1}).contiguous(format);  // [N, C, 4, 4]
+    x = const_input.to(type).unsqueeze(0).repeat({batch, 1, 1, 1}).contiguous(format);  // [N, C, 4, 4]
     x = conv1->forward(x, next_w(), block_run);
   } else if (architecture == Architecture::Resnet) {
     x = x.to(type, /*non_blocking=*/false, /*copy=*/false, format);
@@ -102,13 +103,17 @@ SynthesisNetwork::SynthesisNetwork(const GeneratorOptions& g) : w_dim(g.w_dim) {
 at::Tensor SynthesisNetwork::forward(const at::Tensor& ws_in, const SynthesisRun& run) {
   SG2_CHECK(ws_in.dim() == 3 && ws_in.size(1) == num_ws && ws_in.size(2) == w_dim,
             "synthesis: ws of shape {} is not [N, {}, {}]", ws_in.sizes(), num_ws, w_dim);
-  at::Tensor ws = ws_in.to(at::kFloat);
+  // ws's rows, each [N, w_dim], in one op: its backward stacks their gradients in one op too, where
+  // a narrow per block and a select per layer each fill a zero [N, num_ws, w_dim] or [N, 3, w_dim]
+  // tensor to copy a row's gradient into, and autograd then sums those.
+  const std::vector<at::Tensor> rows = ws_in.to(at::kFloat).unbind(1);
   at::Tensor x, img;
-  int64_t w_index = 0;
+  size_t w_index = 0;
   for (auto& block : blocks) {
-    at::Tensor block_ws = ws.narrow(1, w_index, block->num_conv + block->num_torgb);
+    // A block's toRGB shares its row with the next block's first convolution.
+    const auto block_rows = at::TensorList(rows).slice(w_index, block->num_conv + block->num_torgb);
     w_index += block->num_conv;
-    std::tie(x, img) = block->forward(x, img, block_ws, run);
+    std::tie(x, img) = block->forward(x, img, block_rows, run);
   }
   return img;
 }

@@ -37,9 +37,9 @@ class SynthesisBlock : public torch::nn::Module {
   SynthesisBlock(int64_t in_channels, int64_t out_channels, int64_t resolution, bool is_last,
                  const GeneratorOptions& g);
   // x: [N, in, R/2, R/2] or undefined (first block), img: [N, C, R/2, R/2] or undefined,
-  // ws: [N, num_conv + num_torgb, w_dim] -> (x [N, out, R, R], img [N, C, R, R])
-  std::pair<at::Tensor, at::Tensor> forward(at::Tensor x, at::Tensor img, const at::Tensor& ws,
-                                            const SynthesisRun& run);
+  // ws: the block's num_conv + num_torgb rows of the network's ws, each [N, w_dim]
+  // -> (x [N, out, R, R], img [N, C, R, R])
+  std::pair<at::Tensor, at::Tensor> forward(at::Tensor x, at::Tensor img, at::TensorList ws, const SynthesisRun& run);
 
   int64_t in_channels, resolution, num_conv = 0, num_torgb = 0;
   Architecture architecture;

@@ -158,12 +158,13 @@ std::vector<at::MemoryFormat> block_layouts(Generator& G, Discriminator& D, cons
   SynthesisRun run;
   run.noise_mode = NoiseMode::Const;
   run.fused_modconv = fused;
-  const at::Tensor ws = G.mapping->forward(z, at::Tensor(), {});
+  const std::vector<at::Tensor> ws = G.mapping->forward(z, at::Tensor(), {}).unbind(1);
   std::vector<at::MemoryFormat> layouts;
   at::Tensor x, img;
-  int64_t w_index = 0;
+  size_t w_index = 0;
   for (auto& block : G.synthesis->blocks) {
-    std::tie(x, img) = block->forward(x, img, ws.narrow(1, w_index, block->num_conv + block->num_torgb), run);
+    std::tie(x, img) = block->forward(x, img, at::TensorList(ws).slice(w_index, block->num_conv + block->num_torgb),
+                                      run);
     w_index += block->num_conv;
     layouts.push_back(layout(x));
     EXPECT_TRUE(img.is_contiguous()) << "images stay contiguous";
@@ -413,6 +414,44 @@ TEST(Networks, TruncationPullsTowardsTheAverage) {
   const at::Tensor w_avg = G.mapping->w_avg;
   EXPECT_TRUE(at::allclose(truncated, w_avg + 0.5 * (ws - w_avg), 1e-5, 1e-6));
   EXPECT_GT(w_avg.abs().sum().item<double>(), 0.0);  // the update moved w_avg away from zero
+}
+
+// The synthesis network takes ws's rows in one op, so its backward gathers their gradients in one
+// op too (UnbindBackward's stack): no zero-filled [N, num_ws, w_dim] per block, [N, 3, w_dim] per
+// layer and sum of them all, as a narrow per block and a select per layer had. The gradient is
+// that of each layer's own row, a block's toRGB and the next block's first convolution sharing one.
+TEST(Networks, SynthesisGathersTheGradientOfWsInOneOp) {
+  at::manual_seed(2);
+  Generator G(tiny_generator());
+  SynthesisRun run;
+  run.noise_mode = NoiseMode::Const;
+  const at::Tensor ws = at::randn({3, G.synthesis->num_ws, 8}).requires_grad_(true);
+  sg2::test::RecordedOps recorded({"aten::select_backward", "aten::slice_backward", "aten::stack"});
+  G.synthesis->forward(ws, run).square().sum().backward();
+  int stacked_rows = 0, zero_filled = 0;  // the ops on ws's gradient: [N, w_dim] rows, [N, k, w_dim] parts
+  for (const auto& call : recorded.take()) {
+    const c10::IValue& first = call.inputs.at(0);
+    if (call.op == "aten::stack") {
+      stacked_rows += first.isTensorList() && at::Tensor(first.toTensorList().get(0)).dim() == 2;
+    } else {
+      zero_filled += first.isTensor() && first.toTensor().dim() <= 3;  // not the feature maps' [N, C, H, W]
+    }
+  }
+  EXPECT_EQ(stacked_rows, 1);
+  EXPECT_EQ(zero_filled, 0);
+
+  const at::Tensor by_rows = ws.detach().clone().requires_grad_(true);
+  std::vector<at::Tensor> rows;
+  for (int64_t i = 0; i < by_rows.size(1); ++i) rows.push_back(by_rows.select(1, i));
+  at::Tensor x, img;
+  size_t w_index = 0;
+  for (auto& block : G.synthesis->blocks) {
+    std::tie(x, img) = block->forward(x, img, at::TensorList(rows).slice(w_index, block->num_conv + block->num_torgb),
+                                      run);
+    w_index += block->num_conv;
+  }
+  img.square().sum().backward();
+  EXPECT_TRUE(at::allclose(ws.grad(), by_rows.grad(), 1e-6, 1e-7));
 }
 
 TEST(StateDict, LoadReportsMissingMismatchedAndUnexpectedKeys) {
