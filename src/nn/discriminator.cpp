@@ -157,8 +157,8 @@ std::optional<std::pair<at::Tensor, at::Tensor>> Discriminator::forward_pair(con
   }
   const int64_t n = a.size(0);
   int64_t groups = 1;  // without the standard deviation no op mixes samples
-  if (options.mbstd_num_channels > 0) {
-    groups = options.mbstd_group_size;  // a pass of N takes min(size, N), of 2N min(size, 2N)
+  if (epilogue->mbstd_num_channels > 0) {  // the epilogue's, which it runs with
+    groups = epilogue->mbstd_group_size;    // a pass of N takes min(size, N), of 2N min(size, 2N)
     if (groups <= 0 || groups > n || n % groups != 0) return std::nullopt;
   }
   const at::Tensor c = ca.defined() ? interleave_groups(ca, cb, groups) : ca;

@@ -388,7 +388,7 @@ TEST(Networks, DiscriminatorPairGivesEachBatchTheLogitsOfItsOwnPass) {
   EXPECT_FALSE(D.forward_pair(two, two_labels, b.narrow(0, 0, 2), cb.narrow(0, 0, 2)));  // a group of 2, not 4
   EXPECT_FALSE(D.forward_pair(two, two_labels, b, cb));
   EXPECT_FALSE(D.forward_pair(a, ca, b.to(at::kDouble), cb));
-  D.options.mbstd_group_size = 0;  // the whole batch: N, and 2N in one pass
+  D.epilogue->mbstd_group_size = 0;  // the whole batch: N, and 2N in one pass
   EXPECT_FALSE(D.forward_pair(a, ca, b, cb));
 }
 
@@ -440,15 +440,16 @@ TEST(Networks, SynthesisGathersTheGradientOfWsInOneOp) {
   EXPECT_EQ(stacked_rows, 1);
   EXPECT_EQ(zero_filled, 0);
 
+  // Each layer's row as the reference assigns them, written out for this 8x8 network: b4's conv1
+  // row 0, its toRGB row 1; b8's conv0 row 1 (shared with b4's toRGB), conv1 row 2, toRGB row 3.
+  ASSERT_EQ(G.synthesis->num_ws, 4);
+  const std::vector<std::vector<int64_t>> rows_of_block{{0, 1}, {1, 2, 3}};
   const at::Tensor by_rows = ws.detach().clone().requires_grad_(true);
-  std::vector<at::Tensor> rows;
-  for (int64_t i = 0; i < by_rows.size(1); ++i) rows.push_back(by_rows.select(1, i));
   at::Tensor x, img;
-  size_t w_index = 0;
-  for (auto& block : G.synthesis->blocks) {
-    std::tie(x, img) = block->forward(x, img, at::TensorList(rows).slice(w_index, block->num_conv + block->num_torgb),
-                                      run);
-    w_index += block->num_conv;
+  for (size_t b = 0; b < G.synthesis->blocks.size(); ++b) {
+    std::vector<at::Tensor> rows;
+    for (const int64_t row : rows_of_block.at(b)) rows.push_back(by_rows.select(1, row));
+    std::tie(x, img) = G.synthesis->blocks[b]->forward(x, img, rows, run);
   }
   img.square().sum().backward();
   EXPECT_TRUE(at::allclose(ws.grad(), by_rows.grad(), 1e-6, 1e-7));

@@ -33,8 +33,17 @@ std::vector<at::Tensor> gradients_of(nn::Discriminator& D) {
   return grads;
 }
 
-TEST(Loss, DiscriminatorMainPhaseRunsOnePassWithTheLogitsAndGradientsOfTwo) {
-  const TrainConfig c = test::tiny_config();
+// Random one-hot labels [n, c_dim] ([n, 0] unconditional).
+at::Tensor random_labels(int64_t n, int64_t c_dim) {
+  if (c_dim == 0) return at::zeros({n, 0});
+  return at::one_hot(at::randint(c_dim, {n}), c_dim).to(at::kFloat);
+}
+
+class DiscriminatorMainPhase : public ::testing::TestWithParam<bool> {};  // with the dataset's labels
+
+TEST_P(DiscriminatorMainPhase, RunsOnePassWithTheLogitsAndGradientsOfTwo) {
+  TrainConfig c = test::tiny_config();
+  c.data.use_labels = GetParam();
   const at::Device cpu(at::kCPU);
   Trainer trainer(c, open_configured_dataset(c), cpu);
   nn::Discriminator& D = trainer.D();
@@ -45,9 +54,10 @@ TEST(Loss, DiscriminatorMainPhaseRunsOnePassWithTheLogitsAndGradientsOfTwo) {
   at::manual_seed(4);
   RoundInputs in;
   in.real_img = at::rand({n, D.options.img_channels, r, r}) * 2 - 1;
-  in.real_c = at::zeros({n, 0});
+  in.real_c = random_labels(n, D.options.c_dim);
   in.gen_z = at::randn({n, trainer.G().options.z_dim});
-  in.gen_c = at::zeros({n, 0});
+  in.gen_c = random_labels(n, D.options.c_dim);
+  ASSERT_EQ(D.options.c_dim, GetParam() ? 10 : 0);  // Fashion-MNIST's 10 classes
 
   StatsCollector stats;
   at::Generator rng = nn::make_rng(cpu, 11);
@@ -79,6 +89,9 @@ TEST(Loss, DiscriminatorMainPhaseRunsOnePassWithTheLogitsAndGradientsOfTwo) {
   }
   EXPECT_GT(one_pass.back().abs().sum().item<double>(), 0);  // the output layer's bias has a gradient
 }
+
+INSTANTIATE_TEST_SUITE_P(Loss, DiscriminatorMainPhase, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Conditional" : "Unconditional"; });
 
 }  // namespace
 }  // namespace sg2::train
