@@ -152,7 +152,8 @@ std::optional<std::pair<at::Tensor, at::Tensor>> Discriminator::forward_pair(con
                                                                               const at::Tensor& b,
                                                                               const at::Tensor& cb) {
   if (a.dim() != 4 || a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type() || a.device() != b.device() ||
-      ca.defined() != cb.defined() || (ca.defined() && (ca.sizes() != cb.sizes() || ca.dtype() != cb.dtype()))) {
+      ca.defined() != cb.defined() ||
+      (ca.defined() && (ca.sizes() != cb.sizes() || ca.scalar_type() != cb.scalar_type()))) {
     return std::nullopt;
   }
   const int64_t n = a.size(0);

@@ -28,8 +28,9 @@ namespace sg2::nn::cuda {
 // 3 KB with 2x upsampling.
 template <typename Fir>
 struct FirStagedTile {
+  static constexpr bool kDownsamples = Fir::kUp == 1 && Fir::kDown == 2;
   static constexpr int kPacks = 8;
-  static constexpr int kGroups = Fir::kUp == 1 && Fir::kDown == 2 ? 2 : 4;
+  static constexpr int kGroups = kDownsamples ? 2 : 4;
   static constexpr int kRows = 8;
   static constexpr int kThreads = kPacks * kGroups * kRows;
   // The samples that n neighbouring outputs read along an axis: their taps land on (n - 1) * kDown +
@@ -41,7 +42,7 @@ struct FirStagedTile {
   static constexpr int kLoadsPerThread = (kInPacks + kThreads - 1) / kThreads;
   // Blocks an SM is to hold at once (__launch_bounds__): with downsampling the compiler otherwise
   // keeps all 21 of a thread's staging loads in flight, in 167 registers (3 blocks of 128 threads).
-  static constexpr int kMinBlocksPerSM = Fir::kUp == 1 && Fir::kDown == 2 ? 4 : 3;
+  static constexpr int kMinBlocksPerSM = kDownsamples ? 4 : 3;
 };
 
 // The grid: x over the column tiles, y (striding) over every sample's row tiles, z over the tiles
@@ -65,11 +66,11 @@ struct FirStagedOrigin {
   Index n, oy0, ox0, pack0, iy0, ix0;
 };
 
-// The input sample at or before the upsampled position of output o's first tap.
+// The first input sample that output o's taps read (fir_bias_act_elements.h's first_sampled_tap
+// at tap 0's upsampled coordinate); the samples of the tile's other outputs follow it.
 template <typename Index, typename Fir>
-SG2_HOST_DEVICE Index first_sample_at_or_before(Index o, int pad) {
-  const Index position = o * Fir::kDown - pad;
-  return position >= 0 ? position / Fir::kUp : -((Fir::kUp - 1 - position) / Fir::kUp);
+SG2_HOST_DEVICE Index first_sample_read(Index o, int pad) {
+  return first_sampled_tap<Index>(o * Fir::kDown - pad, Fixed<Fir::kUp>{}).s0;
 }
 
 template <typename Index, typename Fir>
@@ -82,8 +83,8 @@ SG2_HOST_DEVICE FirStagedOrigin<Index> fir_staged_origin(const FirLaunch& job, I
   o.oy0 = (row_tile - o.n * row_tiles_per_sample) * Tile::kRows;
   o.ox0 = column_tile * (Tile::kGroups * Fir::kOutputs);
   o.pack0 = pack_tile * Tile::kPacks;
-  o.iy0 = first_sample_at_or_before<Index, Fir>(o.oy0, job.pad_y0);
-  o.ix0 = first_sample_at_or_before<Index, Fir>(o.ox0, job.pad_x0);
+  o.iy0 = first_sample_read<Index, Fir>(o.oy0, job.pad_y0);
+  o.ix0 = first_sample_read<Index, Fir>(o.ox0, job.pad_x0);
   return o;
 }
 
