@@ -6,6 +6,7 @@
 #include "sg2/data/atomic_file.h"
 #include "sg2/dist/consistency.h"
 #include "sg2/nn/conv_gradfix.h"
+#include "sg2/nn/kernels.h"
 #include "sg2/train/batch_probe.h"
 #include "sg2/train/out_of_memory.h"
 #include "sg2/train/run_dir.h"
@@ -87,8 +88,10 @@ std::string apply_compute_settings(const TrainConfig& c, const dist::World& worl
   at::globalContext().setAllowTF32CuDNN(c.run.allow_tf32);
   at::globalContext().setBenchmarkCuDNN(c.run.cudnn_benchmark);
   nn::ops::set_conv2d_gradfix(c.run.conv2d_gradfix ? nn::ops::GradfixDevices::Cuda : nn::ops::GradfixDevices::None);
-  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}, cuDNN benchmark {}{}{}", threads,
-                     cores, world.local_size, c.run.allow_tf32 ? "on" : "off", c.run.cudnn_benchmark ? "on" : "off",
+  nn::kernels::set_kernel_autotune(c.run.kernel_autotune);
+  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}, cuDNN benchmark {}{}{}{}",
+                     threads, cores, world.local_size, c.run.allow_tf32 ? "on" : "off",
+                     c.run.cudnn_benchmark ? "on" : "off", c.run.kernel_autotune ? "" : ", kernel autotune off",
                      c.run.conv2d_gradfix ? "" : ", conv2d_gradfix off", host_sync_check_note(c));
 }
 

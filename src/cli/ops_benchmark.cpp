@@ -72,6 +72,7 @@ struct OpTimings {
   std::optional<double> staged, lanes;  // upfirdn2d's kernels in 16-byte lanes, staged or not (its table only)
   std::optional<double> fastest;
   double generic = 0, reference = 0, bytes = 0;
+  std::string picked;  // upfirdn2d: what its Fastest variant timed faster on the shape (kernel_autotune)
 };
 
 // fastest and generic name the first two columns (OpTimings' fastest and generic); with_lanes puts
@@ -91,7 +92,8 @@ std::string table_row(const std::string& name, const at::Tensor& x, const OpTimi
   const double best = std::min({t.staged.value_or(1e30), t.lanes.value_or(1e30), t.fastest.value_or(t.generic)});
   const double floor = t.bytes / bandwidth;
   const bool channels_last = x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous();
-  return fmt::format("| {} | {} | {} | {}{} | {} | {} | {:.0f} | {:.3f} | {:.2f} | {} | {:.2f} |\n", name,
+  return fmt::format("| {}{} | {} | {} | {}{} | {} | {} | {:.0f} | {:.3f} | {:.2f} | {} | {:.2f} |\n", name,
+                     t.picked.empty() ? "" : " (autotune: " + t.picked + ")",
                      fmt::join(x.sizes(), "x"), channels_last ? "NHWC" : "NCHW",
                      with_lanes ? milliseconds(t.staged) + " | " + milliseconds(t.lanes) + " | " : "",
                      milliseconds(t.fastest),
@@ -136,8 +138,12 @@ OpTimings time_fir(const Timer& time, const at::Tensor& x, const at::Tensor& f, 
   t.reference = time([&] { nn::ops::upfirdn2d_reference(x, f, p); });
   const kernels::FirKernelRun run = kernels::upfirdn2d_kernel_run(x, f, p);
   if (run == kernels::FirKernelRun::StagedInLanes) {
-    t.staged = time([&] { kernels::upfirdn2d_forward(x, f, p); });
+    t.staged = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Staged); });
     t.lanes = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Lanes); });
+    kernels::upfirdn2d_forward(x, f, p);  // the shape's first launch of Fastest times both, once
+    if (const auto timed = kernels::upfirdn2d_timed_variant(x, f, p)) {
+      t.picked = *timed == kernels::KernelVariant::Staged ? "staged" : "lanes";
+    }
   }
   if (run != kernels::FirKernelRun::Generic) {
     t.fastest = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Tiled); });

@@ -5,6 +5,8 @@
 #include "cuda/kernels_cuda.h"
 #endif
 
+#include <atomic>
+
 namespace sg2::nn {
 
 namespace ops {
@@ -35,6 +37,14 @@ bool supported(const at::Tensor& x) {
 }
 
 bool runs_kernel(ops::Impl impl, const at::Tensor& x) { return impl == ops::Impl::Fast && supported(x); }
+
+namespace {
+std::atomic<bool> g_kernel_autotune{true};
+}  // namespace
+
+void set_kernel_autotune(bool on) { g_kernel_autotune = on; }
+
+bool kernel_autotune() { return g_kernel_autotune; }
 
 }  // namespace kernels
 

@@ -122,6 +122,26 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
   return host::upfirdn2d_forward(x, f, p, out_h, out_w);
 }
 
+std::optional<KernelVariant> upfirdn2d_timed_variant([[maybe_unused]] const at::Tensor& x,
+                                                     [[maybe_unused]] const at::Tensor& f,
+                                                     [[maybe_unused]] const ops::FirParams& p) {
+#if SG2_CUDA_KERNELS
+  if (x.is_cuda() && supported(x)) {
+    const auto [out_h, out_w] = upfirdn2d_output_size(x, f, p);
+    return gpu::timed_fir_variant(x, f, p, out_h, out_w);
+  }
+#endif
+  return std::nullopt;
+}
+
+std::string upfirdn2d_timing_summary() {
+#if SG2_CUDA_KERNELS
+  return gpu::timed_fir_summary();
+#else
+  return "";
+#endif
+}
+
 ops::FirParams upfirdn2d_adjoint(const ops::FirParams& p, int64_t fh, int64_t fw, int64_t in_h, int64_t in_w,
                                  int64_t out_h, int64_t out_w) {
   // y[j] = sum_k g[k] u[j*down + k - p0]  =>  dx[i] = sum_k flip(g)[k] w[i*up + k - (K-1-p0)]

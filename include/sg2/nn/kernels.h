@@ -24,12 +24,19 @@ bool cuda_kernels_built();
 
 // Which CUDA kernel a raw forward or gradient runs. Fastest: the specialised one where it is built
 // for the launch (upfirdn2d: the tiled kernel for StyleGAN2's shapes, in 16-byte lanes of channels
-// with the block's input staged in shared memory where channels_last memory allows; bias_act:
-// 16-byte packs where the memory is whole aligned packs), else the generic one. Lanes: upfirdn2d's
-// lanes unstaged (each thread loads its own window). Tiled: upfirdn2d's tiled kernel without lanes.
-// Generic: always the generic kernel, one thread per element. (For the op benchmark and the tests
-// that compare them; bias_act takes Lanes and Tiled as Fastest.) The CPU has one kernel for all.
-enum class KernelVariant { Fastest, Lanes, Tiled, Generic };
+// where channels_last memory allows, there staged in shared memory or not, whichever the shape's
+// first launch timed faster while kernel_autotune() is on, else staged; bias_act: 16-byte packs
+// where the memory is whole aligned packs), else the generic one. Staged and Lanes: upfirdn2d's
+// lanes staged or unstaged (each thread loads its own window). Tiled: upfirdn2d's tiled kernel
+// without lanes. Generic: always the generic kernel, one thread per element. (For the op benchmark
+// and the tests that compare them; bias_act takes Staged, Lanes and Tiled as Fastest.) The CPU has
+// one kernel for all.
+enum class KernelVariant { Fastest, Staged, Lanes, Tiled, Generic };
+
+// Whether upfirdn2d's Fastest variant times its two kernels in lanes on each new shape and keeps
+// the faster (run.kernel_autotune; on by default), or always runs the staged one.
+void set_kernel_autotune(bool on);
+bool kernel_autotune();
 
 // Which CUDA kernel upfirdn2d's Fastest variant runs on given arguments: the generic one (also
 // wherever no CUDA kernel runs), the tiled one, or the tiled one in 16-byte lanes of channels with

@@ -9,6 +9,8 @@
 #include <ATen/ATen.h>
 
 #include <array>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace sg2::nn::ops {
@@ -59,6 +61,13 @@ FirKernelRun upfirdn2d_kernel_run(const at::Tensor& x, const at::Tensor& f, cons
 // The raw forward kernel, no autograd (variant: sg2/nn/kernels.h).
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p,
                              KernelVariant variant = KernelVariant::Fastest);
+
+// The variant (Staged or Lanes) that Fastest timed fastest on the first launch of these arguments'
+// shape (CUDA, kernel_autotune()); nullopt where it timed none.
+std::optional<KernelVariant> upfirdn2d_timed_variant(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p);
+
+// How many timed shapes chose each kernel ("staged 12, unstaged 3"); "" without the CUDA kernels.
+std::string upfirdn2d_timing_summary();
 
 // The parameters of the adjoint of upfirdn2d with `p` for an input of size in_h x in_w.
 ops::FirParams upfirdn2d_adjoint(const ops::FirParams& p, int64_t filter_h, int64_t filter_w, int64_t in_h,

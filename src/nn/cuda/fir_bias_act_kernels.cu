@@ -9,6 +9,7 @@
 // layers' epilogue runs 16 bytes per thread in NCHW or channels_last (epilogue_elements.h).
 #include "epilogue_elements.h"
 #include "fir_bias_act_elements.h"
+#include "fir_kernel_choice.h"
 #include "fir_lanes_elements.h"
 #include "fir_staged_elements.h"
 
@@ -17,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -332,21 +334,102 @@ void with_types(ElementType type, bool use_32bit_indices, Fn&& fn) {
   });
 }
 
-// The staged kernel's launch, unless its grid passes CUDA's z limit (over 4 M channels in tiles of
-// 8 lanes): false then, and the caller runs the unstaged one.
+// Whether the staged kernel's grid stays within CUDA's z limit (at most 4 M channels in tiles of 8
+// lanes); the unstaged one takes the launches it does not.
 template <typename T, typename Fir>
-bool launch_staged(const FirLaunch& job, cudaStream_t stream) {
-  const FirStagedGrid tiles = fir_staged_grid<Fir>(job, kLanes<T>);
-  if (tiles.pack_tiles > kMaxGridZ) return false;
-  const dim3 grid(static_cast<unsigned int>(tiles.column_tiles),
-                  static_cast<unsigned int>(std::min(tiles.row_tiles, kMaxGridY)),
-                  static_cast<unsigned int>(tiles.pack_tiles));
-  upfirdn2d_staged_kernel<T, Fir><<<grid, FirStagedTile<Fir>::kThreads, 0, stream>>>(
-      job, static_cast<int32_t>(tiles.row_tiles));
-  return true;
+bool staged_fits(const FirLaunch& job) {
+  return fir_staged_grid<Fir>(job, kLanes<T>).pack_tiles <= kMaxGridZ;
+}
+
+// The staged kernel (where staged_fits) or the unstaged one, in 16-byte lanes.
+template <typename T, typename Fir>
+void launch_in_lanes(const FirLaunch& job, cudaStream_t stream, bool staged) {
+  if (staged && staged_fits<T, Fir>(job)) {
+    const FirStagedGrid tiles = fir_staged_grid<Fir>(job, kLanes<T>);
+    const dim3 grid(static_cast<unsigned int>(tiles.column_tiles),
+                    static_cast<unsigned int>(std::min(tiles.row_tiles, kMaxGridY)),
+                    static_cast<unsigned int>(tiles.pack_tiles));
+    upfirdn2d_staged_kernel<T, Fir><<<grid, FirStagedTile<Fir>::kThreads, 0, stream>>>(
+        job, static_cast<int32_t>(tiles.row_tiles));
+    return;
+  }
+  const FirLanesGrid lanes = fir_lanes_grid(job, kLanes<T>, Fir::kOutputs);
+  const dim3 grid(static_cast<unsigned int>(lanes.blocks_x), static_cast<unsigned int>(std::min(lanes.rows, kMaxGridY)));
+  upfirdn2d_lanes_kernel<T, Fir><<<grid, kFirLanesBlock, 0, stream>>>(
+      job, static_cast<int32_t>(lanes.threads_per_row), static_cast<int32_t>(lanes.rows));
+}
+
+void check_cuda(cudaError_t status, const char* call) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string("upfirdn2d's kernel timing: ") + call + " failed: " + cudaGetErrorString(status));
+  }
+}
+
+int current_device() {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  return device;
+}
+
+// Milliseconds per call of `launch` on stream: one call to warm up, then the best of two rounds of
+// three, between events. The host waits for the stream here, once per shape (what came before on
+// the stream waits with it).
+template <typename Launch>
+double milliseconds_per_launch(const Launch& launch, cudaStream_t stream) {
+  constexpr int kRounds = 2, kLaunches = 3;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+  double best = INFINITY;
+  try {
+    launch();
+    check_launch("upfirdn2d (timed)");
+    for (int round = 0; round < kRounds; ++round) {
+      check_cuda(cudaEventRecord(start, stream), "cudaEventRecord");
+      for (int i = 0; i < kLaunches; ++i) launch();
+      check_launch("upfirdn2d (timed)");
+      check_cuda(cudaEventRecord(stop, stream), "cudaEventRecord");
+      check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
+      float ms = 0;
+      check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+      best = std::min(best, static_cast<double>(ms) / kLaunches);
+    }
+  } catch (...) {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    throw;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best;
+}
+
+FirKernelChoices& timed_choices() {
+  static FirKernelChoices choices;
+  return choices;
+}
+
+// The kernel in lanes that Fastest runs: the faster for the shape, timed on its first launch (the
+// staged one while the stream is being captured into a CUDA graph, where the host cannot wait).
+template <typename T, typename Fir>
+FirKernel fastest_in_lanes(const FirLaunch& job, ElementType type, cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+  if (capture != cudaStreamCaptureStatusNone) return FirKernel::Staged;
+  return timed_choices().choose(fir_shape_key(job, type, current_device()), [&](FirKernel kernel) {
+    const bool staged = kernel == FirKernel::Staged;
+    if (staged && !staged_fits<T, Fir>(job)) return static_cast<double>(NAN);
+    return milliseconds_per_launch([&] { launch_in_lanes<T, Fir>(job, stream, staged); }, stream);
+  });
 }
 
 }  // namespace
+
+std::optional<FirKernel> timed_fir_kernel(const FirLaunch& job, ElementType type) {
+  return timed_choices().chosen(fir_shape_key(job, type, current_device()));
+}
+
+std::map<FirKernel, int> timed_fir_kernel_counts() { return timed_choices().counts(); }
 
 void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirKernel kernel) {
   const int64_t total = job.batch * job.channels * job.out_h * job.out_w;
@@ -356,14 +439,10 @@ void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirK
     using Fir = decltype(fir);
     with_type(type, [&](auto tag) {
       using T = decltype(tag);
-      const bool in_lanes = kernel == FirKernel::Fastest || kernel == FirKernel::Lanes;
+      const bool in_lanes = kernel == FirKernel::Fastest || kernel == FirKernel::Staged || kernel == FirKernel::Lanes;
       if (in_lanes && fir_runs_in_lanes(job, kLanes<T>)) {
-        if (kernel == FirKernel::Fastest && launch_staged<T, Fir>(job, cuda_stream)) return;
-        const FirLanesGrid lanes = fir_lanes_grid(job, kLanes<T>, Fir::kOutputs);
-        const dim3 grid(static_cast<unsigned int>(lanes.blocks_x),
-                        static_cast<unsigned int>(std::min(lanes.rows, kMaxGridY)));
-        upfirdn2d_lanes_kernel<T, Fir><<<grid, kFirLanesBlock, 0, cuda_stream>>>(
-            job, static_cast<int32_t>(lanes.threads_per_row), static_cast<int32_t>(lanes.rows));
+        const FirKernel which = kernel == FirKernel::Fastest ? fastest_in_lanes<T, Fir>(job, type, cuda_stream) : kernel;
+        launch_in_lanes<T, Fir>(job, cuda_stream, which == FirKernel::Staged);
         return;
       }
       const FirTiles tiles = fir_tiles(job, Fir::kOutputs);

@@ -7,6 +7,8 @@
 #include "../bias_act_elements.h"
 
 #include <cstdint>
+#include <map>
+#include <optional>
 
 namespace sg2::nn::cuda {
 
@@ -32,14 +34,20 @@ struct FirLaunch {
   bool channels_last;  // y's layout: threads then run over the channels of a pixel, as x's reads do
   float gain;
 };
-// Which kernel runs a launch. Fastest: where the tiled kernel is built for it (with_fixed_fir), the
-// tiled kernel, in 16-byte lanes of channels with the block's input staged in shared memory where
-// the launch allows (fir_runs_in_lanes, fir_staged_elements.h); else the generic one. Lanes: the
-// same, but the lanes unstaged (each thread loads its own window).
-// Tiled: the same without lanes. Generic: always the generic kernel. The op benchmark and the tests
-// compare them.
-enum class FirKernel { Fastest, Lanes, Tiled, Generic };
+// Which kernel runs a launch. Where the tiled kernel is built for it (with_fixed_fir): in 16-byte
+// lanes of channels where the launch allows (fir_runs_in_lanes), else without lanes; elsewhere the
+// generic one. In lanes, Fastest runs the staged kernel (the block's input staged in shared memory,
+// fir_staged_elements.h) or the unstaged one (each thread loads its own window), whichever a first
+// launch of the shape timed faster (fir_kernel_choice.h); Staged and Lanes run the one they name.
+// Tiled: the tiled kernel without lanes. Generic: always the generic kernel. The op benchmark and
+// the tests compare them.
+enum class FirKernel { Fastest, Staged, Lanes, Tiled, Generic };
 void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirKernel kernel = FirKernel::Fastest);
+
+// The kernel that Fastest chose for launches of job's shape on the current device (Staged or
+// Lanes), if one was timed; how many timed shapes chose each.
+std::optional<FirKernel> timed_fir_kernel(const FirLaunch& job, ElementType type);
+std::map<FirKernel, int> timed_fir_kernel_counts();
 
 // y = clamp(act(x + b[c]) * gain) over the memory of x and y seen as [outer, channels, inner]
 // (../channel_layout.h);

@@ -11,6 +11,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <cstdint>
+#include <map>
 
 namespace sg2::nn::kernels::gpu {
 
@@ -26,6 +27,17 @@ cuda::ElementType element_type(const at::Tensor& x) {
 }
 
 void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+
+cuda::FirKernel fir_kernel(KernelVariant variant) {
+  switch (variant) {
+    case KernelVariant::Fastest: return kernel_autotune() ? cuda::FirKernel::Fastest : cuda::FirKernel::Staged;
+    case KernelVariant::Staged: return cuda::FirKernel::Staged;
+    case KernelVariant::Lanes: return cuda::FirKernel::Lanes;
+    case KernelVariant::Tiled: return cuda::FirKernel::Tiled;
+    case KernelVariant::Generic: return cuda::FirKernel::Generic;
+  }
+  return cuda::FirKernel::Generic;
+}
 
 }  // namespace
 
@@ -43,12 +55,24 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
   at::Tensor y = at::empty({x.size(0), x.size(1), out_h, out_w}, x.options().memory_format(ops::layout_of(x)));
   cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);
   job.y = y.data_ptr();
-  const cuda::FirKernel kernel = variant == KernelVariant::Fastest ? cuda::FirKernel::Fastest
-                                  : variant == KernelVariant::Lanes ? cuda::FirKernel::Lanes
-                                  : variant == KernelVariant::Tiled ? cuda::FirKernel::Tiled
-                                                                    : cuda::FirKernel::Generic;
-  cuda::launch_upfirdn2d(job, element_type(x), current_stream(), kernel);
+  cuda::launch_upfirdn2d(job, element_type(x), current_stream(), fir_kernel(variant));
   return y;
+}
+
+std::optional<KernelVariant> timed_fir_variant(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p,
+                                               int64_t out_h, int64_t out_w) {
+  const c10::cuda::CUDAGuard guard(x.device());
+  const at::Tensor filter = f.to(at::kFloat).contiguous();  // fir_launch reads its pointer, not its values
+  const std::optional<cuda::FirKernel> kernel =
+      cuda::timed_fir_kernel(fir_launch(x, filter, p, out_h, out_w), element_type(x));
+  if (!kernel) return std::nullopt;
+  return *kernel == cuda::FirKernel::Staged ? KernelVariant::Staged : KernelVariant::Lanes;
+}
+
+std::string timed_fir_summary() {
+  const std::map<cuda::FirKernel, int> counts = cuda::timed_fir_kernel_counts();
+  const auto count = [&](cuda::FirKernel kernel) { return counts.count(kernel) ? counts.at(kernel) : 0; };
+  return fmt::format("staged {}, unstaged {}", count(cuda::FirKernel::Staged), count(cuda::FirKernel::Lanes));
 }
 
 bool runs_packed(const at::Tensor& x_in) {

@@ -11,6 +11,9 @@
 #include "sg2/nn/conv_epilogue.h"
 #include "sg2/nn/upfirdn2d.h"
 
+#include <optional>
+#include <string>
+
 namespace sg2::nn::kernels::gpu {
 
 // The launch description of upfirdn2d for x (any strides) and a float32 filter, in x's memory,
@@ -62,6 +65,13 @@ inline FirKernelRun fir_kernel_run(const at::Tensor& x, const at::Tensor& f, con
 // x: [N, C, H, W] -> [N, C, out_h, out_w] in ops::layout_of(x), x's dtype.
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,
                              int64_t out_w, KernelVariant variant);
+
+// The variant (Staged or Lanes) that Fastest timed fastest for launches of these arguments' shape on
+// x's device, if one was timed (cuda::timed_fir_kernel); and how many timed shapes chose each, in
+// words.
+std::optional<KernelVariant> timed_fir_variant(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p,
+                                               int64_t out_h, int64_t out_w);
+std::string timed_fir_summary();
 
 // Whether bias_act_forward runs x in 16-byte packs (cuda::runs_in_lanes; y is a fresh allocation).
 bool runs_packed(const at::Tensor& x);

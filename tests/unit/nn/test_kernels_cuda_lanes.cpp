@@ -7,6 +7,7 @@
 #include "sg2/nn/kernels.h"
 #include "sg2/nn/ops.h"
 #include "sg2/nn/upfirdn2d.h"
+#include "cuda/fir_kernel_choice.h"
 #include "cuda/fir_staged_elements.h"
 #include "fir_host_launch.h"
 #include "nn_test_support.h"
@@ -14,6 +15,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -235,6 +239,116 @@ TEST(CudaKernels, LanesUpfirdn2dMatchesTheTiledAndGenericKernelsAndTheDefinition
       }
     }
   }
+}
+
+// upfirdn2d's Fastest variant in lanes: the staged or the unstaged kernel, whichever a shape's first
+// launch timed faster (fir_kernel_choice.h), here with made-up timings.
+using cuda::FirKernel;
+using cuda::FirKernelChoices;
+
+cuda::FirShapeKey key_of(int64_t channels) {
+  cuda::FirLaunch job{};
+  job.channels = channels;
+  return cuda::fir_shape_key(job, cuda::ElementType::Float16, 0);
+}
+
+TEST(FirKernelChoice, TimesEachShapeOnceAndKeepsTheFasterKernel) {
+  FirKernelChoices choices;
+  std::map<FirKernel, int> timed;
+  const auto lanes_faster = [&](FirKernel kernel) {
+    ++timed[kernel];
+    return kernel == FirKernel::Lanes ? 0.5 : 0.8;
+  };
+  const auto staged_faster = [&](FirKernel kernel) {
+    ++timed[kernel];
+    return kernel == FirKernel::Staged ? 0.5 : 0.8;
+  };
+  EXPECT_FALSE(choices.chosen(key_of(128)));
+  EXPECT_EQ(choices.choose(key_of(128), lanes_faster), FirKernel::Lanes);
+  EXPECT_EQ((std::map<FirKernel, int>{{FirKernel::Staged, 1}, {FirKernel::Lanes, 1}}), timed);
+  EXPECT_EQ(choices.choose(key_of(128), staged_faster), FirKernel::Lanes);  // kept: not timed again
+  EXPECT_EQ(timed[FirKernel::Staged], 1);
+  EXPECT_EQ(choices.choose(key_of(256), staged_faster), FirKernel::Staged);  // another shape: timed
+  EXPECT_EQ(timed[FirKernel::Staged], 2);
+  EXPECT_EQ(choices.chosen(key_of(128)), FirKernel::Lanes);
+  EXPECT_EQ(choices.chosen(key_of(256)), FirKernel::Staged);
+  EXPECT_EQ((std::map<FirKernel, int>{{FirKernel::Staged, 1}, {FirKernel::Lanes, 1}}), choices.counts());
+}
+
+TEST(FirKernelChoice, KeepsTheStagedKernelOnATieOrWithoutAUsableTiming) {
+  FirKernelChoices choices;
+  EXPECT_EQ(choices.choose(key_of(8), [](FirKernel) { return 1.0; }), FirKernel::Staged);
+  EXPECT_EQ(choices.choose(key_of(16), [](FirKernel) { return static_cast<double>(NAN); }), FirKernel::Staged);
+  EXPECT_EQ(choices.choose(key_of(24), [](FirKernel) { return 0.0; }), FirKernel::Staged);
+  // A staged kernel that cannot take the launch (NaN) leaves the unstaged one, however slow.
+  const auto staged_unusable = [](FirKernel kernel) { return kernel == FirKernel::Staged ? NAN : 100.0; };
+  EXPECT_EQ(choices.choose(key_of(32), staged_unusable), FirKernel::Lanes);
+  const auto staged_infinite = [](FirKernel kernel) { return kernel == FirKernel::Staged ? INFINITY : 100.0; };
+  EXPECT_EQ(choices.choose(key_of(40), staged_infinite), FirKernel::Lanes);
+}
+
+TEST(FirKernelChoice, AShapeWhoseTimingThrowsStaysUntimed) {
+  FirKernelChoices choices;
+  const auto failing = [](FirKernel) -> double { throw std::runtime_error("cudaEventCreate failed"); };
+  EXPECT_THROW(choices.choose(key_of(8), failing), std::runtime_error);
+  EXPECT_FALSE(choices.chosen(key_of(8)));
+  EXPECT_EQ(choices.choose(key_of(8), [](FirKernel kernel) { return kernel == FirKernel::Lanes ? 1.0 : 2.0; }),
+            FirKernel::Lanes);  // and the lock was let go
+}
+
+// What a launch's speed depends on tells shapes apart; its pointers, gain and taps do not.
+TEST(FirKernelChoice, TheKeyHoldsWhatALaunchsSpeedDependsOn) {
+  const at::Tensor x = at::zeros({2, 16, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor f = ops::setup_filter({1, 3, 3, 1});
+  const ops::FirParams p{1, 2, {1, 1, 1, 1}, false, 1.0};
+  const auto key = [&](const at::Tensor& x, const ops::FirParams& p, cuda::ElementType type, int device) {
+    const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
+    return cuda::fir_shape_key(kernels::gpu::fir_launch(x, f, p, out_h, out_w), type, device);
+  };
+  const auto float16 = cuda::ElementType::Float16;
+  const cuda::FirShapeKey base = key(x, p, float16, 0);
+  ops::FirParams other_gain = p;
+  other_gain.gain = 4.0;
+  EXPECT_EQ(key(x.clone(), other_gain, float16, 0), base);  // another allocation, another gain
+  EXPECT_NE(key(x, p, cuda::ElementType::Float32, 0), base);
+  EXPECT_NE(key(x, p, float16, 1), base);
+  EXPECT_NE(key(x.contiguous(), p, float16, 0), base);                                 // NCHW
+  EXPECT_NE(key(at::zeros({2, 24, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast), p, float16, 0), base);
+  EXPECT_NE(key(at::zeros({3, 16, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast), p, float16, 0), base);
+  EXPECT_NE(key(x.slice(2, 0, 6), p, float16, 0), base);                                // fewer rows
+  EXPECT_NE(key(at::zeros({2, 16, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast), ops::FirParams{2, 1, {2, 1, 2, 1}, false, 4.0},
+                float16, 0),
+            base);                                                                       // up, not down
+  EXPECT_NE(key(x, ops::FirParams{1, 2, {2, 0, 1, 1}, false, 1.0}, float16, 0), base);  // padding
+}
+
+// On a GPU: with kernel_autotune, the Fastest variant runs the kernel it timed faster for the shape
+// (its output is that kernel's, bit for bit); without, the staged one, and it times nothing.
+TEST(CudaKernels, FastestUpfirdn2dRunsTheKernelItTimedFasterForTheShape) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  at::manual_seed(13);
+  const at::Tensor f = ops::setup_filter({1, 3, 3, 1}).cuda();
+  ASSERT_TRUE(kernels::kernel_autotune());  // the default
+  for (const auto& p : kStyleGan2Cases) {
+    const at::Tensor x = at::randn({4, 64, 33, 33}, at::TensorOptions().device(at::kCUDA).dtype(at::kHalf))
+                             .contiguous(at::MemoryFormat::ChannelsLast);
+    const std::string where = "up " + std::to_string(p.up) + " down " + std::to_string(p.down);
+    const at::Tensor fastest = kernels::upfirdn2d_forward(x, f, p);
+    const auto timed = kernels::upfirdn2d_timed_variant(x, f, p);
+    ASSERT_TRUE(timed) << where;
+    EXPECT_TRUE(*timed == kernels::KernelVariant::Staged || *timed == kernels::KernelVariant::Lanes) << where;
+    EXPECT_TRUE(at::equal(fastest, kernels::upfirdn2d_forward(x, f, p, *timed))) << where;
+    EXPECT_TRUE(at::equal(kernels::upfirdn2d_forward(x, f, p), fastest)) << where;  // the same again, untimed
+  }
+  kernels::set_kernel_autotune(false);
+  const at::Tensor x = at::randn({2, 40, 19, 23}, at::TensorOptions().device(at::kCUDA).dtype(at::kHalf))
+                           .contiguous(at::MemoryFormat::ChannelsLast);  // a shape no other test launches
+  const ops::FirParams& p = kStyleGan2Cases.front();
+  const at::Tensor staged_by_default = kernels::upfirdn2d_forward(x, f, p);
+  kernels::set_kernel_autotune(true);
+  EXPECT_FALSE(kernels::upfirdn2d_timed_variant(x, f, p));
+  EXPECT_TRUE(at::equal(staged_by_default, kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Staged)));
+  EXPECT_NE(kernels::upfirdn2d_timing_summary().find("staged"), std::string::npos);
 }
 
 }  // namespace

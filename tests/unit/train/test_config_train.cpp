@@ -1,6 +1,7 @@
 // The training config: presets parse, validation names keys and suggests values that work.
 #include "sg2/core/error.h"
 #include "sg2/cli/command_line.h"
+#include "sg2/nn/kernels.h"
 #include "sg2/train/batch_probe.h"
 #include "sg2/train/config.h"
 #include "sg2/train/out_of_memory.h"
@@ -309,11 +310,15 @@ TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
   EXPECT_FALSE(at::globalContext().allowTF32CuDNN());  // off by default, as the reference
   EXPECT_FALSE(at::globalContext().allowTF32CuBLAS());
   EXPECT_TRUE(at::globalContext().benchmarkCuDNN());
+  EXPECT_TRUE(nn::kernels::kernel_autotune());
   EXPECT_NE(line.find("TF32 off, cuDNN benchmark on"), std::string::npos) << line;
+  EXPECT_EQ(line.find("kernel autotune"), std::string::npos) << line;  // on: not worth a word
   c.run.threads = 1;
   c.run.allow_tf32 = true;
   c.run.cudnn_benchmark = false;
-  apply_compute_settings(c, world);
+  c.run.kernel_autotune = false;
+  EXPECT_NE(apply_compute_settings(c, world).find("cuDNN benchmark off, kernel autotune off"), std::string::npos);
+  EXPECT_FALSE(nn::kernels::kernel_autotune());
   EXPECT_EQ(at::get_num_threads(), 1);
   EXPECT_TRUE(at::globalContext().allowTF32CuDNN());
   EXPECT_TRUE(at::globalContext().allowTF32CuBLAS());
