@@ -130,7 +130,10 @@ struct BiasActGradFunction : public torch::autograd::Function<BiasActGradFunctio
     const at::Tensor dx = apply_grad(grads[0], y, from_saved(ctx->saved_data["activation"]));
     return {dx, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
+  // The identity where the slope is the constant 1 (linear, no clamp, gain 1: the input
+  // modulation's op): dy itself, no pass over it here nor in its own gradient.
   static at::Tensor apply_grad(const at::Tensor& dy, const at::Tensor& y, const ActivationParams& a) {
+    if (!y.defined() && a.gain == 1.0f) return dy;
     return BiasActGradFunction::apply(dy, or_placeholder(y, dy), y.defined(), a.act, a.alpha, a.gain, a.clamp);
   }
 };

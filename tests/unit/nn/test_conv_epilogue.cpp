@@ -10,11 +10,13 @@
 #include "channel_layout.h"
 #include "cuda/epilogue_elements.h"
 #include "nn_test_support.h"
+#include "recorded_ops.h"
 #include "test_support.h"
 
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -308,6 +310,30 @@ TEST(ConvEpilogue, ARecordedGradientScalesItsPlanesWithTheKernels) {
       EXPECT_TRUE(d[0].is_contiguous(layout)) << where;
       EXPECT_NE(d[1].grad_fn()->name().find("PlaneDotFunction"), std::string::npos) << d[1].grad_fn()->name() << where;
     }
+  }
+}
+
+// The input modulation's op is linear with slope 1: its recorded gradient (create_graph) and that
+// gradient's own gradient pass g on as it is, where a product with the gain 1 made a pass over each
+// (at 256x256 in a Greg call of config-f, [16, 128, 256, 256] each).
+TEST(ConvEpilogue, TheModulationsRecordedGradientMultipliesNothingByItsUnitSlope) {
+  at::manual_seed(25);
+  for (const at::MemoryFormat layout : kLayouts) {
+    const at::Tensor x = at::randn({2, 8, 5, 5}).contiguous(layout).requires_grad_(true);
+    const at::Tensor styles = (at::rand({2, 8}) + 0.5).requires_grad_(true);
+    const at::Tensor dy = at::randn({2, 8, 5, 5}).contiguous(layout);
+    sg2::test::RecordedOps recorded({"aten::mul"});
+    const at::Tensor y = ops::scale_planes(x, styles, ops::Impl::Fast);
+    const auto d = torch::autograd::grad({y}, {x, styles}, {dy}, /*retain_graph=*/true, /*create_graph=*/true);
+    torch::autograd::grad({(d[0] * dy).sum() + d[1].sum()}, {x, styles});
+    int scalar_products = 0;
+    for (const sg2::test::OpCall& call : recorded.take()) {
+      const bool by_a_number = std::any_of(call.inputs.begin(), call.inputs.end(), [](const c10::IValue& v) {
+        return v.isScalar() || (v.isTensor() && v.toTensor().defined() && v.toTensor().dim() == 0);
+      });
+      scalar_products += by_a_number;
+    }
+    EXPECT_EQ(scalar_products, 0) << layout_name(layout);
   }
 }
 
