@@ -137,7 +137,7 @@ OpTimings time_fir(const Timer& time, const at::Tensor& x, const at::Tensor& f, 
   t.bytes = static_cast<double>(x.nbytes() + kernels::upfirdn2d_forward(x, f, p).nbytes());
   t.reference = time([&] { nn::ops::upfirdn2d_reference(x, f, p); });
   const kernels::FirKernelRun run = kernels::upfirdn2d_kernel_run(x, f, p);
-  if (run == kernels::FirKernelRun::StagedInLanes) {
+  if (run == kernels::FirKernelRun::InLanes) {
     t.staged = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Staged); });
     t.lanes = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Lanes); });
     kernels::upfirdn2d_forward(x, f, p);  // the shape's first launch of Fastest times both, once

@@ -142,6 +142,14 @@ std::string upfirdn2d_timing_summary() {
 #endif
 }
 
+std::optional<KernelVariant> upfirdn2d_last_variant_in_lanes() {
+#if SG2_CUDA_KERNELS
+  return gpu::last_fir_variant_in_lanes();
+#else
+  return std::nullopt;
+#endif
+}
+
 ops::FirParams upfirdn2d_adjoint(const ops::FirParams& p, int64_t fh, int64_t fw, int64_t in_h, int64_t in_w,
                                  int64_t out_h, int64_t out_w) {
   // y[j] = sum_k g[k] u[j*down + k - p0]  =>  dx[i] = sum_k flip(g)[k] w[i*up + k - (K-1-p0)]

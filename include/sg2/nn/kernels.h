@@ -39,8 +39,8 @@ void set_kernel_autotune(bool on);
 bool kernel_autotune();
 
 // Which CUDA kernel upfirdn2d's Fastest variant runs on given arguments: the generic one (also
-// wherever no CUDA kernel runs), the tiled one, or the tiled one in 16-byte lanes of channels with
-// the block's input staged in shared memory.
-enum class FirKernelRun { Generic, Tiled, StagedInLanes };
+// wherever no CUDA kernel runs), the tiled one, or the tiled one in 16-byte lanes of channels (with
+// the block's input staged in shared memory or not, whichever the shape's first launch timed faster).
+enum class FirKernelRun { Generic, Tiled, InLanes };
 
 }  // namespace sg2::nn::kernels

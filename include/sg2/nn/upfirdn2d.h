@@ -69,6 +69,10 @@ std::optional<KernelVariant> upfirdn2d_timed_variant(const at::Tensor& x, const 
 // How many timed shapes chose each kernel ("staged 12, unstaged 3"); "" without the CUDA kernels.
 std::string upfirdn2d_timing_summary();
 
+// The variant in lanes (Staged or Lanes) that the process launched last, timings included; nullopt
+// before any or without the CUDA kernels. For the tests: the two give equal outputs.
+std::optional<KernelVariant> upfirdn2d_last_variant_in_lanes();
+
 // The parameters of the adjoint of upfirdn2d with `p` for an input of size in_h x in_w.
 ops::FirParams upfirdn2d_adjoint(const ops::FirParams& p, int64_t filter_h, int64_t filter_w, int64_t in_h,
                                  int64_t in_w, int64_t out_h, int64_t out_w);

@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -341,10 +342,14 @@ bool staged_fits(const FirLaunch& job) {
   return fir_staged_grid<Fir>(job, kLanes<T>).pack_tiles <= kMaxGridZ;
 }
 
+std::atomic<FirKernel> g_last_in_lanes{FirKernel::Fastest};  // none yet
+
 // The staged kernel (where staged_fits) or the unstaged one, in 16-byte lanes.
 template <typename T, typename Fir>
 void launch_in_lanes(const FirLaunch& job, cudaStream_t stream, bool staged) {
-  if (staged && staged_fits<T, Fir>(job)) {
+  const bool run_staged = staged && staged_fits<T, Fir>(job);
+  g_last_in_lanes = run_staged ? FirKernel::Staged : FirKernel::Lanes;
+  if (run_staged) {
     const FirStagedGrid tiles = fir_staged_grid<Fir>(job, kLanes<T>);
     const dim3 grid(static_cast<unsigned int>(tiles.column_tiles),
                     static_cast<unsigned int>(std::min(tiles.row_tiles, kMaxGridY)),
@@ -359,11 +364,35 @@ void launch_in_lanes(const FirLaunch& job, cudaStream_t stream, bool staged) {
       job, static_cast<int32_t>(lanes.threads_per_row), static_cast<int32_t>(lanes.rows));
 }
 
+// Throws naming the call; the error is taken off the thread's last error first, so that the next
+// launch's check does not report it as its own.
 void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string("upfirdn2d's kernel timing: ") + call + " failed: " + cudaGetErrorString(status));
-  }
+  if (status == cudaSuccess) return;
+  (void)cudaGetLastError();
+  throw std::runtime_error(std::string("upfirdn2d's kernel timing: ") + call + " failed: " + cudaGetErrorString(status) +
+                           "; it may come from an earlier asynchronous operation on the device "
+                           "(CUDA_LAUNCH_BLOCKING=1 reports each error at the call that caused it)");
 }
+
+// Two CUDA events, destroyed with it.
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EventPair() {
+    check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+    try {
+      check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+    } catch (...) {
+      cudaEventDestroy(start);
+      throw;
+    }
+  }
+  ~EventPair() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+};
 
 int current_device() {
   int device = 0;
@@ -371,36 +400,27 @@ int current_device() {
   return device;
 }
 
-// Milliseconds per call of `launch` on stream: one call to warm up, then the best of two rounds of
-// three, between events. The host waits for the stream here, once per shape (what came before on
-// the stream waits with it).
+// Milliseconds per call of `launch` on stream: one call to warm up, then, from an idle stream (so
+// that neither kernel of a pair finds work queued ahead of it), the best of two rounds of three
+// between events. The host waits for the stream here, once per shape.
 template <typename Launch>
 double milliseconds_per_launch(const Launch& launch, cudaStream_t stream) {
   constexpr int kRounds = 2, kLaunches = 3;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+  const EventPair events;
+  launch();
+  check_launch("upfirdn2d (timed)");
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   double best = INFINITY;
-  try {
-    launch();
+  for (int round = 0; round < kRounds; ++round) {
+    check_cuda(cudaEventRecord(events.start, stream), "cudaEventRecord");
+    for (int i = 0; i < kLaunches; ++i) launch();
     check_launch("upfirdn2d (timed)");
-    for (int round = 0; round < kRounds; ++round) {
-      check_cuda(cudaEventRecord(start, stream), "cudaEventRecord");
-      for (int i = 0; i < kLaunches; ++i) launch();
-      check_launch("upfirdn2d (timed)");
-      check_cuda(cudaEventRecord(stop, stream), "cudaEventRecord");
-      check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
-      float ms = 0;
-      check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-      best = std::min(best, static_cast<double>(ms) / kLaunches);
-    }
-  } catch (...) {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    throw;
+    check_cuda(cudaEventRecord(events.stop, stream), "cudaEventRecord");
+    check_cuda(cudaEventSynchronize(events.stop), "cudaEventSynchronize");
+    float ms = 0;
+    check_cuda(cudaEventElapsedTime(&ms, events.start, events.stop), "cudaEventElapsedTime");
+    best = std::min(best, static_cast<double>(ms) / kLaunches);
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   return best;
 }
 
@@ -409,14 +429,16 @@ FirKernelChoices& timed_choices() {
   return choices;
 }
 
-// The kernel in lanes that Fastest runs: the faster for the shape, timed on its first launch (the
-// staged one while the stream is being captured into a CUDA graph, where the host cannot wait).
+// The kernel in lanes that Fastest runs: the faster for the shape, timed on its first launch (while
+// the stream is being captured into a CUDA graph, where the host cannot wait, the one chosen
+// before, or the staged one).
 template <typename T, typename Fir>
 FirKernel fastest_in_lanes(const FirLaunch& job, ElementType type, cudaStream_t stream) {
+  const FirShapeKey key = fir_shape_key(job, type, current_device());
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
-  if (capture != cudaStreamCaptureStatusNone) return FirKernel::Staged;
-  return timed_choices().choose(fir_shape_key(job, type, current_device()), [&](FirKernel kernel) {
+  if (capture != cudaStreamCaptureStatusNone) return timed_choices().chosen(key).value_or(FirKernel::Staged);
+  return timed_choices().choose(key, [&](FirKernel kernel) {
     const bool staged = kernel == FirKernel::Staged;
     if (staged && !staged_fits<T, Fir>(job)) return static_cast<double>(NAN);
     return milliseconds_per_launch([&] { launch_in_lanes<T, Fir>(job, stream, staged); }, stream);
@@ -430,6 +452,8 @@ std::optional<FirKernel> timed_fir_kernel(const FirLaunch& job, ElementType type
 }
 
 std::map<FirKernel, int> timed_fir_kernel_counts() { return timed_choices().counts(); }
+
+FirKernel last_fir_kernel_in_lanes() { return g_last_in_lanes; }
 
 void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirKernel kernel) {
   const int64_t total = job.batch * job.channels * job.out_h * job.out_w;

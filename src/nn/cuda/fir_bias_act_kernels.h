@@ -49,6 +49,10 @@ void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirK
 std::optional<FirKernel> timed_fir_kernel(const FirLaunch& job, ElementType type);
 std::map<FirKernel, int> timed_fir_kernel_counts();
 
+// The kernel in lanes (Staged or Lanes) that the process launched last, timings included; Fastest
+// before the first. For the tests: two kernels whose outputs are equal bit for bit.
+FirKernel last_fir_kernel_in_lanes();
+
 // y = clamp(act(x + b[c]) * gain) over the memory of x and y seen as [outer, channels, inner]
 // (../channel_layout.h);
 // b: [channels] of the same type, or null.

@@ -69,6 +69,14 @@ std::optional<KernelVariant> timed_fir_variant(const at::Tensor& x, const at::Te
   return *kernel == cuda::FirKernel::Staged ? KernelVariant::Staged : KernelVariant::Lanes;
 }
 
+std::optional<KernelVariant> last_fir_variant_in_lanes() {
+  switch (cuda::last_fir_kernel_in_lanes()) {
+    case cuda::FirKernel::Staged: return KernelVariant::Staged;
+    case cuda::FirKernel::Lanes: return KernelVariant::Lanes;
+    default: return std::nullopt;
+  }
+}
+
 std::string timed_fir_summary() {
   const std::map<cuda::FirKernel, int> counts = cuda::timed_fir_kernel_counts();
   const auto count = [&](cuda::FirKernel kernel) { return counts.count(kernel) ? counts.at(kernel) : 0; };

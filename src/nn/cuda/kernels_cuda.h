@@ -49,7 +49,7 @@ inline cuda::FirLaunch fir_launch(const at::Tensor& x, const at::Tensor& filter,
 bool supported(const at::Tensor& x);
 
 // Which kernel upfirdn2d_forward's Fastest variant runs on these arguments: tiled where
-// cuda::with_fixed_fir builds it, in 16-byte lanes staged in shared memory where
+// cuda::with_fixed_fir builds it, in 16-byte lanes (staged in shared memory or not) where
 // cuda::fir_runs_in_lanes allows. Host
 // arithmetic only: for a CPU tensor, the kernel the same shapes, strides, type and alignment would
 // take on a GPU (tests ask it of a CPU training step's calls).
@@ -59,7 +59,7 @@ inline FirKernelRun fir_kernel_run(const at::Tensor& x, const at::Tensor& f, con
   const cuda::FirLaunch job = fir_launch(x, filter, p, out_h, out_w);  // y: a fresh allocation, aligned
   if (!cuda::with_fixed_fir(job, [](auto) {})) return FirKernelRun::Generic;
   const bool lanes = cuda::fir_runs_in_lanes(job, cuda::kLaneBytes / static_cast<int>(x.element_size()));
-  return lanes ? FirKernelRun::StagedInLanes : FirKernelRun::Tiled;
+  return lanes ? FirKernelRun::InLanes : FirKernelRun::Tiled;
 }
 
 // x: [N, C, H, W] -> [N, C, out_h, out_w] in ops::layout_of(x), x's dtype.
@@ -72,6 +72,7 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
 std::optional<KernelVariant> timed_fir_variant(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p,
                                                int64_t out_h, int64_t out_w);
 std::string timed_fir_summary();
+std::optional<KernelVariant> last_fir_variant_in_lanes();
 
 // Whether bias_act_forward runs x in 16-byte packs (cuda::runs_in_lanes; y is a fresh allocation).
 bool runs_packed(const at::Tensor& x);

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -222,20 +223,21 @@ TEST(CudaKernels, LanesUpfirdn2dMatchesTheTiledAndGenericKernelsAndTheDefinition
       for (const auto& p : kStyleGan2Cases) {
         const std::string where = "up " + std::to_string(p.up) + " down " + std::to_string(p.down) + " " +
                                   c10::toString(precision.type) + " " + c10::str(x.sizes());
-        EXPECT_EQ(kernels::upfirdn2d_kernel_run(on_gpu, f, p), kernels::FirKernelRun::StagedInLanes) << where;
+        EXPECT_EQ(kernels::upfirdn2d_kernel_run(on_gpu, f, p), kernels::FirKernelRun::InLanes) << where;
         EXPECT_EQ(kernels::upfirdn2d_kernel_run(on_gpu.contiguous(), f, p), kernels::FirKernelRun::Tiled) << where;
-        const at::Tensor fastest = kernels::upfirdn2d_forward(on_gpu, f, p);
+        const at::Tensor fastest = kernels::upfirdn2d_forward(on_gpu, f, p);  // one of the two, timed
+        const at::Tensor staged = kernels::upfirdn2d_forward(on_gpu, f, p, kernels::KernelVariant::Staged);
         const at::Tensor lanes = kernels::upfirdn2d_forward(on_gpu, f, p, kernels::KernelVariant::Lanes);
         const at::Tensor tiled = kernels::upfirdn2d_forward(on_gpu, f, p, kernels::KernelVariant::Tiled);
         const at::Tensor generic = kernels::upfirdn2d_forward(on_gpu, f, p, kernels::KernelVariant::Generic);
-        for (const at::Tensor& y : {fastest, lanes}) {
+        for (const at::Tensor& y : {fastest, staged, lanes}) {
           EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast)) << where;
           // The same sums (nvcc may contract each kernel's multiply-adds its own way).
           EXPECT_TRUE(close(y, generic, precision.tolerance)) << where;
           EXPECT_TRUE(close(y, tiled, precision.tolerance)) << where;
           EXPECT_LT(max_relative_error(y.cpu(), upfirdn2d_direct(stored, f.cpu(), p)), precision.tolerance) << where;
         }
-        EXPECT_TRUE(close(fastest, lanes, precision.tolerance)) << where;
+        EXPECT_TRUE(close(staged, lanes, precision.tolerance)) << where;
       }
     }
   }
@@ -322,33 +324,65 @@ TEST(FirKernelChoice, TheKeyHoldsWhatALaunchsSpeedDependsOn) {
   EXPECT_NE(key(x, ops::FirParams{1, 2, {2, 0, 1, 1}, false, 1.0}, float16, 0), base);  // padding
 }
 
-// On a GPU: with kernel_autotune, the Fastest variant runs the kernel it timed faster for the shape
-// (its output is that kernel's, bit for bit); without, the staged one, and it times nothing.
+// kernel_autotune for a scope, the setting before it back after.
+class AutotuneSetting {
+ public:
+  explicit AutotuneSetting(bool on) : before_(kernels::kernel_autotune()) { kernels::set_kernel_autotune(on); }
+  ~AutotuneSetting() { kernels::set_kernel_autotune(before_); }
+  AutotuneSetting(const AutotuneSetting&) = delete;
+  AutotuneSetting& operator=(const AutotuneSetting&) = delete;
+
+ private:
+  bool before_;
+};
+
+// The shapes timed so far, from the summary's "staged N, unstaged M".
+int timed_shapes() {
+  int staged = 0, unstaged = 0;
+  EXPECT_EQ(std::sscanf(kernels::upfirdn2d_timing_summary().c_str(), "staged %d, unstaged %d", &staged, &unstaged), 2)
+      << kernels::upfirdn2d_timing_summary();
+  return staged + unstaged;
+}
+
+// On a GPU: with kernel_autotune, the Fastest variant times a shape on its first launch, then runs
+// the kernel it timed faster (the two kernels' outputs are equal, so the launcher's record of the
+// kernel it ran tells); without, the staged one, and it times nothing.
 TEST(CudaKernels, FastestUpfirdn2dRunsTheKernelItTimedFasterForTheShape) {
   SKIP_WITHOUT_CUDA_KERNELS();
   at::manual_seed(13);
   const at::Tensor f = ops::setup_filter({1, 3, 3, 1}).cuda();
-  ASSERT_TRUE(kernels::kernel_autotune());  // the default
-  for (const auto& p : kStyleGan2Cases) {
-    const at::Tensor x = at::randn({4, 64, 33, 33}, at::TensorOptions().device(at::kCUDA).dtype(at::kHalf))
-                             .contiguous(at::MemoryFormat::ChannelsLast);
-    const std::string where = "up " + std::to_string(p.up) + " down " + std::to_string(p.down);
-    const at::Tensor fastest = kernels::upfirdn2d_forward(x, f, p);
-    const auto timed = kernels::upfirdn2d_timed_variant(x, f, p);
-    ASSERT_TRUE(timed) << where;
-    EXPECT_TRUE(*timed == kernels::KernelVariant::Staged || *timed == kernels::KernelVariant::Lanes) << where;
-    EXPECT_TRUE(at::equal(fastest, kernels::upfirdn2d_forward(x, f, p, *timed))) << where;
-    EXPECT_TRUE(at::equal(kernels::upfirdn2d_forward(x, f, p), fastest)) << where;  // the same again, untimed
+  const auto half_nhwc = at::TensorOptions().device(at::kCUDA).dtype(at::kHalf);
+  {
+    const AutotuneSetting autotune(true);
+    for (const auto& p : kStyleGan2Cases) {
+      const at::Tensor x = at::randn({4, 64, 33, 33}, half_nhwc).contiguous(at::MemoryFormat::ChannelsLast);
+      const std::string where = "up " + std::to_string(p.up) + " down " + std::to_string(p.down);
+      const bool new_shape = !kernels::upfirdn2d_timed_variant(x, f, p);
+      const int timed_before = timed_shapes();
+      const at::Tensor fastest = kernels::upfirdn2d_forward(x, f, p);
+      const auto timed = kernels::upfirdn2d_timed_variant(x, f, p);
+      ASSERT_TRUE(timed) << where;
+      ASSERT_TRUE(*timed == kernels::KernelVariant::Staged || *timed == kernels::KernelVariant::Lanes) << where;
+      EXPECT_EQ(timed_shapes(), timed_before + (new_shape ? 1 : 0)) << where;
+      EXPECT_EQ(kernels::upfirdn2d_last_variant_in_lanes(), timed) << where;  // the winner's launch came last
+      EXPECT_TRUE(at::equal(fastest, kernels::upfirdn2d_forward(x, f, p, *timed))) << where;
+      const int timed_after = timed_shapes();
+      const at::Tensor again = kernels::upfirdn2d_forward(x, f, p);
+      EXPECT_EQ(timed_shapes(), timed_after) << where;  // not timed again
+      EXPECT_EQ(kernels::upfirdn2d_last_variant_in_lanes(), timed) << where;
+      EXPECT_TRUE(at::equal(again, fastest)) << where;
+    }
   }
-  kernels::set_kernel_autotune(false);
-  const at::Tensor x = at::randn({2, 40, 19, 23}, at::TensorOptions().device(at::kCUDA).dtype(at::kHalf))
-                           .contiguous(at::MemoryFormat::ChannelsLast);  // a shape no other test launches
+  const AutotuneSetting no_autotune(false);
+  const at::Tensor x = at::randn({2, 40, 19, 23}, half_nhwc).contiguous(at::MemoryFormat::ChannelsLast);
   const ops::FirParams& p = kStyleGan2Cases.front();
+  const int timed_before = timed_shapes();
+  kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Lanes);
   const at::Tensor staged_by_default = kernels::upfirdn2d_forward(x, f, p);
-  kernels::set_kernel_autotune(true);
+  EXPECT_EQ(kernels::upfirdn2d_last_variant_in_lanes(), kernels::KernelVariant::Staged);
+  EXPECT_EQ(timed_shapes(), timed_before);
   EXPECT_FALSE(kernels::upfirdn2d_timed_variant(x, f, p));
   EXPECT_TRUE(at::equal(staged_by_default, kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Staged)));
-  EXPECT_NE(kernels::upfirdn2d_timing_summary().find("staged"), std::string::npos);
 }
 
 }  // namespace

@@ -290,7 +290,7 @@ TEST(ChannelsLastNetworks, EveryFeatureMapFilterOfAStepTakesTheLanesKernel) {
     if (call.inputs[0].toTensor().size(1) == 3) continue;  // an RGB image
     ++feature_maps;
     const auto [kernel, described] = gpu_kernel_of(call);
-    EXPECT_EQ(kernel, kernels::FirKernelRun::StagedInLanes) << described;
+    EXPECT_EQ(kernel, kernels::FirKernelRun::InLanes) << described;
   }
   EXPECT_GE(feature_maps, 40);  // 42 on the CPU
 }
