@@ -59,10 +59,12 @@ at::Tensor epilogue_on_device(const EpilogueTensors& t, const ActivationParams& 
   return host::conv_epilogue_forward(t, a);
 }
 
+// Without sums_of_x the sums of g * x may be left 0 (the CUDA kernel then does not read x; the CPU
+// kernel computes them anyway).
 EpilogueGradient gradient_on_device(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,
-                                    const ActivationParams& a) {
+                                    const ActivationParams& a, bool sums_of_x = true) {
 #if SG2_CUDA_KERNELS
-  if (t.x.is_cuda()) return gpu::conv_epilogue_grad(dy, y, t, a);
+  if (t.x.is_cuda()) return gpu::conv_epilogue_grad(dy, y, t, a, sums_of_x);
 #endif
   return host::conv_epilogue_grad(dy, y, t, a);
 }
@@ -210,10 +212,10 @@ std::optional<std::pair<at::Tensor, at::Tensor>> bias_act_gradient_with_bias_sum
 #endif
   if (!y.is_cuda() && y.scalar_type() != at::kFloat) return std::nullopt;  // the CPU kernel's one type
   const at::Tensor g = aligned(laid_out_like(dy, y));
-  // g stands in for x: its sums of g * x go unused.
+  // g stands in for x, for its shape and layout: the sums of g * x go unused, so x is not read.
   const EpilogueTensors t{g, at::ones({y.size(0), y.size(1)}, y.options().dtype(at::kFloat)), at::Tensor(),
                           at::Tensor(), at::Tensor()};
-  const EpilogueGradient grad = gradient_on_device(g, y, t, a);
+  const EpilogueGradient grad = gradient_on_device(g, y, t, a, /*sums_of_x=*/false);
   return std::make_pair(grad.dx, grad.plane_sums.select(2, 1).sum(0));  // [N, C, 3] -> [C]
 }
 

@@ -87,14 +87,19 @@ SG2_HOST_DEVICE void epilogue_noise(const EpilogueLaunch& job, Index offset, con
 }
 
 // The gradient on pack `pack` in either layout, its coefficients given per lane: g = dy * slope(y)
-// into add_sums(k, g, x), then dx = g * demod(k) stored through memory.store_dx.
+// into add_sums(k, g, x), then dx = g * demod(k) stored through memory.store_dx. Without x (a
+// launch whose x is null: only g's sums are wanted) x reads as 0, and is not loaded.
 template <int Lanes, typename Index, typename Memory, typename Demod, typename AddSums>
-SG2_HOST_DEVICE void epilogue_grad_pack(const ActivationParams& a, Index pack, const Memory& memory, Demod demod,
-                                        AddSums add_sums) {
+SG2_HOST_DEVICE void epilogue_grad_pack(const EpilogueLaunch& job, const ActivationParams& a, Index pack,
+                                        const Memory& memory, Demod demod, AddSums add_sums) {
   float g[Lanes], y[Lanes], x[Lanes];
   memory.load_dy(pack, g);
   memory.load_y(pack, y);
-  memory.load_x(pack, x);
+  if (job.x != nullptr) {
+    memory.load_x(pack, x);
+  } else {
+    for (int k = 0; k < Lanes; ++k) x[k] = 0.0f;
+  }
   for (int k = 0; k < Lanes; ++k) {
     g[k] *= activation_slope(y[k], a);
     add_sums(k, g[k], x[k]);
@@ -134,7 +139,7 @@ SG2_HOST_DEVICE EpilogueSums epilogue_grad_lane(const EpilogueLaunch& job, const
     float noise[Lanes];
     epilogue_noise(job, noise_start + k * Lanes, memory, noise);
     epilogue_grad_pack<Lanes>(
-        a, first_pack + k, memory, [demod](int) { return demod; },
+        job, a, first_pack + k, memory, [demod](int) { return demod; },
         [&](int j, float g, float x) { sums.add(g, x, noise[j]); });
   }
   return sums;
@@ -181,7 +186,7 @@ SG2_HOST_DEVICE void epilogue_grad_pixels(const EpilogueLaunch& job, const Activ
   for (Index pixel = run.begin + row_group; pixel < run.end; pixel += row_groups) {
     const float noise = pixel_noise(job, n, pixel);
     epilogue_grad_pack<Lanes>(
-        a, (n * pixels + pixel) * packs_per_pixel + channel_pack, memory, [&demod](int k) { return demod[k]; },
+        job, a, (n * pixels + pixel) * packs_per_pixel + channel_pack, memory, [&demod](int k) { return demod[k]; },
         [&sums, noise](int k, float g, float x) { sums[k].add(g, x, noise); });
   }
 }

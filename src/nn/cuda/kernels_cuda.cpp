@@ -129,7 +129,7 @@ at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const cuda::Activatio
 }
 
 EpilogueGradient conv_epilogue_grad(const at::Tensor& dy_in, const at::Tensor& y_in, const EpilogueTensors& t,
-                                    const cuda::ActivationParams& a) {
+                                    const cuda::ActivationParams& a, bool sums_of_x) {
   const c10::cuda::CUDAGuard guard(t.x.device());
   // Views at an odd offset are copied: the kernel reads whole aligned packs, in x's layout.
   static_assert(kPackBytes == static_cast<std::uintptr_t>(cuda::kLaneBytes),
@@ -144,6 +144,7 @@ EpilogueGradient conv_epilogue_grad(const at::Tensor& dy_in, const at::Tensor& y
   const at::Tensor partial_sums = job.channels_last ? at::empty({samples, job.chunks, channels, 3}, t.demod.options())
                                                     : at::empty({samples, channels, job.chunks, 3}, t.demod.options());
   at::Tensor dx = at::empty_like(t.x);
+  if (!sums_of_x) job.x = nullptr;  // x unread, its sums 0
   job.dy = dy.data_ptr();
   job.y = y.data_ptr();
   job.out = dx.data_ptr();

@@ -93,8 +93,9 @@ bool epilogue_runs_packed(const at::Tensor& x);
 // t as conv_epilogue_runs_fused takes it; y in x's type and layout.
 at::Tensor conv_epilogue_forward(const EpilogueTensors& t, const cuda::ActivationParams& a);
 
-// dx (x's layout) and the plane sums through the forward's output y (dy and y are laid out as x).
+// dx (x's layout) and the plane sums through the forward's output y (dy and y are laid out as x);
+// without sums_of_x, x's memory is not read and the sums of g * x are 0 (t.x gives the shape only).
 EpilogueGradient conv_epilogue_grad(const at::Tensor& dy, const at::Tensor& y, const EpilogueTensors& t,
-                                    const cuda::ActivationParams& a);
+                                    const cuda::ActivationParams& a, bool sums_of_x = true);
 
 }  // namespace sg2::nn::kernels::gpu

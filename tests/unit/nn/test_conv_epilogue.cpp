@@ -416,10 +416,47 @@ at::Tensor sums_tensor(const std::vector<kernels::EpilogueSums>& sums) {
   return out;
 }
 
+// NCHW: the gradient kernel on the host, r.job.chunks runs of each plane, every lane of each run's
+// warp: dx into r.dx (NaN until written), and the lanes' sums added up, [planes, 3].
+at::Tensor host_gradient_lanes(HostKernelRun& r, const HostEpilogueMemory& memory) {
+  constexpr int kWarp = 32, kLanes = HostEpilogueMemory::kLanes;
+  r.dx.fill_(NAN);
+  std::vector<kernels::EpilogueSums> sums(r.job.planes);
+  for (int32_t plane = 0; plane < r.job.planes; ++plane) {
+    for (int32_t chunk = 0; chunk < r.job.chunks; ++chunk) {
+      for (int lane = 0; lane < kWarp; ++lane) {
+        sums[plane].add(cuda::epilogue_grad_lane<kLanes, int32_t>(r.job, r.a, plane, chunk, lane, kWarp, memory));
+      }
+    }
+  }
+  return sums_tensor(sums);
+}
+
+// channels_last: the gradient kernel on the host, r.job.chunks runs of each sample's pixels, every
+// thread of each run's block of row_groups rows: dx into r.dx, and the threads' sums added up.
+at::Tensor host_gradient_pixels(HostKernelRun& r, const HostEpilogueMemory& memory, int32_t row_groups) {
+  constexpr int kLanes = HostEpilogueMemory::kLanes;
+  const auto channels = static_cast<int32_t>(r.job.channels), packs_per_pixel = channels / kLanes;
+  r.dx.fill_(NAN);
+  std::vector<kernels::EpilogueSums> sums(r.job.planes);
+  for (int32_t n = 0; n < r.job.planes / channels; ++n) {
+    for (int32_t chunk = 0; chunk < r.job.chunks; ++chunk) {
+      for (int32_t group = 0; group < row_groups; ++group) {
+        for (int32_t pack = 0; pack < packs_per_pixel; ++pack) {
+          kernels::EpilogueSums thread[kLanes];
+          cuda::epilogue_grad_pixels<kLanes, int32_t>(r.job, r.a, n, chunk, pack, group, row_groups, memory, thread);
+          for (int k = 0; k < kLanes; ++k) sums[n * channels + pack * kLanes + k].add(thread[k]);
+        }
+      }
+    }
+  }
+  return sums_tensor(sums);
+}
+
 // NCHW: every pack of the forward kernel and every lane of every warp of the gradient kernel, run on
 // the host, against the composed reference: y, dx, and the lanes' sums added up.
 TEST(CudaKernelArithmetic, EpiloguePacksAndWarpLanesMatchTheComposedReference) {
-  constexpr int kWarp = 32, kLanes = HostEpilogueMemory::kLanes;
+  constexpr int kLanes = HostEpilogueMemory::kLanes;
   for (const EpilogueCase& c : epilogue_cases()) {
     if (c.x_shape[2] * c.x_shape[3] % kLanes != 0) continue;  // the kernels compose these
     HostKernelRun r = host_kernel_run(c, at::MemoryFormat::Contiguous);
@@ -432,16 +469,7 @@ TEST(CudaKernelArithmetic, EpiloguePacksAndWarpLanesMatchTheComposedReference) {
     // Gradient, chunk by chunk of each plane (5: more chunks than some planes fill), lane by lane.
     for (const int32_t chunks : {1, 3, 5}) {
       r.job.chunks = chunks;
-      r.dx.fill_(NAN);
-      std::vector<kernels::EpilogueSums> sums(r.job.planes);
-      for (int32_t plane = 0; plane < r.job.planes; ++plane) {
-        for (int32_t chunk = 0; chunk < chunks; ++chunk) {
-          for (int lane = 0; lane < kWarp; ++lane) {
-            sums[plane].add(cuda::epilogue_grad_lane<kLanes, int32_t>(r.job, r.a, plane, chunk, lane, kWarp, memory));
-          }
-        }
-      }
-      expect_gradient_matches(r, sums_tensor(sums), c.name + ", " + std::to_string(chunks) + " chunks");
+      expect_gradient_matches(r, host_gradient_lanes(r, memory), c.name + ", " + std::to_string(chunks) + " chunks");
     }
   }
 }
@@ -453,8 +481,7 @@ TEST(CudaKernelArithmetic, EpiloguePixelPacksAndBlockThreadsMatchTheComposedRefe
   constexpr int kLanes = HostEpilogueMemory::kLanes;
   int cases = 0;
   for (const EpilogueCase& c : epilogue_cases()) {
-    const int32_t channels = static_cast<int32_t>(c.x_shape[1]), packs_per_pixel = channels / kLanes;
-    if (channels % kLanes != 0) continue;             // the kernels compose these
+    if (c.x_shape[1] % kLanes != 0) continue;         // the kernels compose these
     if (c.x_shape[2] * c.x_shape[3] == 1) continue;  // contiguous as well: runs as NCHW
     ++cases;
     HostKernelRun r = host_kernel_run(c, at::MemoryFormat::ChannelsLast);
@@ -467,26 +494,42 @@ TEST(CudaKernelArithmetic, EpiloguePixelPacksAndBlockThreadsMatchTheComposedRefe
 
     for (const auto& [row_groups, chunks] : {std::pair{1, 1}, std::pair{3, 2}, std::pair{64, 5}}) {
       r.job.chunks = chunks;
-      r.dx.fill_(NAN);
-      std::vector<kernels::EpilogueSums> sums(r.job.planes);
-      for (int32_t n = 0; n < c.x_shape[0]; ++n) {
-        for (int32_t chunk = 0; chunk < chunks; ++chunk) {
-          for (int32_t group = 0; group < row_groups; ++group) {
-            for (int32_t pack = 0; pack < packs_per_pixel; ++pack) {
-              kernels::EpilogueSums thread[kLanes];
-              cuda::epilogue_grad_pixels<kLanes, int32_t>(r.job, r.a, n, chunk, pack, group, row_groups, memory,
-                                                          thread);
-              for (int k = 0; k < kLanes; ++k) sums[n * channels + pack * kLanes + k].add(thread[k]);
-            }
-          }
-        }
-      }
-      expect_gradient_matches(r, sums_tensor(sums),
+      expect_gradient_matches(r, host_gradient_pixels(r, memory, row_groups),
                               c.name + ", " + std::to_string(row_groups) + " row groups, " + std::to_string(chunks) +
                                   " chunks");
     }
   }
   EXPECT_EQ(cases, 6);
+}
+
+// A launch without x (bias_act's gradient with its bias sums, where g stands in for x): in both
+// layouts the same dx and sums of g and g * noise as with x, bit for bit, the sums of g * x 0, and x
+// never read (its memory NaN here, which a read would carry into the sums).
+TEST(CudaKernelArithmetic, EpilogueGradientWithoutXLeavesItsSumsZeroAndTheRestAsWithX) {
+  int cases = 0;
+  for (const auto& [c, layout] : cases_in_both_layouts()) {
+    const bool channels_last = layout == at::MemoryFormat::ChannelsLast;
+    if ((channels_last ? c.x_shape[1] : c.x_shape[2] * c.x_shape[3]) % HostEpilogueMemory::kLanes != 0) continue;
+    HostKernelRun r = host_kernel_run(c, layout);
+    if (r.job.channels_last != channels_last) continue;  // 1x1 pixels run as NCHW
+    ++cases;
+    r.y.copy_(r.expected_y);
+    const auto gradient = [&](const HostEpilogueMemory& memory) {
+      const at::Tensor sums = channels_last ? host_gradient_pixels(r, memory, 3) : host_gradient_lanes(r, memory);
+      return std::make_pair(sums, r.dx.clone());  // dx written by the line above
+    };
+    const auto [sums, dx] = gradient(r.memory());
+    const at::Tensor poisoned_x = at::full_like(r.in.x, NAN);
+    HostEpilogueMemory without_x = r.memory();
+    without_x.x = poisoned_x.data_ptr<float>();
+    r.job.x = nullptr;
+    const auto [sums_without_x, dx_without_x] = gradient(without_x);
+    const std::string where = c.name + ", " + layout_name(layout);
+    EXPECT_TRUE(dx_without_x.equal(dx)) << where;
+    EXPECT_TRUE(sums_without_x.select(1, 0).eq(0).all().item<bool>()) << where;
+    EXPECT_TRUE(sums_without_x.slice(1, 1).equal(sums.slice(1, 1))) << where;
+  }
+  EXPECT_GE(cases, 6);
 }
 
 TEST(CudaKernelArithmetic, EpilogueGradientSplitsPlanesAcrossEnoughWarps) {
