@@ -126,10 +126,7 @@ std::optional<KernelVariant> upfirdn2d_timed_variant([[maybe_unused]] const at::
                                                      [[maybe_unused]] const at::Tensor& f,
                                                      [[maybe_unused]] const ops::FirParams& p) {
 #if SG2_CUDA_KERNELS
-  if (x.is_cuda() && supported(x)) {
-    const auto [out_h, out_w] = upfirdn2d_output_size(x, f, p);
-    return gpu::timed_fir_variant(x, f, p, out_h, out_w);
-  }
+  if (x.is_cuda() && supported(x)) return gpu::timed_fir_variant(x, f, p);
 #endif
   return std::nullopt;
 }

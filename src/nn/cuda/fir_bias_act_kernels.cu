@@ -20,8 +20,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace sg2::nn::cuda {
 
@@ -73,6 +75,11 @@ bool is_launch_error(cudaError_t status) {
          status == cudaErrorUnsupportedPtxVersion;
 }
 
+// An error that a CUDA call returns may be a device fault left by earlier work.
+constexpr const char* kEarlierFaultHint =
+    "; it may come from an earlier asynchronous operation on the device "
+    "(CUDA_LAUNCH_BLOCKING=1 reports each error at the call that caused it)";
+
 void check_launch(const char* kernel) {
   const cudaError_t status = cudaGetLastError();
   if (status == cudaSuccess) return;
@@ -81,8 +88,7 @@ void check_launch(const char* kernel) {
     throw std::runtime_error(std::string("CUDA kernel ") + kernel + " failed to launch: " + error);
   }
   throw std::runtime_error(std::string("CUDA error found at the launch of kernel ") + kernel + ": " + error +
-                           "; it may come from an earlier asynchronous operation on the device "
-                           "(CUDA_LAUNCH_BLOCKING=1 reports each error at the call that caused it)");
+                           kEarlierFaultHint);
 }
 
 // The grid-stride loops run over Index: int32_t where the launch fits (fits_32bit_indices).
@@ -348,7 +354,7 @@ std::atomic<FirKernel> g_last_in_lanes{FirKernel::Fastest};  // none yet
 template <typename T, typename Fir>
 void launch_in_lanes(const FirLaunch& job, cudaStream_t stream, bool staged) {
   const bool run_staged = staged && staged_fits<T, Fir>(job);
-  g_last_in_lanes = run_staged ? FirKernel::Staged : FirKernel::Lanes;
+  g_last_in_lanes.store(run_staged ? FirKernel::Staged : FirKernel::Lanes, std::memory_order_relaxed);
   if (run_staged) {
     const FirStagedGrid tiles = fir_staged_grid<Fir>(job, kLanes<T>);
     const dim3 grid(static_cast<unsigned int>(tiles.column_tiles),
@@ -370,29 +376,17 @@ void check_cuda(cudaError_t status, const char* call) {
   if (status == cudaSuccess) return;
   (void)cudaGetLastError();
   throw std::runtime_error(std::string("upfirdn2d's kernel timing: ") + call + " failed: " + cudaGetErrorString(status) +
-                           "; it may come from an earlier asynchronous operation on the device "
-                           "(CUDA_LAUNCH_BLOCKING=1 reports each error at the call that caused it)");
+                           kEarlierFaultHint);
 }
 
-// Two CUDA events, destroyed with it.
-struct EventPair {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  EventPair() {
-    check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-    try {
-      check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
-    } catch (...) {
-      cudaEventDestroy(start);
-      throw;
-    }
-  }
-  ~EventPair() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
-  EventPair(const EventPair&) = delete;
-  EventPair& operator=(const EventPair&) = delete;
-};
+// A CUDA event, destroyed with its owner.
+using Event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, cudaError_t (*)(cudaEvent_t)>;
+
+Event new_event() {
+  cudaEvent_t event = nullptr;
+  check_cuda(cudaEventCreate(&event), "cudaEventCreate");
+  return Event(event, cudaEventDestroy);
+}
 
 int current_device() {
   int device = 0;
@@ -406,19 +400,19 @@ int current_device() {
 template <typename Launch>
 double milliseconds_per_launch(const Launch& launch, cudaStream_t stream) {
   constexpr int kRounds = 2, kLaunches = 3;
-  const EventPair events;
+  const Event start = new_event(), stop = new_event();
   launch();
   check_launch("upfirdn2d (timed)");
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   double best = INFINITY;
   for (int round = 0; round < kRounds; ++round) {
-    check_cuda(cudaEventRecord(events.start, stream), "cudaEventRecord");
+    check_cuda(cudaEventRecord(start.get(), stream), "cudaEventRecord");
     for (int i = 0; i < kLaunches; ++i) launch();
     check_launch("upfirdn2d (timed)");
-    check_cuda(cudaEventRecord(events.stop, stream), "cudaEventRecord");
-    check_cuda(cudaEventSynchronize(events.stop), "cudaEventSynchronize");
+    check_cuda(cudaEventRecord(stop.get(), stream), "cudaEventRecord");
+    check_cuda(cudaEventSynchronize(stop.get()), "cudaEventSynchronize");
     float ms = 0;
-    check_cuda(cudaEventElapsedTime(&ms, events.start, events.stop), "cudaEventElapsedTime");
+    check_cuda(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
     best = std::min(best, static_cast<double>(ms) / kLaunches);
   }
   return best;
@@ -429,15 +423,16 @@ FirKernelChoices& timed_choices() {
   return choices;
 }
 
-// The kernel in lanes that Fastest runs: the faster for the shape, timed on its first launch (while
-// the stream is being captured into a CUDA graph, where the host cannot wait, the one chosen
-// before, or the staged one).
+// The kernel in lanes that Fastest runs: the one chosen for the shape (one lookup, every launch
+// after its first), else the faster, timed now (the staged one, untimed, while the stream is being
+// captured into a CUDA graph, where the host cannot wait).
 template <typename T, typename Fir>
 FirKernel fastest_in_lanes(const FirLaunch& job, ElementType type, cudaStream_t stream) {
   const FirShapeKey key = fir_shape_key(job, type, current_device());
+  if (const std::optional<FirKernel> chosen = timed_choices().chosen(key)) return *chosen;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
-  if (capture != cudaStreamCaptureStatusNone) return timed_choices().chosen(key).value_or(FirKernel::Staged);
+  if (capture != cudaStreamCaptureStatusNone) return FirKernel::Staged;
   return timed_choices().choose(key, [&](FirKernel kernel) {
     const bool staged = kernel == FirKernel::Staged;
     if (staged && !staged_fits<T, Fir>(job)) return static_cast<double>(NAN);

@@ -59,10 +59,10 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
   return y;
 }
 
-std::optional<KernelVariant> timed_fir_variant(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p,
-                                               int64_t out_h, int64_t out_w) {
+std::optional<KernelVariant> timed_fir_variant(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p) {
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor filter = f.to(at::kFloat).contiguous();  // fir_launch reads its pointer, not its values
+  const auto [out_h, out_w] = upfirdn2d_output_size(x, filter, p);
   const std::optional<cuda::FirKernel> kernel =
       cuda::timed_fir_kernel(fir_launch(x, filter, p, out_h, out_w), element_type(x));
   if (!kernel) return std::nullopt;

@@ -69,8 +69,7 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
 // The variant (Staged or Lanes) that Fastest timed fastest for launches of these arguments' shape on
 // x's device, if one was timed (cuda::timed_fir_kernel); and how many timed shapes chose each, in
 // words.
-std::optional<KernelVariant> timed_fir_variant(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p,
-                                               int64_t out_h, int64_t out_w);
+std::optional<KernelVariant> timed_fir_variant(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p);
 std::string timed_fir_summary();
 std::optional<KernelVariant> last_fir_variant_in_lanes();
 
