@@ -8,7 +8,8 @@
 #           parity on the GPU, training, resume on the GPU and across devices, the NCCL reducer,
 #           mixed precision with train.batch_gpu auto, the comm bench; issue 13: no host
 #           synchronisation in a step; the op bench, memcheck), then config-f 256 against
-#           stylegan2-ada-pytorch (issue 13: the reference, ours probed and channels_last, profiled,
+#           stylegan2-ada-pytorch (issue 13: the reference, ours probed and channels_last, profiled
+#           (again with run.fir_kernel unstaged should that run fail),
 #           ours at the reference's per-round batch, and the reference in one round of the whole
 #           batch; then, where time is left, ours with the float32 blocks channels_last too, whose
 #           cuDNN FFMA convolutions took about 18 ms of a step NCHW; run.conv2d_gradfix false only by

@@ -88,10 +88,11 @@ std::string apply_compute_settings(const TrainConfig& c, const dist::World& worl
   at::globalContext().setAllowTF32CuDNN(c.run.allow_tf32);
   at::globalContext().setBenchmarkCuDNN(c.run.cudnn_benchmark);
   nn::ops::set_conv2d_gradfix(c.run.conv2d_gradfix ? nn::ops::GradfixDevices::Cuda : nn::ops::GradfixDevices::None);
-  nn::kernels::set_kernel_autotune(c.run.kernel_autotune);
+  nn::kernels::set_fir_kernel_policy(nn::kernels::parse_fir_kernel_policy(c.run.fir_kernel));
+  const std::string fir_kernel = c.run.fir_kernel == "autotune" ? "" : ", upfirdn2d " + c.run.fir_kernel;
   return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}, cuDNN benchmark {}{}{}{}",
                      threads, cores, world.local_size, c.run.allow_tf32 ? "on" : "off",
-                     c.run.cudnn_benchmark ? "on" : "off", c.run.kernel_autotune ? "" : ", kernel autotune off",
+                     c.run.cudnn_benchmark ? "on" : "off", fir_kernel,
                      c.run.conv2d_gradfix ? "" : ", conv2d_gradfix off", host_sync_check_note(c));
 }
 

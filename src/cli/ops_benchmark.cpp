@@ -72,7 +72,7 @@ struct OpTimings {
   std::optional<double> staged, lanes;  // upfirdn2d's kernels in 16-byte lanes, staged or not (its table only)
   std::optional<double> fastest;
   double generic = 0, reference = 0, bytes = 0;
-  std::string picked;  // upfirdn2d: what its Fastest variant timed faster on the shape (kernel_autotune)
+  std::string picked;  // upfirdn2d: what its Fastest variant timed faster on the shape (run.fir_kernel autotune)
 };
 
 // fastest and generic name the first two columns (OpTimings' fastest and generic); with_lanes puts

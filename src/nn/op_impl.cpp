@@ -1,6 +1,9 @@
 // The choice between the hand-written kernels and the reference ops (op_impl.h, kernels.h).
 #include "sg2/nn/kernels.h"
+
+#include "sg2/core/error.h"
 #include "sg2/nn/op_impl.h"
+
 #if SG2_CUDA_KERNELS
 #include "cuda/kernels_cuda.h"
 #endif
@@ -39,12 +42,19 @@ bool supported(const at::Tensor& x) {
 bool runs_kernel(ops::Impl impl, const at::Tensor& x) { return impl == ops::Impl::Fast && supported(x); }
 
 namespace {
-std::atomic<bool> g_kernel_autotune{true};
+std::atomic<FirKernelPolicy> g_fir_kernel_policy{FirKernelPolicy::Autotune};
 }  // namespace
 
-void set_kernel_autotune(bool on) { g_kernel_autotune = on; }
+void set_fir_kernel_policy(FirKernelPolicy policy) { g_fir_kernel_policy = policy; }
 
-bool kernel_autotune() { return g_kernel_autotune; }
+FirKernelPolicy fir_kernel_policy() { return g_fir_kernel_policy; }
+
+FirKernelPolicy parse_fir_kernel_policy(const std::string& name) {
+  if (name == "autotune") return FirKernelPolicy::Autotune;
+  if (name == "staged") return FirKernelPolicy::Staged;
+  SG2_CHECK(name == "unstaged", "run.fir_kernel: expected autotune, staged or unstaged, got '{}'", name);
+  return FirKernelPolicy::Unstaged;
+}
 
 }  // namespace kernels
 

@@ -24,8 +24,10 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(run.threads, "CPU threads per process (0: the node's cores divided by its processes)");
   SG2_FIELD(run.allow_tf32, "Allow TF32 in CUDA matmuls and cuDNN convolutions (off as the reference: full fp32)");
   SG2_FIELD(run.cudnn_benchmark, "Let cuDNN time its algorithms per shape and keep the fastest (on as the reference)");
-  SG2_FIELD(run.kernel_autotune, "On CUDA, time upfirdn2d's two channels_last kernels (staged in shared memory or "
-                                 "not) on each new shape and keep the faster, as cuDNN's benchmark does (off: staged)");
+  SG2_FIELD(run.fir_kernel, "upfirdn2d's channels_last kernel on CUDA: autotune (time both on each new shape and keep "
+                            "the faster, as cuDNN's benchmark does), staged (the block's input in shared memory), "
+                            "unstaged (each thread loads its own window)")
+      .one_of({"autotune", "staged", "unstaged"});
   SG2_FIELD(run.conv2d_gradfix,
             "On CUDA, differentiate convolutions so that R1's and path length's second-order gradients run "
             "ordinary convolution kernels (on as the reference's conv2d_gradfix)");

@@ -10,6 +10,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <string>
+
 namespace sg2::nn::kernels {
 
 // Whether the kernels handle these tensors (float32 on the CPU; float32, float16 or bfloat16 on
@@ -25,7 +27,7 @@ bool cuda_kernels_built();
 // Which CUDA kernel a raw forward or gradient runs. Fastest: the specialised one where it is built
 // for the launch (upfirdn2d: the tiled kernel for StyleGAN2's shapes, in 16-byte lanes of channels
 // where channels_last memory allows, there staged in shared memory or not, whichever the shape's
-// first launch timed faster while kernel_autotune() is on, else staged; bias_act: 16-byte packs
+// first launch timed faster under FirKernelPolicy::Autotune, else the one the policy names; bias_act: 16-byte packs
 // where the memory is whole aligned packs), else the generic one. Staged and Lanes: upfirdn2d's
 // lanes staged or unstaged (each thread loads its own window). Tiled: upfirdn2d's tiled kernel
 // without lanes. Generic: always the generic kernel, one thread per element. (For the op benchmark
@@ -33,10 +35,16 @@ bool cuda_kernels_built();
 // one kernel for all.
 enum class KernelVariant { Fastest, Staged, Lanes, Tiled, Generic };
 
-// Whether upfirdn2d's Fastest variant times its two kernels in lanes on each new shape and keeps
-// the faster (run.kernel_autotune; on by default), or always runs the staged one.
-void set_kernel_autotune(bool on);
-bool kernel_autotune();
+// Which of its two kernels in lanes upfirdn2d's Fastest variant runs (run.fir_kernel): Autotune
+// (the default) times both on each new shape and keeps the faster; Staged and Unstaged always run
+// that one (Unstaged: the kernel the second H200 run timed, kept as the fallback should the staged
+// one fail on a GPU).
+enum class FirKernelPolicy { Autotune, Staged, Unstaged };
+void set_fir_kernel_policy(FirKernelPolicy policy);
+FirKernelPolicy fir_kernel_policy();
+
+// run.fir_kernel's names: "autotune", "staged", "unstaged".
+FirKernelPolicy parse_fir_kernel_policy(const std::string& name);
 
 // Which CUDA kernel upfirdn2d's Fastest variant runs on given arguments: the generic one (also
 // wherever no CUDA kernel runs), the tiled one, or the tiled one in 16-byte lanes of channels (with

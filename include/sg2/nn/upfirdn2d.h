@@ -63,7 +63,7 @@ at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops
                              KernelVariant variant = KernelVariant::Fastest);
 
 // The variant (Staged or Lanes) that Fastest timed fastest on the first launch of these arguments'
-// shape (CUDA, kernel_autotune()); nullopt where it timed none.
+// shape (CUDA, FirKernelPolicy::Autotune); nullopt where it timed none.
 std::optional<KernelVariant> upfirdn2d_timed_variant(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p);
 
 // How many timed shapes chose each kernel ("staged 12, unstaged 3"); "" without the CUDA kernels.

@@ -27,7 +27,7 @@ struct TrainConfig {
     int threads = 0;                     // CPU threads per process; 0: the node's cores / its processes
     bool allow_tf32 = false;             // TF32 in CUDA matmuls and cuDNN convs (the reference: off)
     bool cudnn_benchmark = true;         // cuDNN picks the fastest algorithm per shape (the reference: on)
-    bool kernel_autotune = true;         // CUDA: upfirdn2d times its kernels per shape, keeps the faster
+    std::string fir_kernel = "autotune";  // CUDA: upfirdn2d in lanes: autotune (time both per shape), staged, unstaged
     bool conv2d_gradfix = true;          // CUDA: second-order gradients by ordinary convolutions (as the reference)
     std::string mixed_precision = "auto";  // auto (float16 on CUDA, off on the CPU), float16, bfloat16, off
     std::string channels_last = "auto";  // activations NHWC: auto (reduced on CUDA, else off), off, reduced, all

@@ -28,9 +28,18 @@ cuda::ElementType element_type(const at::Tensor& x) {
 
 void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 
+cuda::FirKernel fastest_fir_kernel(FirKernelPolicy policy) {
+  switch (policy) {
+    case FirKernelPolicy::Autotune: return cuda::FirKernel::Fastest;
+    case FirKernelPolicy::Staged: return cuda::FirKernel::Staged;
+    case FirKernelPolicy::Unstaged: return cuda::FirKernel::Lanes;
+  }
+  return cuda::FirKernel::Staged;
+}
+
 cuda::FirKernel fir_kernel(KernelVariant variant) {
   switch (variant) {
-    case KernelVariant::Fastest: return kernel_autotune() ? cuda::FirKernel::Fastest : cuda::FirKernel::Staged;
+    case KernelVariant::Fastest: return fastest_fir_kernel(fir_kernel_policy());
     case KernelVariant::Staged: return cuda::FirKernel::Staged;
     case KernelVariant::Lanes: return cuda::FirKernel::Lanes;
     case KernelVariant::Tiled: return cuda::FirKernel::Tiled;

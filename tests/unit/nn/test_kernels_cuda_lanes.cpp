@@ -20,6 +20,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sg2::nn {
@@ -324,16 +325,18 @@ TEST(FirKernelChoice, TheKeyHoldsWhatALaunchsSpeedDependsOn) {
   EXPECT_NE(key(x, ops::FirParams{1, 2, {2, 0, 1, 1}, false, 1.0}, float16, 0), base);  // padding
 }
 
-// kernel_autotune for a scope, the setting before it back after.
-class AutotuneSetting {
+// The FIR kernel policy for a scope, the one before it back after.
+class FirKernelPolicyScope {
  public:
-  explicit AutotuneSetting(bool on) : before_(kernels::kernel_autotune()) { kernels::set_kernel_autotune(on); }
-  ~AutotuneSetting() { kernels::set_kernel_autotune(before_); }
-  AutotuneSetting(const AutotuneSetting&) = delete;
-  AutotuneSetting& operator=(const AutotuneSetting&) = delete;
+  explicit FirKernelPolicyScope(kernels::FirKernelPolicy policy) : before_(kernels::fir_kernel_policy()) {
+    kernels::set_fir_kernel_policy(policy);
+  }
+  ~FirKernelPolicyScope() { kernels::set_fir_kernel_policy(before_); }
+  FirKernelPolicyScope(const FirKernelPolicyScope&) = delete;
+  FirKernelPolicyScope& operator=(const FirKernelPolicyScope&) = delete;
 
  private:
-  bool before_;
+  kernels::FirKernelPolicy before_;
 };
 
 // The shapes timed so far, from the summary's "staged N, unstaged M".
@@ -344,16 +347,16 @@ int timed_shapes() {
   return staged + unstaged;
 }
 
-// On a GPU: with kernel_autotune, the Fastest variant times a shape on its first launch, then runs
-// the kernel it timed faster (the two kernels' outputs are equal, so the launcher's record of the
-// kernel it ran tells); without, the staged one, and it times nothing.
+// On a GPU: under FirKernelPolicy::Autotune, the Fastest variant times a shape on its first launch,
+// then runs the kernel it timed faster (the two kernels' outputs are equal, so the launcher's record
+// of the kernel it ran tells); under Staged or Unstaged, that kernel, and it times nothing.
 TEST(CudaKernels, FastestUpfirdn2dRunsTheKernelItTimedFasterForTheShape) {
   SKIP_WITHOUT_CUDA_KERNELS();
   at::manual_seed(13);
   const at::Tensor f = ops::setup_filter({1, 3, 3, 1}).cuda();
   const auto half_nhwc = at::TensorOptions().device(at::kCUDA).dtype(at::kHalf);
   {
-    const AutotuneSetting autotune(true);
+    const FirKernelPolicyScope autotune(kernels::FirKernelPolicy::Autotune);
     for (const auto& p : kStyleGan2Cases) {
       const at::Tensor x = at::randn({4, 64, 33, 33}, half_nhwc).contiguous(at::MemoryFormat::ChannelsLast);
       const std::string where = "up " + std::to_string(p.up) + " down " + std::to_string(p.down);
@@ -373,16 +376,18 @@ TEST(CudaKernels, FastestUpfirdn2dRunsTheKernelItTimedFasterForTheShape) {
       EXPECT_TRUE(at::equal(again, fastest)) << where;
     }
   }
-  const AutotuneSetting no_autotune(false);
   const at::Tensor x = at::randn({2, 40, 19, 23}, half_nhwc).contiguous(at::MemoryFormat::ChannelsLast);
   const ops::FirParams& p = kStyleGan2Cases.front();
   const int timed_before = timed_shapes();
-  kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Lanes);
-  const at::Tensor staged_by_default = kernels::upfirdn2d_forward(x, f, p);
-  EXPECT_EQ(kernels::upfirdn2d_last_variant_in_lanes(), kernels::KernelVariant::Staged);
+  for (const auto& [policy, variant] : {std::pair{kernels::FirKernelPolicy::Staged, kernels::KernelVariant::Staged},
+                                        std::pair{kernels::FirKernelPolicy::Unstaged, kernels::KernelVariant::Lanes}}) {
+    const FirKernelPolicyScope scope(policy);
+    const at::Tensor by_policy = kernels::upfirdn2d_forward(x, f, p);
+    EXPECT_EQ(kernels::upfirdn2d_last_variant_in_lanes(), variant);
+    EXPECT_TRUE(at::equal(by_policy, kernels::upfirdn2d_forward(x, f, p, variant)));
+  }
   EXPECT_EQ(timed_shapes(), timed_before);
   EXPECT_FALSE(kernels::upfirdn2d_timed_variant(x, f, p));
-  EXPECT_TRUE(at::equal(staged_by_default, kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Staged)));
 }
 
 }  // namespace

@@ -310,15 +310,21 @@ TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
   EXPECT_FALSE(at::globalContext().allowTF32CuDNN());  // off by default, as the reference
   EXPECT_FALSE(at::globalContext().allowTF32CuBLAS());
   EXPECT_TRUE(at::globalContext().benchmarkCuDNN());
-  EXPECT_TRUE(nn::kernels::kernel_autotune());
+  EXPECT_EQ(nn::kernels::fir_kernel_policy(), nn::kernels::FirKernelPolicy::Autotune);
   EXPECT_NE(line.find("TF32 off, cuDNN benchmark on"), std::string::npos) << line;
-  EXPECT_EQ(line.find("kernel autotune"), std::string::npos) << line;  // on: not worth a word
+  EXPECT_EQ(line.find("upfirdn2d"), std::string::npos) << line;  // autotune: not worth a word
   c.run.threads = 1;
   c.run.allow_tf32 = true;
   c.run.cudnn_benchmark = false;
-  c.run.kernel_autotune = false;
-  EXPECT_NE(apply_compute_settings(c, world).find("cuDNN benchmark off, kernel autotune off"), std::string::npos);
-  EXPECT_FALSE(nn::kernels::kernel_autotune());
+  c.run.fir_kernel = "unstaged";
+  EXPECT_NE(apply_compute_settings(c, world).find("cuDNN benchmark off, upfirdn2d unstaged"), std::string::npos);
+  EXPECT_EQ(nn::kernels::fir_kernel_policy(), nn::kernels::FirKernelPolicy::Unstaged);
+  c.run.fir_kernel = "staged";
+  apply_compute_settings(c, world);
+  EXPECT_EQ(nn::kernels::fir_kernel_policy(), nn::kernels::FirKernelPolicy::Staged);
+  const std::string message = test::error_message(
+      [&] { train_schema().set(c, "run.fir_kernel", YAML::Node("lanes"), "--run.fir_kernel"); });
+  EXPECT_NE(message.find("autotune, staged, unstaged"), std::string::npos) << message;
   EXPECT_EQ(at::get_num_threads(), 1);
   EXPECT_TRUE(at::globalContext().allowTF32CuDNN());
   EXPECT_TRUE(at::globalContext().allowTF32CuBLAS());
