@@ -410,4 +410,22 @@ SG2_HOST_DEVICE void bias_act_lanes(float (&v)[Lanes], Index first, Index channe
   }
 }
 
+// Whether bias_act_channel_pack takes a launch's packs: each a run of Lanes channels of one element
+// (channels_last, or a fully connected layer's row: inner 1, channels a multiple of Lanes), so each
+// starts at a channel that is a multiple of Lanes, and their biases are one aligned load.
+inline bool runs_in_channel_packs(int64_t channels, int64_t inner, int lanes, const void* b) {
+  return b != nullptr && inner == 1 && channels % lanes == 0 && reinterpret_cast<std::uintptr_t>(b) % kLaneBytes == 0;
+}
+
+// bias_act on a pack of Lanes channels from element `first`, in place on their values, where
+// runs_in_channel_packs holds: bias_pack_at(c0, bias) loads the biases of channels c0 .. c0 + Lanes - 1
+// at once, where bias_act_lanes would take them one at a time.
+template <int Lanes, typename Index, typename BiasPackAt>
+SG2_HOST_DEVICE void bias_act_channel_pack(float (&v)[Lanes], Index first, Index channels, const ActivationParams& a,
+                                           BiasPackAt bias_pack_at) {
+  float bias[Lanes];
+  bias_pack_at(first % channels, bias);
+  for (int k = 0; k < Lanes; ++k) v[k] = activate(v[k] + bias[k], a);
+}
+
 }  // namespace sg2::nn::cuda

@@ -185,14 +185,21 @@ __global__ void bias_act_grad_kernel(const T* dy, const T* y, T* dx, Index numel
 // The same two kernels 16 bytes at a time, for launches that runs_in_lanes takes: one thread's
 // loads then keep a whole pack in flight instead of one 2-byte element, which is what an
 // elementwise kernel needs to approach the GPU's memory bandwidth. packs = numel / kLanes<T>.
+// channel_packs (runs_in_channel_packs: channels_last) loads a pack's biases as one pack too.
 template <typename T, typename Index>
 __global__ void bias_act_lanes_kernel(const T* x, const T* b, T* y, Index packs, Index channels, Index inner,
-                                      ActivationParams a) {
+                                      ActivationParams a, bool channel_packs) {
+  constexpr int kPackLanes = kLanes<T>;
   const auto bias_at = [b](Index c) { return b != nullptr ? load(b, c) : 0.0f; };
+  const auto bias_pack_at = [b](Index c0, float (&bias)[kPackLanes]) { load_lanes(b, c0 / kPackLanes, bias); };
   for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < packs; i += Index(gridDim.x) * blockDim.x) {
-    float v[kLanes<T>];
+    float v[kPackLanes];
     load_lanes(x, i, v);
-    bias_act_lanes<kLanes<T>, Index>(v, i * kLanes<T>, channels, inner, a, bias_at);
+    if (channel_packs) {
+      bias_act_channel_pack<kPackLanes, Index>(v, i * kPackLanes, channels, a, bias_pack_at);
+    } else {
+      bias_act_lanes<kPackLanes, Index>(v, i * kPackLanes, channels, inner, a, bias_at);
+    }
     store_lanes(y, i, v);
   }
 }
@@ -492,7 +499,8 @@ void launch_bias_act(const void* x, const void* b, void* y, int64_t numel, int64
     if (allow_lanes && runs_in_lanes(numel, kLanes<T>, {x, y})) {
       const int64_t packs = numel / kLanes<T>;
       bias_act_lanes_kernel<T, Index><<<blocks_for(packs), kThreads, 0, cuda_stream>>>(
-          xt, bt, static_cast<T*>(y), Index(packs), Index(channels), Index(inner), a);
+          xt, bt, static_cast<T*>(y), Index(packs), Index(channels), Index(inner), a,
+          runs_in_channel_packs(channels, inner, kLanes<T>, b));
     } else {
       bias_act_kernel<T, Index><<<blocks_for(numel), kThreads, 0, cuda_stream>>>(
           xt, bt, static_cast<T*>(y), Index(numel), Index(channels), Index(inner), a);

@@ -283,6 +283,24 @@ at::Tensor bias_act_by_packs(const at::Tensor& x, const at::Tensor& b, const cud
   return y;
 }
 
+// The same where runs_in_channel_packs takes the launch: a pack's biases loaded at once, as the
+// kernel loads them (a pack of b from its first channel).
+template <int Lanes, typename Index>
+at::Tensor bias_act_by_channel_packs(const at::Tensor& x, const at::Tensor& b, const cuda::ActivationParams& a) {
+  const kernels::ChannelLayout l = kernels::channel_layout(x, 1);
+  EXPECT_TRUE(cuda::runs_in_channel_packs(l.channels, l.inner, Lanes, b.data_ptr())) << x.sizes() << x.strides();
+  at::Tensor y = at::empty_like(x);
+  const float *px = x.data_ptr<float>(), *pb = b.data_ptr<float>();
+  const auto bias_pack_at = [pb](Index c0, float (&bias)[Lanes]) { std::copy(pb + c0, pb + c0 + Lanes, bias); };
+  for (Index first = 0; first < static_cast<Index>(x.numel()); first += Lanes) {
+    float v[Lanes];
+    std::copy(px + first, px + first + Lanes, v);
+    cuda::bias_act_channel_pack<Lanes, Index>(v, first, Index(l.channels), a, bias_pack_at);
+    std::copy(v, v + Lanes, y.data_ptr<float>() + first);
+  }
+  return y;
+}
+
 TEST(CudaKernelArithmetic, BiasActPacksGiveEachElementItsOwnChannel) {
   at::manual_seed(10);
   const auto channels_last = at::MemoryFormat::ChannelsLast;
@@ -298,6 +316,23 @@ TEST(CudaKernelArithmetic, BiasActPacksGiveEachElementItsOwnChannel) {
       EXPECT_TRUE((bias_act_by_packs<8, int64_t>(x, bias, lrelu).equal(expected))) << "64-bit " << where;
     }
   }
+  // Packs of whole runs of channels (channels_last, fully connected) take their biases as packs; where
+  // the channels are not a multiple of the lanes, or NCHW, or without a bias, the launch does not.
+  for (const at::Tensor& x : {at::randn({2, 16, 3, 4}).contiguous(channels_last), at::randn({4, 32}),
+                              at::randn({3, 8, 1, 5}).contiguous(channels_last)}) {
+    const at::Tensor b = at::randn({x.size(1)});
+    const at::Tensor expected = bias_act_by_elements(x, b, lrelu);
+    const std::string where = c10::str(x.sizes(), x.strides());
+    EXPECT_TRUE((bias_act_by_channel_packs<4, int32_t>(x, b, lrelu).equal(expected))) << "4 lanes " << where;
+    EXPECT_TRUE((bias_act_by_channel_packs<8, int32_t>(x, b, lrelu).equal(expected))) << "8 lanes " << where;
+    EXPECT_TRUE((bias_act_by_channel_packs<8, int64_t>(x, b, lrelu).equal(expected))) << "64-bit " << where;
+  }
+  alignas(16) static const float bias[16] = {};
+  EXPECT_FALSE(cuda::runs_in_channel_packs(12, 1, 8, bias));      // 1.5 packs of channels
+  EXPECT_FALSE(cuda::runs_in_channel_packs(16, 12, 8, bias));     // NCHW planes
+  EXPECT_FALSE(cuda::runs_in_channel_packs(16, 1, 8, bias + 1));  // the biases 4 bytes off
+  EXPECT_FALSE(cuda::runs_in_channel_packs(16, 1, 8, nullptr));   // no bias
+  EXPECT_TRUE(cuda::runs_in_channel_packs(16, 1, 8, bias));
 }
 
 TEST(CudaKernelArithmetic, OnlyWholeAlignedPacksRunInLanes) {
@@ -371,22 +406,24 @@ at::Tensor misaligned_on_gpu(const at::Tensor& t) {
 }
 
 // The vectorised kernels (whole aligned packs, also across channels: planes of 12 elements,
-// channels_last) and the per-element ones (30 elements, a misaligned view), forward and gradient.
+// channels_last; packs of whole runs of 16 channels, their biases loaded as packs) and the
+// per-element ones (30 elements, a misaligned view), forward and gradient.
 TEST(CudaKernels, BiasActMatchesTheReferenceInEveryActivationAndPrecision) {
   SKIP_WITHOUT_CUDA_KERNELS();
   at::manual_seed(2);
+  const auto channels_last = at::MemoryFormat::ChannelsLast;
   const std::vector<at::Tensor> inputs{at::randn({3, 5, 4, 4}), at::randn({2, 5, 3, 4}),
-                                       at::randn({2, 5, 3, 4}).contiguous(at::MemoryFormat::ChannelsLast),
-                                       at::randn({6, 5})};
+                                       at::randn({2, 5, 3, 4}).contiguous(channels_last), at::randn({6, 5}),
+                                       at::randn({2, 16, 3, 4}).contiguous(channels_last), at::randn({6, 16})};
   for (const auto act : {ops::Activation::Linear, ops::Activation::Relu, ops::Activation::LRelu}) {
     for (const double clamp : {-1.0, 0.5}) {
       ops::BiasActParams p;
       p.act = act;
       p.clamp = clamp;
-      const at::Tensor b = at::randn({5});
+      const at::Tensor b = at::randn({16});
       for (const Precision& precision : kPrecisions) {
         for (const at::Tensor& x : inputs) {
-          const at::Tensor xs = x.to(precision.type), bs = b.to(precision.type);
+          const at::Tensor xs = x.to(precision.type), bs = b.slice(0, 0, x.size(1)).to(precision.type);
           at::Tensor xr = xs.to(at::kFloat).detach().clone().requires_grad_(true);  // a leaf of its own
           const at::Tensor expected = ops::bias_act_reference(xr, bs.to(at::kFloat), p);
           expected.sum().backward();
