@@ -22,11 +22,12 @@
 #   SG2_BENCH_PRESETS=config-f scripts/bench/gpu_vs_reference.sh   # one preset
 #   SG2_BENCH_VARIANTS="auto:nhwc ref:off" ...   # some of ours (default all: auto:nhwc ref:off auto:off ref:nhwc
 #                                                # reference:full auto:nhwc:nogradfix auto:all
-#                                                # auto:nhwc:unstaged; ref: the
+#                                                # auto:nhwc:unstaged auto:nhwc:3xtf32; ref: the
 #                                                # reference's batch_gpu, nhwc: channels_last reduced, all:
 #                                                # channels_last all; reference:full the reference in one
 #                                                # round; nogradfix: run.conv2d_gradfix false; unstaged:
-#                                                # run.fir_kernel unstaged, run by itself where auto:nhwc fails)
+#                                                # run.fir_kernel unstaged, run by itself where auto:nhwc fails;
+#                                                # 3xtf32: run.float32_convolutions 3xtf32, its own goal line)
 #   SG2_TORCH_EXTENSIONS_DIR=DIR ...   # the reference's plugins built there already (reference_bench.py
 #                                      # --build-plugins, started earlier in the call: scripts/gpu/session.sh)
 #   scripts/bench/gpu_vs_reference.sh --cpu-dry-run     # the same runs on the CPU, tiny and short
@@ -68,12 +69,13 @@ for case in "${all_cases[@]}"; do
   [[ " $presets " == *" ${case%%|*} "* ]] && cases+=("$case")
 done
 [ "${#cases[@]}" -gt 0 ] || { echo "gpu_vs_reference: no preset among '$presets' (config-f, paper256)" >&2; exit 2; }
-# Ours: BATCH_GPU:LAYOUT[:nogradfix|unstaged], with ref for the reference's per-round batch, nhwc for
+# Ours: BATCH_GPU:LAYOUT[:nogradfix|unstaged|3xtf32], with ref for the reference's per-round batch, nhwc for
 # channels_last in the float16 blocks (all: in the float32 blocks too, cuDNN's FFMA kernels then
 # NHWC) and nogradfix for LibTorch's own double backward of the convolutions (the A/B of
 # run.conv2d_gradfix). The default order puts first the variant most likely fastest (issue 13's
 # 5 s/kimg for config-f), the probed batch channels_last, right after the reference.
-all_variants="auto:nhwc ref:off auto:off ref:nhwc reference:full auto:nhwc:nogradfix auto:all auto:nhwc:unstaged"
+all_variants="auto:nhwc auto:nhwc:3xtf32 ref:off auto:off ref:nhwc reference:full auto:nhwc:nogradfix"
+all_variants+=" auto:all auto:nhwc:unstaged"
 variants=${SG2_BENCH_VARIANTS:-$all_variants}
 for variant in $variants; do
   [[ " $all_variants " == *" $variant "* ]] ||
@@ -135,6 +137,9 @@ run_ours() {  # run_ours VARIANT
   elif [ "$option" = unstaged ]; then
     name="$name-unstaged" label="$label, upfirdn2d unstaged"
     extra+=(--run.fir_kernel unstaged)
+  elif [ "$option" = 3xtf32 ]; then
+    name="$name-3xtf32" label="$label, float32 convolutions 3xTF32"
+    extra=(--run.float32_convolutions 3xtf32)
   fi
   rate=""
   if [ -e "$cases_dir/$name.txt" ]; then  # the dry run's nhwc is all: auto:nhwc and auto:all are one run
@@ -152,6 +157,8 @@ run_ours() {  # run_ours VARIANT
     auto_rate=$rate auto_batch=$chosen
   [[ "$variant" = auto:nhwc || "$variant" = auto:nhwc:unstaged ]] && [ -n "$rate" ] && probed_nhwc_rate=$rate
   [ "$option" = nogradfix ] && nogradfix_rate=$rate
+  # 3xTF32 keeps float32's accuracy but not the reference's arithmetic: a goal line of its own.
+  [ "$option" = 3xtf32 ] && { split_rate=$rate split_kimg=$(field "$cases_dir/$name.txt" 4); return 0; }
   if [ -n "$rate" ] && awk -v a="$rate" -v b="${best_rate:-0}" 'BEGIN {exit !(a > b)}'; then
     best_rate=$rate best_kimg=$(field "$cases_dir/$name.txt" 4)
   fi
@@ -176,6 +183,7 @@ for case in "${cases[@]}"; do
   # channels_last (run.channels_last reduced, which the reference has as fp16_channels_last, off by
   # default and in its timed run; the dry run's float32 blocks need all).
   best_rate="" best_kimg="" auto_rate="" auto_batch="" full_rate="" nogradfix_rate="" probed_nhwc_rate=""
+  split_rate="" split_kimg=""
   for variant in $variants; do
     if [ "$variant" = reference:full ]; then
       run_reference "$preset" "$config" "$full_batch" "$preset-reference-full" "stylegan2-ada-pytorch, one round"
@@ -197,6 +205,10 @@ less: $(meets "$best_kimg" "<=" 5))")
   if [ -n "$full_rate" ] && [ -n "$auto_rate" ]; then
     goals+=("- $preset at an equal per-round batch: ours probed (${auto_batch:-?} images a round) against the reference \
 in one round of $full_batch: $(ratio "$auto_rate" "$full_rate")x")
+  fi
+  if [ -n "$split_rate" ]; then
+    goals+=("- $preset with run.float32_convolutions 3xtf32 (the float32 blocks in three TF32 passes, float32's \
+accuracy): ${split_kimg:--} s/kimg, $(ratio "$split_rate" "$probed_nhwc_rate")x ours probed channels_last without")
   fi
   if [ -n "$nogradfix_rate" ] && [ -n "$probed_nhwc_rate" ]; then
     goals+=("- $preset: ours probed, channels_last, with conv2d_gradfix against without: \

@@ -346,7 +346,7 @@ run_cpu_suite() {  # run_cpu_suite BUILD_DIR
 # on the GPU against the CPU.
 gpu_tests=("bin/test_nn|CudaKernels.*:ChannelsLastNetworks.EveryFeatureMapFilterOfAStepTakesTheLanesKernel"
            "bin/test_device|*"
-           "bin/test_train|Trainer.NoStepMakesTheHostWaitForTheGpu:Ema.*:Conv2dGradfix.*:ChannelsLastRegularization.*"
+           "bin/test_train|Trainer.NoStepMakesTheHostWaitForTheGpu:Ema.*:Conv2dGradfix.*:Tf32Split.*:ChannelsLastRegularization.*"
            "bin/test_metrics|PrecisionRecall.TheGpuCountsAsTheCpu")
 
 # fid2k_full of SNAPSHOT (a fashion32 run limited to 4096 images) on DEVICE, its real statistics

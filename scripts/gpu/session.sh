@@ -9,7 +9,8 @@
 #           mixed precision with train.batch_gpu auto, the comm bench; issue 13: no host
 #           synchronisation in a step; the op bench, memcheck), then config-f 256 against
 #           stylegan2-ada-pytorch (issue 13: the reference, ours probed and channels_last, profiled
-#           (again with run.fir_kernel unstaged should that run fail),
+#           (again with run.fir_kernel unstaged should that run fail), the same with the float32
+#           blocks' convolutions in 3xTF32 (run.float32_convolutions),
 #           ours at the reference's per-round batch, and the reference in one round of the whole
 #           batch; then, where time is left, ours with the float32 blocks channels_last too, whose
 #           cuDNN FFMA convolutions took about 18 ms of a step NCHW; run.conv2d_gradfix false only by
@@ -76,7 +77,7 @@ run_comparison() {  # run_comparison PRESET VARIANTS MAX_SECONDS
 kit_failed=0 comparison_failed=0
 if [ "$call" = first ]; then
   run_kit "$kit_first_call_steps" "${SG2_SESSION_KIT_S:-250}" || kit_failed=$?
-  run_comparison config-f "auto:nhwc ref:off reference:full auto:all" "$budget" || comparison_failed=1
+  run_comparison config-f "auto:nhwc auto:nhwc:3xtf32 ref:off reference:full auto:all" "$budget" || comparison_failed=1
 else
   run_comparison paper256 "auto:nhwc ref:off auto:off ref:nhwc reference:full" $((budget * 3 / 5)) ||
     comparison_failed=1

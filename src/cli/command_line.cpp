@@ -7,6 +7,7 @@
 #include "sg2/dist/consistency.h"
 #include "sg2/nn/conv_gradfix.h"
 #include "sg2/nn/kernels.h"
+#include "sg2/nn/tf32_split.h"
 #include "sg2/train/batch_probe.h"
 #include "sg2/train/out_of_memory.h"
 #include "sg2/train/run_dir.h"
@@ -89,9 +90,11 @@ std::string apply_compute_settings(const TrainConfig& c, const dist::World& worl
   at::globalContext().setBenchmarkCuDNN(c.run.cudnn_benchmark);
   nn::ops::set_conv2d_gradfix(c.run.conv2d_gradfix ? nn::ops::GradfixDevices::Cuda : nn::ops::GradfixDevices::None);
   nn::kernels::set_fir_kernel_policy(nn::kernels::parse_fir_kernel_policy(c.run.fir_kernel));
+  nn::ops::set_tf32_split(nn::ops::parse_float32_convolutions(c.run.float32_convolutions));
   const std::string fir_kernel = c.run.fir_kernel == "autotune" ? "" : ", upfirdn2d " + c.run.fir_kernel;
-  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}, cuDNN benchmark {}{}{}{}",
-                     threads, cores, world.local_size, c.run.allow_tf32 ? "on" : "off",
+  const char* split = c.run.float32_convolutions == "3xtf32" ? ", float32 convolutions in 3xTF32" : "";
+  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}{}, cuDNN benchmark {}{}{}{}",
+                     threads, cores, world.local_size, c.run.allow_tf32 ? "on" : "off", split,
                      c.run.cudnn_benchmark ? "on" : "off", fir_kernel,
                      c.run.conv2d_gradfix ? "" : ", conv2d_gradfix off", host_sync_check_note(c));
 }

@@ -5,6 +5,8 @@
 #include "sg2/core/error.h"
 #include "sg2/nn/bias_act.h"
 #include "sg2/nn/conv_epilogue.h"
+#include "sg2/nn/conv_gradfix.h"
+#include "sg2/nn/tf32_split.h"
 #include "sg2/nn/upfirdn2d.h"
 #include "sg2/train/trainer.h"
 
@@ -263,6 +265,78 @@ std::string modulation_rows(const Timer& time, const at::TensorOptions& on_devic
 
 const std::vector<at::MemoryFormat> kLayouts{at::MemoryFormat::Contiguous, at::MemoryFormat::ChannelsLast};
 
+// How float32 convolutions run: IEEE float32 (the reference's, TF32 off), 3xTF32 (tf32_split.h) and
+// one TF32 pass (run.allow_tf32: faster still, with 10 mantissa bits).
+enum class Float32Arithmetic { Ieee, Split3xTf32, Tf32 };
+
+// fn(a, b) with float32 convolutions in `arithmetic`, the settings before it back after.
+template <typename Fn>
+auto in_arithmetic(Float32Arithmetic arithmetic, Fn&& fn) {
+  const bool tf32_before = at::globalContext().allowTF32CuDNN();
+  at::globalContext().setAllowTF32CuDNN(arithmetic == Float32Arithmetic::Tf32);
+  const nn::ops::Tf32SplitScope split(arithmetic == Float32Arithmetic::Split3xTf32 ? nn::ops::Tf32SplitDevices::All
+                                                                                   : nn::ops::Tf32SplitDevices::None);
+  auto result = fn();
+  at::globalContext().setAllowTF32CuDNN(tf32_before);
+  return result;
+}
+
+// One row: f(a, b), a convolution or one of its gradients, timed in each arithmetic at `flops` a
+// call, with its error in each against f in float64 (the largest difference over the largest value).
+std::string float32_convolution_row(const Timer& time, const std::string& name, const at::Tensor& a,
+                                    const at::Tensor& b, const at::Tensor& shown_w, double flops,
+                                    const nn::ops::Bilinear& f) {
+  const at::Tensor exact = f(a.to(at::kDouble), b.to(at::kDouble));
+  const double scale = std::max(exact.abs().max().item<double>(), 1e-30);
+  std::string seconds, errors;
+  double ieee = 0, split = 0;
+  for (const auto arithmetic : {Float32Arithmetic::Ieee, Float32Arithmetic::Split3xTf32, Float32Arithmetic::Tf32}) {
+    const double s = in_arithmetic(arithmetic, [&] { return time([&] { f(a, b); }); });
+    const double error =
+        in_arithmetic(arithmetic, [&] { return (f(a, b).to(at::kDouble) - exact).abs().max().item<double>(); });
+    seconds += fmt::format(" {:.3f} |", s * 1e3);
+    errors += fmt::format(" {:.1e} |", error / scale);
+    if (arithmetic == Float32Arithmetic::Ieee) ieee = s;
+    if (arithmetic == Float32Arithmetic::Split3xTf32) split = s;
+  }
+  return fmt::format("| {} | {} | {} | {} |{}{} {:.1f} | {:.1f} | {:.2f} |\n", name, fmt::join(a.sizes(), "x"),
+                     fmt::join(shown_w.sizes(), "x"), a.is_contiguous() ? "NCHW" : "NHWC", seconds, errors,
+                     flops / ieee / 1e12, flops / split / 1e12, ieee / split);
+}
+
+// The float32 blocks' 3x3 convolutions at resolution r (512 channels in config-f below 32x32) as
+// training runs them through conv2d_gradfix: forward, input gradient and weight gradient; and G's
+// transposed 2x upsampling convolution into r. No gradient is recorded: each is one of the
+// gradfix's functions, as its backward calls them.
+std::string float32_convolution_rows(const Timer& time, const at::Device& device, int64_t batch, int64_t r,
+                                     const train::TrainConfig& config, at::MemoryFormat layout) {
+  const auto floats = at::TensorOptions().device(device).dtype(at::kFloat);
+  const int64_t c = config.G.channels_at(r);
+  const at::Tensor x = at::randn({batch, c, r, r}, floats).contiguous(layout), w = at::randn({c, c, 3, 3}, floats);
+  const at::Tensor dy = at::randn({batch, c, r, r}, floats).contiguous(layout);
+  const at::Tensor x_half = at::randn({batch, c, r / 2, r / 2}, floats).contiguous(layout);
+  nn::ops::ConvGeometry same, up;
+  same.padding = {1, 1};
+  same.layout = up.layout = layout;
+  up.stride = {2, 2};
+  up.transpose = true;
+  const nn::ops::ConvGeometry back = nn::ops::input_gradient_geometry(same, x.sizes(), dy.sizes(), w.sizes());
+  const double flops = 2.0 * static_cast<double>(batch * c * c * 9 * r * r);
+  const auto convolution = [](const nn::ops::ConvGeometry& g) {
+    return [g](const at::Tensor& a, const at::Tensor& b) { return nn::ops::conv2d_gradfix(a, b, g); };
+  };
+  const at::NoGradGuard no_grad;
+  const std::string name = fmt::format("3x3 conv at {}x{}", r, r);
+  return float32_convolution_row(time, name, x, w, w, flops, convolution(same)) +
+         float32_convolution_row(time, name + ", input gradient", dy, w, w, flops, convolution(back)) +
+         float32_convolution_row(time, name + ", weight gradient", dy, x, w, flops,
+                                 [&](const at::Tensor& a, const at::Tensor& b) {
+                                   return nn::ops::conv2d_weight_gradient(a, b, same, w.sizes());
+                                 }) +
+         float32_convolution_row(time, fmt::format("2x transposed 3x3 conv (G's upsampling) into {}x{}", r, r), x_half,
+                                 w, w, flops / 4, convolution(up));
+}
+
 }  // namespace
 
 std::string run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOptions& options) {
@@ -299,8 +373,17 @@ std::string run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOp
     out << epilogue_rows(time, on_device, options.batch, r, config, layout)
         << modulation_rows(time, on_device, options.batch, r, config, layout);
   }
+  out << "\n## Float32 convolutions (the float32 blocks'; run.float32_convolutions ieee or 3xtf32, run.allow_tf32)\n\n"
+      << "| op | x | w | layout | ieee ms | 3xtf32 ms | tf32 ms | ieee error | 3xtf32 error | tf32 error | ieee TFLOP/s "
+         "| 3xtf32 TFLOP/s | ieee / 3xtf32 |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const int64_t float32_r : {int64_t{16}, int64_t{8}}) {
+    for (const auto layout : kLayouts) {
+      out << float32_convolution_rows(time, device, options.batch, float32_r, config, layout);
+    }
+  }
   if (!device.is_cuda()) {
-    out << "\n(On the CPU the upfirdn2d and bias_act kernel column is 'generic': one kernel, no CUDA variant.)\n";
+    out << "\n(On the CPU the upfirdn2d and bias_act kernel column is 'generic': one kernel, no CUDA variant; "
+           "float32 convolutions have no TF32 there, so 3xtf32 is three float32 passes.)\n";
   }
   return out.str();
 }

@@ -1,6 +1,7 @@
 #include "sg2/nn/conv_gradfix.h"
 
 #include "sg2/core/error.h"
+#include "sg2/nn/tf32_split.h"
 
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -43,23 +44,29 @@ at::Tensor in_layout(const at::Tensor& t, at::MemoryFormat layout) {
   return at::empty(t.sizes(), t.options().memory_format(layout)).copy_(t);
 }
 
-// y in the geometry's layout on every backend (LibTorch's CPU transposed convolution gives NCHW).
+// y in the geometry's layout on every backend (LibTorch's CPU transposed convolution gives NCHW), in
+// three TF32 passes where run.float32_convolutions asks (tf32_split.h).
 at::Tensor convolve(const at::Tensor& x_any, const at::Tensor& w, const ConvGeometry& g) {
   const at::Tensor x = in_layout(x_any, g.layout);
-  at::Tensor y = g.transpose ? at::conv_transpose2d(x, w, at::Tensor(), g.stride, g.padding, g.output_padding,
-                                                    g.groups, kNoDilation)
-                             : at::conv2d(x, w, at::Tensor(), g.stride, g.padding, kNoDilation, g.groups);
+  const at::Tensor y = bilinear_in_tf32_passes(x, w, [&g](const at::Tensor& xs, const at::Tensor& ws) {
+    return g.transpose ? at::conv_transpose2d(xs, ws, at::Tensor(), g.stride, g.padding, g.output_padding, g.groups,
+                                              kNoDilation)
+                       : at::conv2d(xs, ws, at::Tensor(), g.stride, g.padding, kNoDilation, g.groups);
+  });
   return y.contiguous(g.layout);
 }
 
-// dw of y = conv(x, w) for dy, by the backend's weight-gradient kernel. Only the weight's shape and
-// type are read when only its gradient is asked for: an expanded one-element tensor, left
-// uninitialised (no fill launched per call in the training step).
+// dw of y = conv(x, w) for dy, by the backend's weight-gradient kernel (bilinear in dy and x: in
+// three TF32 passes where run.float32_convolutions asks). Only the weight's shape and type are read
+// when only its gradient is asked for: an expanded one-element tensor, left uninitialised (no fill
+// launched per call in the training step).
 at::Tensor weight_gradient(const at::Tensor& dy, const at::Tensor& x, const ConvGeometry& g,
                            const std::vector<int64_t>& w_sizes) {
   const at::Tensor shape_only = at::empty({}, x.options()).expand(w_sizes);
-  return std::get<1>(at::convolution_backward(dy, x, shape_only, c10::nullopt, g.stride, g.padding, kNoDilation,
-                                              g.transpose, g.output_padding, g.groups, {false, true, false}));
+  return bilinear_in_tf32_passes(dy, x, [&](const at::Tensor& dys, const at::Tensor& xs) {
+    return std::get<1>(at::convolution_backward(dys, xs, shape_only, c10::nullopt, g.stride, g.padding, kNoDilation,
+                                                g.transpose, g.output_padding, g.groups, {false, true, false}));
+  });
 }
 
 struct GradfixConvolution;
@@ -132,6 +139,11 @@ at::Tensor conv2d_gradfix(const at::Tensor& x, const at::Tensor& w, const ConvGe
   SG2_CHECK(x.dim() == 4 && w.dim() == 4, "conv2d_gradfix: expected 4-D input and weight, got {} and {}", x.sizes(),
             w.sizes());
   return GradfixConvolution::apply(x, w, pack(geometry));
+}
+
+at::Tensor conv2d_weight_gradient(const at::Tensor& dy, const at::Tensor& x, const ConvGeometry& geometry,
+                                  at::IntArrayRef w_sizes) {
+  return weight_gradient(dy, x, geometry, w_sizes.vec());
 }
 
 void set_conv2d_gradfix(GradfixDevices devices) { g_gradfix_devices = devices; }

@@ -4,6 +4,7 @@
 #include "sg2/core/error.h"
 #include "sg2/nn/conv_gradfix.h"
 #include "sg2/nn/ops.h"
+#include "sg2/nn/tf32_split.h"
 
 #include <cmath>
 #include <utility>
@@ -13,7 +14,9 @@ namespace sg2::nn::ops {
 namespace {
 
 // conv2d or conv_transpose2d; flip_weight=false turns correlation into convolution. In training on
-// CUDA through conv2d_gradfix, whose second-order gradients run ordinary convolution kernels.
+// CUDA through conv2d_gradfix, whose second-order gradients run ordinary convolution kernels. Either
+// runs in three TF32 passes where run.float32_convolutions asks and no gradient is recorded through
+// the split (conv2d_gradfix's functions, or no gradient wanted: tf32_split.h).
 at::Tensor plain_conv(const at::Tensor& x, at::Tensor w, int64_t stride, std::array<int64_t, 2> padding,
                       int64_t groups, bool transpose, bool flip_weight, Impl impl) {
   if (!flip_weight) w = w.flip({2, 3});
@@ -26,9 +29,11 @@ at::Tensor plain_conv(const at::Tensor& x, at::Tensor w, int64_t stride, std::ar
     geometry.layout = layout_of(x);
     return conv2d_gradfix(x, w, geometry);
   }
-  if (transpose) return transposed_conv2d(x, w, stride, padding, groups, impl);
-  const std::array<int64_t, 2> strides{stride, stride}, ones{1, 1};
-  return at::conv2d(x, w, at::Tensor(), strides, padding, ones, groups);
+  return bilinear_in_tf32_passes(x, w, [&](const at::Tensor& xs, const at::Tensor& ws) {
+    if (transpose) return transposed_conv2d(xs, ws, stride, padding, groups, impl);
+    const std::array<int64_t, 2> strides{stride, stride}, ones{1, 1};
+    return at::conv2d(xs, ws, at::Tensor(), strides, padding, ones, groups);
+  });
 }
 
 FirParams fir(const Padding& padding, int64_t up, int64_t down, double gain, bool flip_filter) {

@@ -23,6 +23,12 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(run.device, "Device to train on").one_of({"auto", "cpu", "cuda"});
   SG2_FIELD(run.threads, "CPU threads per process (0: the node's cores divided by its processes)");
   SG2_FIELD(run.allow_tf32, "Allow TF32 in CUDA matmuls and cuDNN convolutions (off as the reference: full fp32)");
+  SG2_FIELD(run.float32_convolutions,
+            "Float32 convolutions on CUDA: ieee (float32 arithmetic, as the reference with TF32 off) or 3xtf32 (each "
+            "operand split into a TF32 part and its rest, three TF32 tensor-core passes: float32's accuracy, faster "
+            "where the tensor cores outrun the FP32 units; training's convolutions through conv2d_gradfix and those "
+            "without gradients)")
+      .one_of({"ieee", "3xtf32"});
   SG2_FIELD(run.cudnn_benchmark, "Let cuDNN time its algorithms per shape and keep the fastest (on as the reference)");
   SG2_FIELD(run.fir_kernel, "upfirdn2d's channels_last kernel on CUDA: autotune (time both on each new shape and keep "
                             "the faster, as cuDNN's benchmark does), staged (the block's input in shared memory), "

@@ -32,6 +32,11 @@ struct ConvGeometry {
 // y as conv_geometry describes, differentiable to any order through conv2d_gradfix itself.
 at::Tensor conv2d_gradfix(const at::Tensor& x, const at::Tensor& w, const ConvGeometry& geometry);
 
+// dw of y = conv(x, w) for dy, as conv2d_gradfix's backward computes it (its weight-gradient
+// function's forward: the backend's weight-gradient kernel), for a weight of w_sizes.
+at::Tensor conv2d_weight_gradient(const at::Tensor& dy, const at::Tensor& x, const ConvGeometry& geometry,
+                                  at::IntArrayRef w_sizes);
+
 // The geometry of the convolution that maps dy (of y = conv(x, w)) back to dx: the transposed
 // convolution of a convolution and vice versa, with the output padding that restores x's size.
 ConvGeometry input_gradient_geometry(const ConvGeometry& g, at::IntArrayRef x_sizes, at::IntArrayRef y_sizes,

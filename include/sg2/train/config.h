@@ -26,6 +26,7 @@ struct TrainConfig {
     std::string device = "auto";         // auto, cpu, cuda
     int threads = 0;                     // CPU threads per process; 0: the node's cores / its processes
     bool allow_tf32 = false;             // TF32 in CUDA matmuls and cuDNN convs (the reference: off)
+    std::string float32_convolutions = "ieee";  // CUDA: ieee (FFMA, as the reference) or 3xtf32 (tf32_split.h)
     bool cudnn_benchmark = true;         // cuDNN picks the fastest algorithm per shape (the reference: on)
     std::string fir_kernel = "autotune";  // CUDA: upfirdn2d in lanes: autotune (time both per shape), staged, unstaged
     bool conv2d_gradfix = true;          // CUDA: second-order gradients by ordinary convolutions (as the reference)

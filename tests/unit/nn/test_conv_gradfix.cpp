@@ -2,14 +2,19 @@
 // outputs, first- and second-order gradients (both mixed orders that R1 and path length take, and a
 // third), for StyleGAN2's convolutions: 3x3 with padding, the strided 3x3 after D's filter, the
 // transposed stride-2 one of G's upsampling, 1x1, grouped; on the CPU in float64 and, where a GPU
-// is, on it in float32.
+// is, on it in float32. Then the same in float32 with the convolutions split into three TF32 passes
+// (sg2/nn/tf32_split.h), against LibTorch's float32 arithmetic.
 #include "sg2/nn/conv_gradfix.h"
+#include "sg2/nn/tf32_split.h"
 #include "nn_test_support.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <array>
+#include <cmath>
 #include <functional>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -146,6 +151,102 @@ TEST(CudaKernels, Conv2dGradfixMatchesLibTorchsAutogradOnTheGpu) {
   at::globalContext().setAllowTF32CuDNN(false);
   expect_every_order_matches(at::TensorOptions().device(at::kCUDA), 2e-5);
   expect_every_order_matches(at::TensorOptions().device(at::kCUDA), 2e-5, at::MemoryFormat::ChannelsLast);
+}
+
+using Tf32SplitOn = ops::Tf32SplitScope;
+
+// a = hi + lo exactly, hi a TF32 number (its 13 low mantissa bits clear), lo below 2^-10 of a, in
+// a's layout; over twelve orders of magnitude, both signs, zeros and float32's smallest normals.
+TEST(Tf32Split, SplitsEachValueIntoATf32NumberAndItsExactRest) {
+  at::manual_seed(21);
+  at::Tensor a = at::randn({2, 8, 5, 6}) * at::pow(10.0, at::randint(-6, 7, {2, 8, 5, 6}).to(at::kFloat));
+  a.index_put_({0, 0}, 0.0);
+  a.index_put_({0, 1, 0}, std::ldexp(1.2345f, -126));
+  a = a.contiguous(at::MemoryFormat::ChannelsLast);
+  const auto [hi, lo] = ops::split_tf32(a);
+  EXPECT_TRUE(hi.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(lo.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_EQ(at::bitwise_and(hi.view(at::kInt), 0x1FFF).count_nonzero().item<int64_t>(), 0);
+  EXPECT_TRUE((hi + lo).equal(a));
+  EXPECT_TRUE((lo.abs() <= a.abs() * std::ldexp(1.0, -10)).all().item<bool>());
+  EXPECT_GT(lo.count_nonzero().item<int64_t>(), a.numel() / 2);  // the rest is there to keep
+}
+
+// f runs three times, on (hi, hi), (hi, lo) and (lo, hi), only for float32 on a device the setting
+// names while no gradient is recorded through the operands; else once, on them as they are. With
+// the elementwise product (bilinear too) the sum is the product to float32's accuracy.
+TEST(Tf32Split, ABilinearFunctionRunsInThreePassesOnlyWhereTheSplitApplies) {
+  at::manual_seed(22);
+  const at::Tensor a = at::randn({64}), b = at::randn({64});
+  int calls = 0;
+  const ops::Bilinear product = [&calls](const at::Tensor& x, const at::Tensor& y) {
+    ++calls;
+    return x * y;
+  };
+  const auto calls_for = [&](const at::Tensor& x, const at::Tensor& y) {
+    calls = 0;
+    ops::bilinear_in_tf32_passes(x, y, product);
+    return calls;
+  };
+  EXPECT_EQ(calls_for(a, b), 1);  // off by default
+  {
+    const Tf32SplitOn cuda_only(ops::Tf32SplitDevices::Cuda);
+    EXPECT_EQ(calls_for(a, b), 1);  // a CPU tensor
+  }
+  const Tf32SplitOn everywhere(ops::Tf32SplitDevices::All);
+  EXPECT_EQ(calls_for(a, b), 3);
+  EXPECT_EQ(calls_for(a.to(at::kDouble), b.to(at::kDouble)), 1);
+  const at::Tensor a_recorded = a.detach().requires_grad_(true);
+  EXPECT_EQ(calls_for(a_recorded, b), 1);  // recorded: the split's bit operations have no gradient
+  {
+    const at::NoGradGuard no_grad;
+    EXPECT_EQ(calls_for(a_recorded, b), 3);
+  }
+  const at::Tensor split = ops::bilinear_in_tf32_passes(a, b, product);
+  EXPECT_LT(max_relative_error(split, a.to(at::kDouble) * b.to(at::kDouble)), std::ldexp(1.0, -20));
+  const auto [a_hi, a_lo] = ops::split_tf32(a);
+  EXPECT_GT(max_relative_error(a_hi * b, a.to(at::kDouble) * b.to(at::kDouble)), std::ldexp(1.0, -14));  // one pass
+}
+
+// Every order of conv2d_gradfix with the split, in float32 on the CPU (no TF32 there: the three passes
+// in float32) against LibTorch's float32 autograd without it: within 2e-5 (measured: 5.4e-6, the
+// dropped lo * lo terms and float32's rounding); leaving out one of the three passes gives 4e-4 to 5e-3.
+TEST(Tf32Split, EveryOrderOfASplitConvolutionMatchesLibTorchsFloat32Autograd) {
+  const Tf32SplitOn everywhere(ops::Tf32SplitDevices::All);
+  expect_every_order_matches(at::TensorOptions().dtype(at::kFloat), 2e-5);
+  expect_every_order_matches(at::TensorOptions().dtype(at::kFloat), 2e-5, at::MemoryFormat::ChannelsLast);
+}
+
+// On a GPU: in three split TF32 passes a float32 convolution keeps float32's accuracy against
+// float64 (in one TF32 pass it would lose about 2^-11 of its size: printed), the passes' TF32 ends
+// with them, and every order of conv2d_gradfix with the split matches LibTorch's float32 autograd.
+TEST(CudaKernels, SplitTf32ConvolutionsKeepFloat32Accuracy) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  at::manual_seed(23);
+  const auto cuda = at::TensorOptions().device(at::kCUDA);
+  const at::Tensor x = at::randn({8, 64, 16, 16}, cuda), w = at::randn({64, 64, 3, 3}, cuda) * 0.05;
+  const ops::Bilinear conv = [](const at::Tensor& a, const at::Tensor& b) {
+    const std::array<int64_t, 2> ones{1, 1};
+    return at::conv2d(a, b, at::Tensor(), ones, ones);
+  };
+  const at::Tensor exact = conv(x.to(at::kDouble), w.to(at::kDouble)).cpu();
+  at::globalContext().setAllowTF32CuDNN(false);
+  const double ieee = max_relative_error(conv(x, w).cpu(), exact);
+  double split = 0;
+  {
+    const Tf32SplitOn on_cuda(ops::Tf32SplitDevices::Cuda);
+    split = max_relative_error(ops::bilinear_in_tf32_passes(x, w, conv).cpu(), exact);
+  }
+  EXPECT_FALSE(at::globalContext().allowTF32CuDNN());  // the passes' TF32 ended with them
+  at::globalContext().setAllowTF32CuDNN(true);
+  const double tf32 = max_relative_error(conv(x, w).cpu(), exact);
+  at::globalContext().setAllowTF32CuDNN(false);
+  EXPECT_LT(ieee, 1e-5);
+  EXPECT_LT(split, 1e-5) << "float32 " << ieee << ", one TF32 pass " << tf32;
+  std::cout << "float32 convolution's error: FFMA " << ieee << ", 3xTF32 " << split << ", TF32 " << tf32 << "\n";
+  const Tf32SplitOn on_cuda(ops::Tf32SplitDevices::Cuda);
+  expect_every_order_matches(cuda, 5e-5);
+  expect_every_order_matches(cuda, 5e-5, at::MemoryFormat::ChannelsLast);
 }
 
 }  // namespace

@@ -147,6 +147,24 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
   EXPECT_EQ(rows[28].find("| NHWC | - |"), std::string::npos) << rows[28];
   EXPECT_NE(rows[31].find("G: input modulation, gradient | 2x" + g + "x16x16 | NHWC |"), std::string::npos) << rows[31];
   EXPECT_EQ(rows[31].find("| NHWC | - |"), std::string::npos) << rows[31];
+  // The float32 blocks' convolutions at 16x16 and 8x8, both layouts, each timed in IEEE float32, 3xTF32
+  // and TF32: forward, input gradient, weight gradient and G's transposed upsampling convolution.
+  EXPECT_NE(text.find("## Float32 convolutions"), std::string::npos) << text;
+  std::vector<std::string> conv_rows;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| 3x3 conv", 0) == 0 || line.rfind("| 2x transposed", 0) == 0) conv_rows.push_back(line);
+  }
+  ASSERT_EQ(conv_rows.size(), 16u) << text;
+  const std::string c16 = std::to_string(c.G.channels_at(16));
+  EXPECT_NE(conv_rows[0].find("| 3x3 conv at 16x16 | 2x" + c16 + "x16x16 | " + c16 + "x" + c16 + "x3x3 | NCHW | "),
+            std::string::npos)
+      << conv_rows[0];
+  EXPECT_NE(conv_rows[2].find("3x3 conv at 16x16, weight gradient"), std::string::npos) << conv_rows[2];
+  EXPECT_NE(conv_rows[7].find("(G's upsampling) into 16x16 | 2x" + c16 + "x8x8 | "), std::string::npos) << conv_rows[7];
+  EXPECT_NE(conv_rows[7].find("| NHWC |"), std::string::npos) << conv_rows[7];
+  EXPECT_NE(conv_rows[15].find("into 8x8 | 2x" + std::to_string(c.G.channels_at(8)) + "x4x4 | "), std::string::npos)
+      << conv_rows[15];
   options.dtype = "float8";
   EXPECT_THROW(run_ops_benchmark(c, options), Error);
 }

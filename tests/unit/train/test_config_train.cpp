@@ -2,6 +2,7 @@
 #include "sg2/core/error.h"
 #include "sg2/cli/command_line.h"
 #include "sg2/nn/kernels.h"
+#include "sg2/nn/tf32_split.h"
 #include "sg2/train/batch_probe.h"
 #include "sg2/train/config.h"
 #include "sg2/train/out_of_memory.h"
@@ -313,11 +314,16 @@ TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
   EXPECT_EQ(nn::kernels::fir_kernel_policy(), nn::kernels::FirKernelPolicy::Autotune);
   EXPECT_NE(line.find("TF32 off, cuDNN benchmark on"), std::string::npos) << line;
   EXPECT_EQ(line.find("upfirdn2d"), std::string::npos) << line;  // autotune: not worth a word
+  EXPECT_EQ(nn::ops::tf32_split_devices(), nn::ops::Tf32SplitDevices::None);
   c.run.threads = 1;
   c.run.allow_tf32 = true;
   c.run.cudnn_benchmark = false;
   c.run.fir_kernel = "unstaged";
-  EXPECT_NE(apply_compute_settings(c, world).find("cuDNN benchmark off, upfirdn2d unstaged"), std::string::npos);
+  c.run.float32_convolutions = "3xtf32";
+  EXPECT_NE(apply_compute_settings(c, world).find("TF32 on, float32 convolutions in 3xTF32, cuDNN benchmark off, "
+                                                  "upfirdn2d unstaged"),
+            std::string::npos);
+  EXPECT_EQ(nn::ops::tf32_split_devices(), nn::ops::Tf32SplitDevices::Cuda);
   EXPECT_EQ(nn::kernels::fir_kernel_policy(), nn::kernels::FirKernelPolicy::Unstaged);
   c.run.fir_kernel = "staged";
   apply_compute_settings(c, world);
@@ -325,6 +331,9 @@ TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
   const std::string message = test::error_message(
       [&] { train_schema().set(c, "run.fir_kernel", YAML::Node("lanes"), "--run.fir_kernel"); });
   EXPECT_NE(message.find("autotune, staged, unstaged"), std::string::npos) << message;
+  const std::string split_message = test::error_message(
+      [&] { train_schema().set(c, "run.float32_convolutions", YAML::Node("tf32"), "--run.float32_convolutions"); });
+  EXPECT_NE(split_message.find("ieee, 3xtf32"), std::string::npos) << split_message;
   EXPECT_EQ(at::get_num_threads(), 1);
   EXPECT_TRUE(at::globalContext().allowTF32CuDNN());
   EXPECT_TRUE(at::globalContext().allowTF32CuBLAS());

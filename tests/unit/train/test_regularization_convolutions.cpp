@@ -6,6 +6,7 @@
 // device, so the CPU runs the ops a GPU would. Every convolution the ops dispatch is recorded with
 // its weight's shape.
 #include "sg2/nn/conv_gradfix.h"
+#include "sg2/nn/tf32_split.h"
 #include "sg2/train/loss.h"
 #include "sg2/train/training_loop.h"
 #include "recorded_ops.h"
@@ -148,6 +149,17 @@ TEST(Conv2dGradfix, WithoutItTheRegularizersConvolveWithFeatureMapsAsKernels) {
   }
   EXPECT_GT(double_backwards, 0);
   EXPECT_GT(feature_map_kernels, 0);
+}
+
+// run.float32_convolutions 3xtf32 (sg2/nn/tf32_split.h) reaches every convolution of a float32
+// training cycle, each then in three passes: the forwards and the input and weight gradients to
+// every order through the gradfix, and those that record no gradient (G's in the D phases).
+TEST(Tf32Split, EveryConvolutionOfAFloat32TrainingCycleRunsInThreePasses) {
+  const size_t ieee = convolutions_of_a_cycle(gradfix_on(), Layout::Float32Nchw).size();
+  const nn::ops::Tf32SplitScope split(test_device().is_cuda() ? nn::ops::Tf32SplitDevices::Cuda
+                                                              : nn::ops::Tf32SplitDevices::All);
+  ASSERT_GT(ieee, 100u);
+  EXPECT_EQ(convolutions_of_a_cycle(gradfix_on(), Layout::Float32Nchw).size(), 3 * ieee);
 }
 
 // The first backward of each regularizer, d(penalty input)/d(images or ws) with create_graph, needs

@@ -1,0 +1,54 @@
+#pragma once
+// Float32 convolutions in TF32 tensor-core passes at float32's accuracy (3xTF32; run.float32_convolutions).
+//
+// cuDNN's float32 convolutions run on the GPU's FFMA units unless TF32 is allowed, and TF32 keeps 10
+// of float32's 23 mantissa bits. The reference trains with TF32 off, so the float32 blocks (config-f:
+// 4x4 to 16x16, 512 channels) took about 18 ms of a 165 ms step on an H200 in FFMA. Split each
+// operand a = a_hi + a_lo, a_hi exactly a TF32 number and a_lo the exact rest: a bilinear f (a
+// convolution, its input gradient, its weight gradient) is then
+//   f(a, b) = f(a_hi, b_hi) + f(a_hi, b_lo) + f(a_lo, b_hi) + f(a_lo, b_lo),
+// and the last term is below 2^-20 of the first. The first three in TF32 carry float32's accuracy
+// (a_lo itself loses at most 2^-11 of its own size) in three tensor-core passes, which run several
+// times FFMA's rate on an A100 or H100 (docs/PERFORMANCE.md has the measurement).
+
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+
+namespace sg2::nn::ops {
+
+// The devices whose float32 convolutions run split (run.float32_convolutions 3xtf32: CUDA; All for
+// the tests, where the CPU, without TF32, runs the same three passes in float32).
+enum class Tf32SplitDevices { None, Cuda, All };
+void set_tf32_split(Tf32SplitDevices devices);
+Tf32SplitDevices tf32_split_devices();
+
+// The split's devices while it lives, the setting before it back after (the op benchmark, tests).
+class Tf32SplitScope {
+ public:
+  explicit Tf32SplitScope(Tf32SplitDevices devices) : before_(tf32_split_devices()) { set_tf32_split(devices); }
+  ~Tf32SplitScope() { set_tf32_split(before_); }
+  Tf32SplitScope(const Tf32SplitScope&) = delete;
+  Tf32SplitScope& operator=(const Tf32SplitScope&) = delete;
+
+ private:
+  Tf32SplitDevices before_;
+};
+
+// run.float32_convolutions's names: "ieee" (None: as the reference) and "3xtf32" (Cuda).
+Tf32SplitDevices parse_float32_convolutions(const std::string& name);
+
+// a = hi + lo exactly: hi is a with the 13 low mantissa bits cleared (a TF32 number, which a TF32
+// pass reads unchanged), lo = a - hi (exact in float32). a: float32.
+std::pair<at::Tensor, at::Tensor> split_tf32(const at::Tensor& a);
+
+// f(a, b) for f bilinear in (a, b): split into three TF32 passes (above) where a and b are float32
+// on a device that tf32_split_devices() names and no gradient is being recorded through them (the
+// split's bit operations have none: conv2d_gradfix's functions call this in their forwards), else
+// f(a, b) as it is.
+using Bilinear = std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>;
+at::Tensor bilinear_in_tf32_passes(const at::Tensor& a, const at::Tensor& b, const Bilinear& f);
+
+}  // namespace sg2::nn::ops
