@@ -20,13 +20,14 @@
 # binaries or packages for a build into BUILD_DIR where that has none (a fresh machine).
 #   scripts/bench/gpu_vs_reference.sh [BUILD_DIR] [REFERENCE_DIR]
 #   SG2_BENCH_PRESETS=config-f scripts/bench/gpu_vs_reference.sh   # one preset
-#   SG2_BENCH_VARIANTS="auto:nhwc ref:off" ...   # some of ours (default all: auto:nhwc ref:off auto:off ref:nhwc
-#                                                # reference:full auto:nhwc:nogradfix auto:all
-#                                                # auto:nhwc:unstaged auto:nhwc:3xtf32; ref: the
+#   SG2_BENCH_VARIANTS="auto:nhwc ref:off" ...   # some of ours (default all: auto:nhwc auto:nhwc:3xtf32
+#                                                # ref:off auto:off ref:nhwc reference:full
+#                                                # auto:nhwc:nogradfix auto:all; also auto:nhwc:unstaged; ref: the
 #                                                # reference's batch_gpu, nhwc: channels_last reduced, all:
 #                                                # channels_last all; reference:full the reference in one
 #                                                # round; nogradfix: run.conv2d_gradfix false; unstaged:
-#                                                # run.fir_kernel unstaged, run by itself where auto:nhwc fails;
+#                                                # run.fir_kernel unstaged, run by itself where auto:nhwc fails,
+#                                                # and then every later run of ours with it;
 #                                                # 3xtf32: run.float32_convolutions 3xtf32, its own goal line)
 #   SG2_TORCH_EXTENSIONS_DIR=DIR ...   # the reference's plugins built there already (reference_bench.py
 #                                      # --build-plugins, started earlier in the call: scripts/gpu/session.sh)
@@ -74,13 +75,13 @@ done
 # NHWC) and nogradfix for LibTorch's own double backward of the convolutions (the A/B of
 # run.conv2d_gradfix). The default order puts first the variant most likely fastest (issue 13's
 # 5 s/kimg for config-f), the probed batch channels_last, right after the reference.
-all_variants="auto:nhwc auto:nhwc:3xtf32 ref:off auto:off ref:nhwc reference:full auto:nhwc:nogradfix"
-all_variants+=" auto:all auto:nhwc:unstaged"
+all_variants="auto:nhwc auto:nhwc:3xtf32 ref:off auto:off ref:nhwc reference:full auto:nhwc:nogradfix auto:all"
 variants=${SG2_BENCH_VARIANTS:-$all_variants}
 for variant in $variants; do
-  [[ " $all_variants " == *" $variant "* ]] ||
-    { echo "gpu_vs_reference: no variant '$variant' (one of: $all_variants)" >&2; exit 2; }
+  [[ " $all_variants auto:nhwc:unstaged " == *" $variant "* ]] ||
+    { echo "gpu_vs_reference: no variant '$variant' (one of: $all_variants auto:nhwc:unstaged)" >&2; exit 2; }
 done
+fir_fallback=()  # --run.fir_kernel unstaged for every run of ours after the default's failed
 # The variant most likely fastest adds --device-kernels: one more cycle under the Kineto profiler, after
 # the timed ones: GPU time by kernel and how busy the GPU is (the numbers to tune by next).
 common=(--data synthetic --data.resolution 256 --data.channels 3 --run.device "$device" --no-op-families)
@@ -141,21 +142,29 @@ run_ours() {  # run_ours VARIANT
     name="$name-3xtf32" label="$label, float32 convolutions 3xTF32"
     extra=(--run.float32_convolutions 3xtf32)
   fi
-  rate=""
+  if [ ${#fir_fallback[@]} -gt 0 ] && [ "$option" != unstaged ]; then
+    name="$name-unstaged" label="$label, upfirdn2d unstaged (the default failed)"
+    extra+=("${fir_fallback[@]}")
+  fi
+  rate="" ran=0
   if [ -e "$cases_dir/$name.txt" ]; then  # the dry run's nhwc is all: auto:nhwc and auto:all are one run
     echo "== $preset: $label, train.batch_gpu $batch_gpu: ran already" | tee -a "$log"
     return 0
   fi
   echo "== $preset: $label, train.batch_gpu $batch_gpu" | tee -a "$log"
+  # Whether it runs: budgeted_run skips it where the budget is spent.
+  [ "$(run_seconds_left "$run_start" "$run_budget" "$run_limit" "$run_min")" -gt 0 ] && ran=1
   budgeted_run "$cases_dir/$name.txt" "$bench" --config "$config" "${common[@]}" "${ours[@]}" \
       --train.batch_gpu "$batch_gpu" --run.channels_last "$layout" "${extra[@]}"
   rate=$(field "$cases_dir/$name.txt" 2)
   chosen=$(sed -n 's/.*train.batch_gpu auto: \([0-9]*\) images.*/\1/p' "$cases_dir/$name.txt")
   echo "| $preset | $label | $batch_gpu${chosen:+: $chosen} | $rate | $(field "$cases_dir/$name.txt" 4) |" \
        "$(field "$cases_dir/$name.txt" 13) | $(ratio "$rate" "$ref_rate") |" >> "$summary"
-  [ "$batch_gpu" = auto ] && [[ -z "$option" || "$option" = unstaged ]] && [ -n "$rate" ] &&
+  # The unstaged kernel's run stands for the default's where that has no rate (a fallback).
+  if [ "$batch_gpu" = auto ] && [[ -z "$option" || "$option" = unstaged ]] && [ -n "$rate" ] && [ -z "$auto_rate" ]; then
     auto_rate=$rate auto_batch=$chosen
-  [[ "$variant" = auto:nhwc || "$variant" = auto:nhwc:unstaged ]] && [ -n "$rate" ] && probed_nhwc_rate=$rate
+  fi
+  [[ "$variant" = auto:nhwc || "$variant" = auto:nhwc:unstaged ]] && [ -n "$rate" ] && : "${probed_nhwc_rate:=$rate}"
   [ "$option" = nogradfix ] && nogradfix_rate=$rate
   # 3xTF32 keeps float32's accuracy but not the reference's arithmetic: a goal line of its own.
   [ "$option" = 3xtf32 ] && { split_rate=$rate split_kimg=$(field "$cases_dir/$name.txt" 4); return 0; }
@@ -191,9 +200,11 @@ for case in "${cases[@]}"; do
       continue
     fi
     run_ours "$variant"
-    # The staged FIR kernel is the default's newest part: should the run fail, the same with the
-    # unstaged kernel (timed in the second H200 run) still gives the session its number.
-    if [ "$variant" = auto:nhwc ] && [ -z "$rate" ] && [[ " $variants " != *" auto:nhwc:unstaged "* ]]; then
+    # The staged FIR kernel is the default's newest part: should its run fail, the same with the
+    # unstaged kernel (timed in the second H200 run) still gives the session its number, and the
+    # runs after it take the unstaged kernel too.
+    if [ "$variant" = auto:nhwc ] && [ "$ran" = 1 ] && [ -z "$rate" ] && [ ${#fir_fallback[@]} -eq 0 ]; then
+      fir_fallback=(--run.fir_kernel unstaged)
       run_ours auto:nhwc:unstaged
     fi
   done

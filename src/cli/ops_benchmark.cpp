@@ -269,16 +269,13 @@ const std::vector<at::MemoryFormat> kLayouts{at::MemoryFormat::Contiguous, at::M
 // one TF32 pass (run.allow_tf32: faster still, with 10 mantissa bits).
 enum class Float32Arithmetic { Ieee, Split3xTf32, Tf32 };
 
-// fn(a, b) with float32 convolutions in `arithmetic`, the settings before it back after.
+// fn() with float32 convolutions in `arithmetic`, the settings before it back after.
 template <typename Fn>
 auto in_arithmetic(Float32Arithmetic arithmetic, Fn&& fn) {
-  const bool tf32_before = at::globalContext().allowTF32CuDNN();
-  at::globalContext().setAllowTF32CuDNN(arithmetic == Float32Arithmetic::Tf32);
+  const nn::ops::CudnnTf32Scope tf32(arithmetic == Float32Arithmetic::Tf32);
   const nn::ops::Tf32SplitScope split(arithmetic == Float32Arithmetic::Split3xTf32 ? nn::ops::Tf32SplitDevices::All
                                                                                    : nn::ops::Tf32SplitDevices::None);
-  auto result = fn();
-  at::globalContext().setAllowTF32CuDNN(tf32_before);
-  return result;
+  return fn();
 }
 
 // One row: f(a, b), a convolution or one of its gradients, timed in each arithmetic at `flops` a
@@ -333,8 +330,8 @@ std::string float32_convolution_rows(const Timer& time, const at::Device& device
                                  [&](const at::Tensor& a, const at::Tensor& b) {
                                    return nn::ops::conv2d_weight_gradient(a, b, same, w.sizes());
                                  }) +
-         float32_convolution_row(time, fmt::format("2x transposed 3x3 conv (G's upsampling) into {}x{}", r, r), x_half,
-                                 w, w, flops / 4, convolution(up));
+         float32_convolution_row(time, fmt::format("2x transposed 3x3 conv (G's upsampling) from {0}x{0}", r / 2),
+                                 x_half, w, w, flops / 4, convolution(up));
 }
 
 }  // namespace

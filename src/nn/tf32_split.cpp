@@ -13,22 +13,11 @@ namespace {
 
 std::atomic<Tf32SplitDevices> g_tf32_split{Tf32SplitDevices::None};
 
-// float32's 13 low mantissa bits, the ones TF32 drops.
+// float32's 13 low mantissa bits, the ones TF32 drops, and half of their range: added to a float's
+// bits (sign and magnitude: the addition grows the magnitude, carrying into the exponent where it
+// must), it rounds the magnitude to the nearest TF32 number, ties away from zero.
 constexpr int32_t kTf32Mask = ~int32_t{0x1FFF};
-
-// TF32 allowed in cuDNN's convolutions while it lives, the setting before it back after.
-class Tf32ConvolutionsScope {
- public:
-  Tf32ConvolutionsScope() : before_(at::globalContext().allowTF32CuDNN()) {
-    at::globalContext().setAllowTF32CuDNN(true);
-  }
-  ~Tf32ConvolutionsScope() { at::globalContext().setAllowTF32CuDNN(before_); }
-  Tf32ConvolutionsScope(const Tf32ConvolutionsScope&) = delete;
-  Tf32ConvolutionsScope& operator=(const Tf32ConvolutionsScope&) = delete;
-
- private:
-  bool before_;
-};
+constexpr int32_t kTf32Half = 0x1000;
 
 bool splits(const at::Tensor& a, const at::Tensor& b) {
   const Tf32SplitDevices devices = g_tf32_split;
@@ -38,6 +27,12 @@ bool splits(const at::Tensor& a, const at::Tensor& b) {
 }
 
 }  // namespace
+
+CudnnTf32Scope::CudnnTf32Scope(bool allow) : before_(at::globalContext().allowTF32CuDNN()) {
+  at::globalContext().setAllowTF32CuDNN(allow);
+}
+
+CudnnTf32Scope::~CudnnTf32Scope() { at::globalContext().setAllowTF32CuDNN(before_); }
 
 void set_tf32_split(Tf32SplitDevices devices) { g_tf32_split = devices; }
 
@@ -51,7 +46,7 @@ Tf32SplitDevices parse_float32_convolutions(const std::string& name) {
 
 std::pair<at::Tensor, at::Tensor> split_tf32(const at::Tensor& a) {
   SG2_CHECK(a.scalar_type() == at::kFloat, "split_tf32: expected float32, got {}", c10::toString(a.scalar_type()));
-  at::Tensor hi = at::bitwise_and(a.view(at::kInt), kTf32Mask).view(at::kFloat);  // a's layout
+  at::Tensor hi = at::bitwise_and(a.view(at::kInt) + kTf32Half, kTf32Mask).view(at::kFloat);  // a's layout
   at::Tensor lo = a - hi;
   return {std::move(hi), std::move(lo)};
 }
@@ -60,7 +55,7 @@ at::Tensor bilinear_in_tf32_passes(const at::Tensor& a, const at::Tensor& b, con
   if (!splits(a, b)) return f(a, b);
   const auto [a_hi, a_lo] = split_tf32(a);
   const auto [b_hi, b_lo] = split_tf32(b);
-  const Tf32ConvolutionsScope tf32;
+  const CudnnTf32Scope tf32(true);
   at::Tensor small = f(a_hi, b_lo).add_(f(a_lo, b_hi));  // the small terms first, then the large one
   return f(a_hi, b_hi).add_(small);
 }

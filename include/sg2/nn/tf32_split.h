@@ -4,12 +4,14 @@
 // cuDNN's float32 convolutions run on the GPU's FFMA units unless TF32 is allowed, and TF32 keeps 10
 // of float32's 23 mantissa bits. The reference trains with TF32 off, so the float32 blocks (config-f:
 // 4x4 to 16x16, 512 channels) took about 18 ms of a 165 ms step on an H200 in FFMA. Split each
-// operand a = a_hi + a_lo, a_hi exactly a TF32 number and a_lo the exact rest: a bilinear f (a
-// convolution, its input gradient, its weight gradient) is then
+// operand a = a_hi + a_lo, a_hi a rounded to the nearest TF32 number and a_lo the exact rest (at most
+// 2^-11 of a): a bilinear f (a convolution, its input gradient, its weight gradient) is then
 //   f(a, b) = f(a_hi, b_hi) + f(a_hi, b_lo) + f(a_lo, b_hi) + f(a_lo, b_lo),
-// and the last term is below 2^-20 of the first. The first three in TF32 carry float32's accuracy
-// (a_lo itself loses at most 2^-11 of its own size) in three tensor-core passes, which run several
-// times FFMA's rate on an A100 or H100 (docs/PERFORMANCE.md has the measurement).
+// and the last term is at most 2^-22 of a product. The first three in TF32 (which may cut a_lo to
+// its own 10 bits: another 2^-21 at most) carry float32's accuracy in three tensor-core passes,
+// which run several times FFMA's rate on an A100 or H100 (CUTLASS's 3xTF32; docs/PERFORMANCE.md has
+// the measurement). On a GPU without TF32 (before compute capability 8.0) the three passes run in
+// float32: slower than one. Non-finite values: a NaN stays NaN, an infinity's rest is NaN.
 
 #include <ATen/ATen.h>
 
@@ -24,6 +26,21 @@ namespace sg2::nn::ops {
 enum class Tf32SplitDevices { None, Cuda, All };
 void set_tf32_split(Tf32SplitDevices devices);
 Tf32SplitDevices tf32_split_devices();
+
+// cuDNN's TF32 for convolutions (LibTorch's process-wide setting) while it lives, the setting before
+// it back after. The split's passes hold one: a process runs its convolutions on one thread at a time
+// (the caller's, or the autograd engine's device thread while the caller waits), so no other
+// thread's convolution sees it.
+class CudnnTf32Scope {
+ public:
+  explicit CudnnTf32Scope(bool allow);
+  ~CudnnTf32Scope();
+  CudnnTf32Scope(const CudnnTf32Scope&) = delete;
+  CudnnTf32Scope& operator=(const CudnnTf32Scope&) = delete;
+
+ private:
+  bool before_;
+};
 
 // The split's devices while it lives, the setting before it back after (the op benchmark, tests).
 class Tf32SplitScope {
@@ -40,8 +57,10 @@ class Tf32SplitScope {
 // run.float32_convolutions's names: "ieee" (None: as the reference) and "3xtf32" (Cuda).
 Tf32SplitDevices parse_float32_convolutions(const std::string& name);
 
-// a = hi + lo exactly: hi is a with the 13 low mantissa bits cleared (a TF32 number, which a TF32
-// pass reads unchanged), lo = a - hi (exact in float32). a: float32.
+// a = hi + lo exactly: hi is a rounded to the nearest TF32 number (its 13 low mantissa bits clear,
+// ties away from zero; a TF32 pass reads it unchanged), lo = a - hi (exact in float32, at most 2^-11
+// of a). a: float32, finite and below float32's largest less 2^-11 of it (which would round to
+// infinity).
 std::pair<at::Tensor, at::Tensor> split_tf32(const at::Tensor& a);
 
 // f(a, b) for f bilinear in (a, b): split into three TF32 passes (above) where a and b are float32

@@ -155,20 +155,27 @@ TEST(CudaKernels, Conv2dGradfixMatchesLibTorchsAutogradOnTheGpu) {
 
 using Tf32SplitOn = ops::Tf32SplitScope;
 
-// a = hi + lo exactly, hi a TF32 number (its 13 low mantissa bits clear), lo below 2^-10 of a, in
-// a's layout; over twelve orders of magnitude, both signs, zeros and float32's smallest normals.
+// a = hi + lo exactly, hi the nearest TF32 number (its 13 low mantissa bits clear; ties away from
+// zero), lo at most 2^-11 of a, in a's layout; over twelve orders of magnitude, both signs, zeros
+// and float32's smallest normals.
 TEST(Tf32Split, SplitsEachValueIntoATf32NumberAndItsExactRest) {
   at::manual_seed(21);
   at::Tensor a = at::randn({2, 8, 5, 6}) * at::pow(10.0, at::randint(-6, 7, {2, 8, 5, 6}).to(at::kFloat));
   a.index_put_({0, 0}, 0.0);
   a.index_put_({0, 1, 0}, std::ldexp(1.2345f, -126));
+  a.index_put_({0, 2, 0, 0}, 1.0f + std::ldexp(1.0f, -11));   // a tie: rounds up to 1 + 2^-10
+  a.index_put_({0, 2, 0, 1}, -1.0f - std::ldexp(1.0f, -11));  // and away from zero
+  a.index_put_({0, 2, 0, 2}, 1.0f + std::ldexp(1.0f, -10) - std::ldexp(1.0f, -20));  // just below the next: up
   a = a.contiguous(at::MemoryFormat::ChannelsLast);
   const auto [hi, lo] = ops::split_tf32(a);
   EXPECT_TRUE(hi.is_contiguous(at::MemoryFormat::ChannelsLast));
   EXPECT_TRUE(lo.is_contiguous(at::MemoryFormat::ChannelsLast));
   EXPECT_EQ(at::bitwise_and(hi.view(at::kInt), 0x1FFF).count_nonzero().item<int64_t>(), 0);
   EXPECT_TRUE((hi + lo).equal(a));
-  EXPECT_TRUE((lo.abs() <= a.abs() * std::ldexp(1.0, -10)).all().item<bool>());
+  EXPECT_TRUE((lo.abs() <= a.abs() * std::ldexp(1.0, -11)).all().item<bool>());  // truncation: up to 2^-10
+  EXPECT_EQ(hi[0][2][0][0].item<float>(), 1.0f + std::ldexp(1.0f, -10));
+  EXPECT_EQ(hi[0][2][0][1].item<float>(), -1.0f - std::ldexp(1.0f, -10));
+  EXPECT_EQ(hi[0][2][0][2].item<float>(), 1.0f + std::ldexp(1.0f, -10));
   EXPECT_GT(lo.count_nonzero().item<int64_t>(), a.numel() / 2);  // the rest is there to keep
 }
 

@@ -161,9 +161,9 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
             std::string::npos)
       << conv_rows[0];
   EXPECT_NE(conv_rows[2].find("3x3 conv at 16x16, weight gradient"), std::string::npos) << conv_rows[2];
-  EXPECT_NE(conv_rows[7].find("(G's upsampling) into 16x16 | 2x" + c16 + "x8x8 | "), std::string::npos) << conv_rows[7];
+  EXPECT_NE(conv_rows[7].find("(G's upsampling) from 8x8 | 2x" + c16 + "x8x8 | "), std::string::npos) << conv_rows[7];
   EXPECT_NE(conv_rows[7].find("| NHWC |"), std::string::npos) << conv_rows[7];
-  EXPECT_NE(conv_rows[15].find("into 8x8 | 2x" + std::to_string(c.G.channels_at(8)) + "x4x4 | "), std::string::npos)
+  EXPECT_NE(conv_rows[15].find("from 4x4 | 2x" + std::to_string(c.G.channels_at(8)) + "x4x4 | "), std::string::npos)
       << conv_rows[15];
   options.dtype = "float8";
   EXPECT_THROW(run_ops_benchmark(c, options), Error);
