@@ -22,6 +22,8 @@ using namespace sg2;
 int bench_training(const train::TrainConfig& requested, const cli::BenchOptions& bench, dist::Session& session) {
   const std::string compute = cli::apply_compute_settings(requested, session.world());
   if (session.world().is_root()) std::cout << "# compute: " << compute << "\n";
+  const std::string warning = cli::compute_settings_warning(session.comm().device());
+  if (session.world().is_root() && !warning.empty()) std::cout << "# warning: " << warning << "\n";
   auto dataset = train::open_configured_dataset(requested);
   std::string batch_report;
   const train::TrainConfig config = train::with_probed_batch_gpu(requested, dataset, session.comm().device(),

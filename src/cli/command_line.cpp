@@ -4,6 +4,7 @@
 #include "sg2/core/logging.h"
 #include "sg2/core/system.h"
 #include "sg2/data/atomic_file.h"
+#include "sg2/device/cuda_device.h"
 #include "sg2/dist/consistency.h"
 #include "sg2/nn/conv_gradfix.h"
 #include "sg2/nn/kernels.h"
@@ -97,6 +98,11 @@ std::string apply_compute_settings(const TrainConfig& c, const dist::World& worl
                      threads, cores, world.local_size, c.run.allow_tf32 ? "on" : "off", split,
                      c.run.cudnn_benchmark ? "on" : "off", fir_kernel,
                      c.run.conv2d_gradfix ? "" : ", conv2d_gradfix off", host_sync_check_note(c));
+}
+
+std::string compute_settings_warning(const at::Device& device) {
+  if (!device.is_cuda()) return "";
+  return nn::ops::tf32_split_warning(nn::ops::tf32_split_devices(), cuda_compute_capability(device.index()));
 }
 
 void TrainCommand::add_to(CLI::App& app) {
@@ -197,6 +203,7 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
   validate(requested, world.size);
   const at::Device device = session.comm().device();
   const std::string compute = apply_compute_settings(requested, world);
+  if (const std::string warning = compute_settings_warning(device); !warning.empty()) spdlog::warn("{}", warning);
   auto dataset = open_configured_dataset(requested);
   std::string batch_report;
   const TrainConfig config = with_probed_batch_gpu(requested, dataset, device, session.comm(), &batch_report);

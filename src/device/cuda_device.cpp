@@ -46,6 +46,16 @@ CudaRuntimeInfo query_cuda_runtime() {
   return info;
 }
 
+int cuda_compute_capability(int index) {
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index) != cudaSuccess) {
+    cudaGetLastError();  // no such device: clear the error so later calls start clean
+    return 0;
+  }
+  return major * 10 + minor;
+}
+
 void select_cuda_device(int index) {
   const cudaError_t status = cudaSetDevice(index);
   SG2_CHECK(status == cudaSuccess, "cudaSetDevice({}) failed: {}", index, cudaGetErrorString(status));
@@ -58,6 +68,8 @@ CudaRuntimeInfo query_cuda_runtime() {
   info.error = "built without the CUDA toolkit (SG2_WITH_CUDA=OFF)";
   return info;
 }
+
+int cuda_compute_capability(int /*index*/) { return 0; }
 
 void select_cuda_device(int index) {
   SG2_FAIL("cannot select CUDA device {}: built without the CUDA toolkit (SG2_WITH_CUDA=OFF)", index);

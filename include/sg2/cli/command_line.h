@@ -45,6 +45,10 @@ void check_config_same_on_every_rank(const TrainConfig& config, dist::Session& s
 // float32 precision policy (run.allow_tf32, run.cudnn_benchmark). Returns a line describing them.
 std::string apply_compute_settings(const TrainConfig& config, const dist::World& world);
 
+// What in the settings in force would run slower than their default on `device`: 3xTF32 on a GPU
+// without TF32. Empty where nothing would.
+std::string compute_settings_warning(const at::Device& device);
+
 // stylegan2_train: parses its command line and trains (new run or --resume).
 class TrainCommand {
  public:

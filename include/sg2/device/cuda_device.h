@@ -24,6 +24,10 @@ struct CudaRuntimeInfo {
 };
 CudaRuntimeInfo query_cuda_runtime();
 
+// CUDA device `index`'s compute capability as major * 10 + minor (80 for an A100, 90 for an H100), or
+// 0 where this build or machine has no such device.
+int cuda_compute_capability(int index);
+
 // Makes `index` the calling thread's current CUDA device (cudaSetDevice); errors name the device.
 void select_cuda_device(int index);
 

@@ -63,6 +63,11 @@ Tf32SplitDevices parse_float32_convolutions(const std::string& name);
 // infinity).
 std::pair<at::Tensor, at::Tensor> split_tf32(const at::Tensor& a);
 
+// Why the split, on `devices`, would slow a GPU of compute `capability` (major * 10 + minor): before
+// 8.0 there is no TF32, so its three passes run in float32. Empty where it would not: no split on
+// CUDA, a GPU with TF32, or no GPU (0).
+std::string tf32_split_warning(Tf32SplitDevices devices, int capability);
+
 // f(a, b) for f bilinear in (a, b): split into three TF32 passes (above) where a and b are float32
 // on a device that tf32_split_devices() names and no gradient is being recorded through them (the
 // split's bit operations have none: conv2d_gradfix's functions call this in their forwards), else

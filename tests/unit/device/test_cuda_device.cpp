@@ -27,6 +27,10 @@ TEST(CudaRuntime, AnswersWithoutCrashing) {
     EXPECT_NE(info.error.find("SG2_WITH_CUDA=OFF"), std::string::npos) << info.error;
     EXPECT_THROW(select_cuda_device(0), std::exception);
   }
+  // A capability for each device there is (3.5 and up), none for a device there is not.
+  for (int i = 0; i < static_cast<int>(info.devices.size()); ++i) EXPECT_GE(cuda_compute_capability(i), 35) << i;
+  EXPECT_EQ(cuda_compute_capability(static_cast<int>(info.devices.size())), 0);
+  EXPECT_EQ(query_cuda_runtime().devices, info.devices);  // the failed query left no error behind
 }
 
 TEST(DeviceMemory, TheCpuHasNoAllocatorToAsk) {

@@ -301,6 +301,19 @@ TEST(BatchProbe, FailuresReadAsMemoryWhereTheyMayBeAndTheLastOneThatMayNotIsShow
                std::exception);
 }
 
+// 3xTF32 on a GPU without TF32 (before compute capability 8.0) runs three float32 passes: a warning
+// that names the capability; none with TF32, without the split, or without a GPU.
+TEST(ComputeSettings, TheSplitWarnsOnAGpuWithoutTf32) {
+  using nn::ops::Tf32SplitDevices;
+  const std::string volta = nn::ops::tf32_split_warning(Tf32SplitDevices::Cuda, 70);
+  EXPECT_NE(volta.find("compute capability 7.0, which has no TF32"), std::string::npos) << volta;
+  EXPECT_NE(nn::ops::tf32_split_warning(Tf32SplitDevices::Cuda, 75), "");
+  EXPECT_EQ(nn::ops::tf32_split_warning(Tf32SplitDevices::Cuda, 80), "");  // A100
+  EXPECT_EQ(nn::ops::tf32_split_warning(Tf32SplitDevices::Cuda, 90), "");  // H100
+  EXPECT_EQ(nn::ops::tf32_split_warning(Tf32SplitDevices::None, 70), "");
+  EXPECT_EQ(nn::ops::tf32_split_warning(Tf32SplitDevices::Cuda, 0), "");  // no GPU
+}
+
 TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
   TrainConfig c;
   dist::World world;
@@ -324,6 +337,7 @@ TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
                                                   "upfirdn2d unstaged"),
             std::string::npos);
   EXPECT_EQ(nn::ops::tf32_split_devices(), nn::ops::Tf32SplitDevices::Cuda);
+  EXPECT_EQ(compute_settings_warning(at::Device(at::kCPU)), "");
   EXPECT_EQ(nn::kernels::fir_kernel_policy(), nn::kernels::FirKernelPolicy::Unstaged);
   c.run.fir_kernel = "staged";
   apply_compute_settings(c, world);
