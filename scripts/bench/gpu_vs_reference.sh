@@ -131,7 +131,9 @@ run_ours() {  # run_ours VARIANT
   name="$preset-ours-$batch_gpu"
   label="stylegan2-cpp"
   [ "$layout" = off ] || { name="$name-channels-last-$layout"; label="$label, channels_last $layout"; }
-  [[ "$variant" = auto:nhwc || "$variant" = auto:nhwc:unstaged ]] && extra=("${profiled[@]}")
+  local probed_nhwc=0  # the goal's run (or its fallback with the unstaged kernel): profiled
+  [[ "$variant" = auto:nhwc || "$variant" = auto:nhwc:unstaged ]] && probed_nhwc=1
+  [ "$probed_nhwc" = 1 ] && extra=("${profiled[@]}")
   if [ "$option" = nogradfix ]; then
     name="$name-nogradfix" label="$label, conv2d_gradfix off"
     extra=(--run.conv2d_gradfix false)
@@ -164,7 +166,7 @@ run_ours() {  # run_ours VARIANT
   if [ "$batch_gpu" = auto ] && [[ -z "$option" || "$option" = unstaged ]] && [ -n "$rate" ] && [ -z "$auto_rate" ]; then
     auto_rate=$rate auto_batch=$chosen
   fi
-  [[ "$variant" = auto:nhwc || "$variant" = auto:nhwc:unstaged ]] && [ -n "$rate" ] && : "${probed_nhwc_rate:=$rate}"
+  [ "$probed_nhwc" = 1 ] && [ -n "$rate" ] && : "${probed_nhwc_rate:=$rate}"
   [ "$option" = nogradfix ] && nogradfix_rate=$rate
   # 3xTF32 keeps float32's accuracy but not the reference's arithmetic: a goal line of its own.
   [ "$option" = 3xtf32 ] && { split_rate=$rate split_kimg=$(field "$cases_dir/$name.txt" 4); return 0; }

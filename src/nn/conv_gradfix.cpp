@@ -149,9 +149,7 @@ at::Tensor conv2d_weight_gradient(const at::Tensor& dy, const at::Tensor& x, con
 void set_conv2d_gradfix(GradfixDevices devices) { g_gradfix_devices = devices; }
 
 bool uses_conv2d_gradfix(const at::Tensor& x, const at::Tensor& w, bool fast_ops) {
-  const GradfixDevices devices = g_gradfix_devices;
-  const bool on_this_device = devices == GradfixDevices::All || (devices == GradfixDevices::Cuda && x.is_cuda());
-  return fast_ops && on_this_device && at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad());
+  return fast_ops && covers(g_gradfix_devices, x) && at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad());
 }
 
 }  // namespace sg2::nn::ops

@@ -21,9 +21,7 @@ constexpr int32_t kTf32Mask = ~int32_t{0x1FFF};
 constexpr int32_t kTf32Half = 0x1000;
 
 bool splits(const at::Tensor& a, const at::Tensor& b) {
-  const Tf32SplitDevices devices = g_tf32_split;
-  if (devices == Tf32SplitDevices::None || a.scalar_type() != at::kFloat || b.scalar_type() != at::kFloat) return false;
-  if (devices == Tf32SplitDevices::Cuda && !a.is_cuda()) return false;
+  if (!covers(g_tf32_split, a) || a.scalar_type() != at::kFloat || b.scalar_type() != at::kFloat) return false;
   return !(at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad()));
 }
 

@@ -10,6 +10,8 @@
 // and a weight-gradient function, whose own gradient is this convolution twice; so every order runs
 // the ordinary forward, input-gradient and weight-gradient kernels. The values are the same sums.
 
+#include "sg2/nn/device_set.h"
+
 #include <ATen/ATen.h>
 
 #include <array>
@@ -47,7 +49,7 @@ ConvGeometry input_gradient_geometry(const ConvGeometry& g, at::IntArrayRef x_si
 // none (false), or every device (tests: the CPU then runs the GPU's ops, slowly, since LibTorch's
 // CPU conv_transpose2d, which computes every input gradient here, is several times its direct
 // input gradient).
-enum class GradfixDevices { None, Cuda, All };
+using GradfixDevices = DeviceSet;
 void set_conv2d_gradfix(GradfixDevices devices);
 bool uses_conv2d_gradfix(const at::Tensor& x, const at::Tensor& w, bool fast_ops);
 

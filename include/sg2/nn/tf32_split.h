@@ -13,6 +13,8 @@
 // the measurement). On a GPU without TF32 (before compute capability 8.0) the three passes run in
 // float32: slower than one. Non-finite values: a NaN stays NaN, an infinity's rest is NaN.
 
+#include "sg2/nn/device_set.h"
+
 #include <ATen/ATen.h>
 
 #include <functional>
@@ -23,7 +25,7 @@ namespace sg2::nn::ops {
 
 // The devices whose float32 convolutions run split (run.float32_convolutions 3xtf32: CUDA; All for
 // the tests, where the CPU, without TF32, runs the same three passes in float32).
-enum class Tf32SplitDevices { None, Cuda, All };
+using Tf32SplitDevices = DeviceSet;
 void set_tf32_split(Tf32SplitDevices devices);
 Tf32SplitDevices tf32_split_devices();
 

@@ -153,8 +153,6 @@ TEST(CudaKernels, Conv2dGradfixMatchesLibTorchsAutogradOnTheGpu) {
   expect_every_order_matches(at::TensorOptions().device(at::kCUDA), 2e-5, at::MemoryFormat::ChannelsLast);
 }
 
-using Tf32SplitOn = ops::Tf32SplitScope;
-
 // a = hi + lo exactly, hi the nearest TF32 number (its 13 low mantissa bits clear; ties away from
 // zero), lo at most 2^-11 of a, in a's layout; over twelve orders of magnitude, both signs, zeros
 // and float32's smallest normals.
@@ -197,10 +195,10 @@ TEST(Tf32Split, ABilinearFunctionRunsInThreePassesOnlyWhereTheSplitApplies) {
   };
   EXPECT_EQ(calls_for(a, b), 1);  // off by default
   {
-    const Tf32SplitOn cuda_only(ops::Tf32SplitDevices::Cuda);
+    const ops::Tf32SplitScope cuda_only(ops::Tf32SplitDevices::Cuda);
     EXPECT_EQ(calls_for(a, b), 1);  // a CPU tensor
   }
-  const Tf32SplitOn everywhere(ops::Tf32SplitDevices::All);
+  const ops::Tf32SplitScope everywhere(ops::Tf32SplitDevices::All);
   EXPECT_EQ(calls_for(a, b), 3);
   EXPECT_EQ(calls_for(a.to(at::kDouble), b.to(at::kDouble)), 1);
   const at::Tensor a_recorded = a.detach().requires_grad_(true);
@@ -219,7 +217,7 @@ TEST(Tf32Split, ABilinearFunctionRunsInThreePassesOnlyWhereTheSplitApplies) {
 // in float32) against LibTorch's float32 autograd without it: within 2e-5 (measured: 5.4e-6, the
 // dropped lo * lo terms and float32's rounding); leaving out one of the three passes gives 4e-4 to 5e-3.
 TEST(Tf32Split, EveryOrderOfASplitConvolutionMatchesLibTorchsFloat32Autograd) {
-  const Tf32SplitOn everywhere(ops::Tf32SplitDevices::All);
+  const ops::Tf32SplitScope everywhere(ops::Tf32SplitDevices::All);
   expect_every_order_matches(at::TensorOptions().dtype(at::kFloat), 2e-5);
   expect_every_order_matches(at::TensorOptions().dtype(at::kFloat), 2e-5, at::MemoryFormat::ChannelsLast);
 }
@@ -241,7 +239,7 @@ TEST(CudaKernels, SplitTf32ConvolutionsKeepFloat32Accuracy) {
   const double ieee = max_relative_error(conv(x, w).cpu(), exact);
   double split = 0;
   {
-    const Tf32SplitOn on_cuda(ops::Tf32SplitDevices::Cuda);
+    const ops::Tf32SplitScope on_cuda(ops::Tf32SplitDevices::Cuda);
     split = max_relative_error(ops::bilinear_in_tf32_passes(x, w, conv).cpu(), exact);
   }
   EXPECT_FALSE(at::globalContext().allowTF32CuDNN());  // the passes' TF32 ended with them
@@ -251,7 +249,7 @@ TEST(CudaKernels, SplitTf32ConvolutionsKeepFloat32Accuracy) {
   EXPECT_LT(ieee, 1e-5);
   EXPECT_LT(split, 1e-5) << "float32 " << ieee << ", one TF32 pass " << tf32;
   std::cout << "float32 convolution's error: FFMA " << ieee << ", 3xTF32 " << split << ", TF32 " << tf32 << "\n";
-  const Tf32SplitOn on_cuda(ops::Tf32SplitDevices::Cuda);
+  const ops::Tf32SplitScope on_cuda(ops::Tf32SplitDevices::Cuda);
   expect_every_order_matches(cuda, 5e-5);
   expect_every_order_matches(cuda, 5e-5, at::MemoryFormat::ChannelsLast);
 }

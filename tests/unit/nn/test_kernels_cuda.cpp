@@ -265,22 +265,32 @@ TEST(CudaKernelArithmetic, BiasActElementsMatchTheReferenceOnTheHost) {
   }
 }
 
+// x's memory through `pack(v, first)` Lanes elements at a time, as the vectorised kernel's threads
+// run it, into a tensor like x.
+template <int Lanes, typename Index, typename Pack>
+at::Tensor by_packs(const at::Tensor& x, Pack pack) {
+  at::Tensor y = at::empty_like(x);
+  const float* px = x.data_ptr<float>();
+  for (Index first = 0; first < static_cast<Index>(x.numel()); first += Lanes) {
+    float v[Lanes];
+    std::copy(px + first, px + first + Lanes, v);
+    pack(v, first);
+    std::copy(v, v + Lanes, y.data_ptr<float>() + first);
+  }
+  return y;
+}
+
 // The vectorised kernels' packs (bias_act_lanes) give each element exactly what the per-element
 // kernel gives it, where packs cross channels: planes of 12 or 16 elements, channels_last and
 // fully connected layouts, 4 and 8 lanes (float32; float16 and bfloat16), with and without a bias.
 template <int Lanes, typename Index>
 at::Tensor bias_act_by_packs(const at::Tensor& x, const at::Tensor& b, const cuda::ActivationParams& a) {
   const kernels::ChannelLayout l = kernels::channel_layout(x, 1);
-  at::Tensor y = at::empty_like(x);
-  const float *px = x.data_ptr<float>(), *pb = b.defined() ? b.data_ptr<float>() : nullptr;
+  const float* pb = b.defined() ? b.data_ptr<float>() : nullptr;
   const auto bias_at = [pb](Index c) { return pb != nullptr ? pb[c] : 0.0f; };
-  for (Index first = 0; first < static_cast<Index>(x.numel()); first += Lanes) {
-    float v[Lanes];
-    std::copy(px + first, px + first + Lanes, v);
+  return by_packs<Lanes, Index>(x, [&](float (&v)[Lanes], Index first) {
     cuda::bias_act_lanes<Lanes, Index>(v, first, Index(l.channels), Index(l.inner), a, bias_at);
-    std::copy(v, v + Lanes, y.data_ptr<float>() + first);
-  }
-  return y;
+  });
 }
 
 // The same where runs_in_channel_packs takes the launch: a pack's biases loaded at once, as the
@@ -289,16 +299,11 @@ template <int Lanes, typename Index>
 at::Tensor bias_act_by_channel_packs(const at::Tensor& x, const at::Tensor& b, const cuda::ActivationParams& a) {
   const kernels::ChannelLayout l = kernels::channel_layout(x, 1);
   EXPECT_TRUE(cuda::runs_in_channel_packs(l.channels, l.inner, Lanes, b.data_ptr())) << x.sizes() << x.strides();
-  at::Tensor y = at::empty_like(x);
-  const float *px = x.data_ptr<float>(), *pb = b.data_ptr<float>();
+  const float* pb = b.data_ptr<float>();
   const auto bias_pack_at = [pb](Index c0, float (&bias)[Lanes]) { std::copy(pb + c0, pb + c0 + Lanes, bias); };
-  for (Index first = 0; first < static_cast<Index>(x.numel()); first += Lanes) {
-    float v[Lanes];
-    std::copy(px + first, px + first + Lanes, v);
+  return by_packs<Lanes, Index>(x, [&](float (&v)[Lanes], Index first) {
     cuda::bias_act_channel_pack<Lanes, Index>(v, first, Index(l.channels), a, bias_pack_at);
-    std::copy(v, v + Lanes, y.data_ptr<float>() + first);
-  }
-  return y;
+  });
 }
 
 TEST(CudaKernelArithmetic, BiasActPacksGiveEachElementItsOwnChannel) {
