@@ -27,19 +27,26 @@ void synchronize(const at::Device& device) {
 
 }  // namespace
 
-double time_call(const at::Device& device, const std::function<void()>& call) {
+CallSeconds time_host_and_device(const at::Device& device, const std::function<void()>& call) {
   synchronize(device);
   Stopwatch watch;
   call();
+  CallSeconds seconds;
+  seconds.host = watch.seconds();
   synchronize(device);
-  return watch.seconds();
+  seconds.total = watch.seconds();
+  return seconds;
+}
+
+double time_call(const at::Device& device, const std::function<void()>& call) {
+  return time_host_and_device(device, call).total;
 }
 
 namespace {
 
-// Seconds for `steps` whole training steps, the device synchronized before and after.
-double time_steps(Trainer& trainer, int64_t steps) {
-  return time_call(trainer.device(), [&] {
+// `steps` whole training steps, the device synchronized before and after.
+CallSeconds time_steps(Trainer& trainer, int64_t steps) {
+  return time_host_and_device(trainer.device(), [&] {
     for (int64_t s = 0; s < steps; ++s) trainer.step();
   });
 }
@@ -77,13 +84,42 @@ std::string format_top(const std::map<std::string, double>& seconds, const std::
   return out;
 }
 
+// "  name   1234" rows, most calls first.
+std::string format_counts(const std::map<std::string, int64_t>& calls, size_t limit) {
+  std::vector<std::pair<int64_t, std::string>> rows;
+  for (const auto& [name, count] : calls) rows.emplace_back(count, name);
+  std::sort(rows.rbegin(), rows.rend());
+  std::string out;
+  for (size_t i = 0; i < rows.size() && i < limit; ++i) {
+    out += fmt::format("  {:<48} {:>7}\n", shortened(rows[i].second), rows[i].first);
+  }
+  return out;
+}
+
+// Per phase: how many ops one call dispatches, the most frequent, and the top-level ops behind them.
+std::string format_op_calls(const BenchResult& r) {
+  std::string out;
+  for (const auto& phase : r.phases) {
+    const auto calls = r.phase_op_calls.find(phase.name);
+    const auto under = r.phase_calls_by_top_level_op.find(phase.name);
+    if (calls == r.phase_op_calls.end() || under == r.phase_calls_by_top_level_op.end()) continue;
+    int64_t total = 0;
+    for (const auto& [name, count] : calls->second) total += count;
+    out += fmt::format("ops one {} call dispatches (nested ones included): {}; the most frequent:\n", phase.name,
+                       total) +
+           format_counts(calls->second, 10) + "the top-level ops and autograd nodes that dispatch the most of them:\n" +
+           format_counts(under->second, 10);
+  }
+  return out;
+}
+
 // One more cycle of steps under the Kineto profiler, then one call of each phase under its own (which
 // phase runs a kernel: the cycle's table cannot say). A profiler that fails (no CUPTI, say) costs
 // its tables only, not the timings already taken.
 void profile_device_kernels(Trainer& trainer, int64_t cycle, BenchResult& result) {
   try {
     KernelProfile profile(trainer.device());
-    const double wall = time_steps(trainer, cycle);
+    const double wall = time_steps(trainer, cycle).total;
     const DeviceTimes times = profile.stop();
     for (const auto& [kernel, s] : times.seconds) result.kernel_seconds[kernel] = s / cycle;
     result.kernel_busy_seconds = times.busy_seconds / cycle;
@@ -99,6 +135,17 @@ void profile_device_kernels(Trainer& trainer, int64_t cycle, BenchResult& result
   }
 }
 
+// The ops one call of each phase dispatches (nested ones included).
+void count_phase_ops(Trainer& trainer, BenchResult& result) {
+  for (size_t i = 0; i < trainer.phases().size(); ++i) {
+    const StepInputs inputs = trainer.prepare_inputs();
+    OpProfile profile;
+    trainer.run_phase(i, inputs);
+    result.phase_op_calls[trainer.phases()[i].name] = profile.calls_by_op();
+    result.phase_calls_by_top_level_op[trainer.phases()[i].name] = profile.calls_by_top_level_op();
+  }
+}
+
 }  // namespace
 
 BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
@@ -109,12 +156,13 @@ BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
 
   // Each phase on its own, on fresh inputs.
   for (size_t i = 0; i < trainer.phases().size(); ++i) {
-    PhaseTiming timing{trainer.phases()[i].name, trainer.phases()[i].interval, 0};
+    PhaseTiming timing{trainer.phases()[i].name, trainer.phases()[i].interval};
     for (int r = 0; r < options.phase_repeats; ++r) {
       const StepInputs inputs = trainer.prepare_inputs();
-      timing.seconds += time_call(device, [&] { trainer.run_phase(i, inputs); });
+      const CallSeconds call = time_host_and_device(device, [&] { trainer.run_phase(i, inputs); });
+      timing.seconds += call.total / options.phase_repeats;
+      timing.host_seconds += call.host / options.phase_repeats;
     }
-    timing.seconds /= options.phase_repeats;
     result.phases.push_back(timing);
   }
 
@@ -127,9 +175,10 @@ BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
   trainer.progress().batch_idx -= trainer.progress().batch_idx % cycle;
   trainer.take_reducer_times();  // drop the warm-up's and the phases' allreduces
   trainer.take_bucket_launch_fractions();
-  const double seconds = time_steps(trainer, result.timed_steps);
+  const CallSeconds seconds = time_steps(trainer, result.timed_steps);
   const auto steps = static_cast<double>(result.timed_steps);
-  result.step_seconds = seconds / steps;
+  result.step_seconds = seconds.total / steps;
+  result.step_host_seconds = seconds.host / steps;
   result.step_allreduce = trainer.take_reducer_times();
   std::tie(result.G_bucket_launch, result.D_bucket_launch) = trainer.take_bucket_launch_fractions();
   result.G_bucket_bytes = trainer.G_reducer().bucket_bytes();
@@ -142,6 +191,7 @@ BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
     for (const auto& [family, s] : profile.seconds_by_family()) result.family_seconds[family] = s / cycle;
     for (const auto& [op, s] : profile.seconds_by_op()) result.op_seconds[op] = s / cycle;
   }
+  if (options.op_families || options.device_kernels) count_phase_ops(trainer, result);
   if (options.device_kernels) profile_device_kernels(trainer, cycle, result);
   result.peak_rss_gib = peak_rss_gib();
   result.peak_device_gib = device_peak_memory_gib(device);
@@ -156,14 +206,16 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
   // What ran, not what was asked: mixed_precision auto runs float32 off CUDA.
   out << fmt::format("# precision: {}; TF32 {}\n", nn::describe_precision(trainer.G().options, trainer.D().options),
                      c.run.allow_tf32 ? "on" : "off");
-  out << fmt::format("{:<10} {:>10} {:>10} {:>10}\n", "phase", "ms/call", "img/s", "every");
+  // "host ms": until the host had issued the call; on a GPU, near ms/call means bound by launches.
+  out << fmt::format("{:<10} {:>10} {:>10} {:>10} {:>10}\n", "phase", "ms/call", "img/s", "every", "host ms");
   for (const auto& p : r.phases) {
-    out << fmt::format("{:<10} {:>10.1f} {:>10.2f} {:>10}\n", p.name, p.seconds * 1e3, r.batch / p.seconds,
-                       fmt::format("{} step{}", p.interval, p.interval > 1 ? "s" : ""));
+    out << fmt::format("{:<10} {:>10.1f} {:>10.2f} {:>10} {:>10.1f}\n", p.name, p.seconds * 1e3, r.batch / p.seconds,
+                       fmt::format("{} step{}", p.interval, p.interval > 1 ? "s" : ""), p.host_seconds * 1e3);
   }
   const double img_per_s = static_cast<double>(r.batch) / r.step_seconds;
-  out << fmt::format("step       {:>10.1f} {:>10.2f}   (mean of {} steps, regularization amortised)\n",
-                     r.step_seconds * 1e3, img_per_s, r.timed_steps);
+  out << fmt::format("step       {:>10.1f} {:>10.2f}   (mean of {} steps, regularization amortised; the host issued "
+                     "them in {:.1f} ms a step)\n",
+                     r.step_seconds * 1e3, img_per_s, r.timed_steps, r.step_host_seconds * 1e3);
   out << fmt::format("throughput {:.2f} img/s, {:.2f} s/kimg; peak RSS {:.2f} GiB, peak device memory {:.2f} GiB\n",
                      img_per_s, 1000.0 / img_per_s, r.peak_rss_gib, r.peak_device_gib);
   if (trainer.device().is_cuda() && c.run.fir_kernel == "autotune") {
@@ -179,6 +231,7 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
                     "time per step by op family (top-level ops; autograd nodes include their kernels):",
                     r.family_seconds.size());
   out << format_top(r.op_seconds, "most expensive ops per step:", 12);
+  out << format_op_calls(r);
   if (!r.kernel_profile_error.empty()) out << "device kernel profile failed: " << r.kernel_profile_error << "\n";
   if (r.kernel_busy_seconds > 0) {
     out << fmt::format("device busy {:.1f} ms of a {:.1f} ms step under the profiler ({:.1f}%; the rest waits "

@@ -17,10 +17,19 @@ struct Timed : at::ObserverContext {
 
 std::mutex g_mutex;
 std::map<std::string, double> g_seconds;
+std::map<std::string, int64_t> g_calls;           // every op, nested ones included
+std::map<std::string, int64_t> g_calls_under_top;  // the same, counted under their top-level op
 std::atomic<bool> g_active{false};
 thread_local int t_depth = 0;
+thread_local std::string t_top_level;  // the name of this thread's running top-level op
 
-std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction&) {
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  if (t_depth == 0) t_top_level = fn.name();
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_calls[fn.name()];
+    ++g_calls_under_top[t_top_level];
+  }
   return (t_depth++ == 0) ? std::make_unique<Timed>() : nullptr;
 }
 
@@ -41,6 +50,8 @@ OpProfile::OpProfile() {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_seconds.clear();
+    g_calls.clear();
+    g_calls_under_top.clear();
   }
   handle_ = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end));
 }
@@ -53,6 +64,16 @@ OpProfile::~OpProfile() {
 std::map<std::string, double> OpProfile::seconds_by_op() const {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_seconds;
+}
+
+std::map<std::string, int64_t> OpProfile::calls_by_op() const {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_calls;
+}
+
+std::map<std::string, int64_t> OpProfile::calls_by_top_level_op() const {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_calls_under_top;
 }
 
 std::string OpProfile::family_of(const std::string& op) {

@@ -26,7 +26,8 @@ struct BenchOptions {
 struct PhaseTiming {
   std::string name;
   int64_t interval = 1;
-  double seconds = 0;  // per call
+  double seconds = 0;       // per call
+  double host_seconds = 0;  // per call, until the host had issued it (on a GPU: its launches, not their work)
 };
 
 struct BenchResult {
@@ -34,6 +35,7 @@ struct BenchResult {
   int64_t batch = 0;
   int64_t timed_steps = 0;
   double step_seconds = 0;  // per step, regularization amortised
+  double step_host_seconds = 0;  // per step, until the host had issued the timed steps
   double peak_rss_gib = 0;
   double peak_device_gib = 0;
   dist::ReducerTimes step_allreduce;  // per timed step (busy, exposed); bytes: gradients per rank
@@ -41,6 +43,10 @@ struct BenchResult {
   std::vector<int64_t> G_bucket_bytes, D_bucket_bytes;   // the same buckets' sizes, in launch order
   std::map<std::string, double> family_seconds;  // per step
   std::map<std::string, double> op_seconds;      // per step
+  // The host's work in one call of each phase (op_families or device_kernels), which bounds a GPU
+  // step where the kernels are short: phase name -> op name -> calls, nested ops included, and the
+  // same calls by the top-level op or autograd node they ran in.
+  std::map<std::string, std::map<std::string, int64_t>> phase_op_calls, phase_calls_by_top_level_op;
   std::map<std::string, double> kernel_seconds;  // per step, device time (device_kernels)
   double kernel_busy_seconds = 0;                // per step, CUDA kernels' sum (device_kernels)
   double kernel_wall_seconds = 0;                // per step, the profiled cycle's wall time
@@ -50,7 +56,15 @@ struct BenchResult {
   std::map<std::string, DeviceTimes> phase_device_times;
 };
 
-// Seconds that call takes, the device synchronized before and after (on a GPU: its work, not its launches).
+struct CallSeconds {
+  double host = 0;   // until the call returned: on a GPU, the host's launches
+  double total = 0;  // until the device had finished its work too
+};
+
+// How long a call takes, the device synchronized before and after. Where host ~ total on a GPU,
+// the host's launches, not the device, bound it.
+CallSeconds time_host_and_device(const at::Device& device, const std::function<void()>& call);
+// The same call's total seconds.
 double time_call(const at::Device& device, const std::function<void()>& call);
 
 BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options);

@@ -1,7 +1,8 @@
 #pragma once
 // Where the time goes: times every top-level LibTorch op and autograd node by name through
 // RecordFunction callbacks (nested ops are counted in their parent) and folds the names into op
-// families: convolution, FIR resampling, bias + activation, matmul, elementwise, ...
+// families: convolution, FIR resampling, bias + activation, matmul, elementwise, ... It also counts
+// every op's calls, the host's share of a GPU step.
 
 #include <ATen/record_function.h>
 
@@ -20,6 +21,10 @@ class OpProfile {
 
   std::map<std::string, double> seconds_by_op() const;
   std::map<std::string, double> seconds_by_family() const;
+  // Every op's calls, nested ones included: the host's dispatches (on a GPU, most launch a kernel).
+  std::map<std::string, int64_t> calls_by_op() const;
+  // The same calls, counted under the top-level op or autograd node they ran in.
+  std::map<std::string, int64_t> calls_by_top_level_op() const;
   static std::string family_of(const std::string& op_name);
 
  private:

@@ -26,6 +26,28 @@ TEST(OpProfile, FamiliesOfOurKernelsAndTheirBackwardNodes) {
   EXPECT_EQ(OpProfile::family_of("aten::convolution_backward"), "convolution (backward)");
 }
 
+// Every op's calls, nested ones included, and the same calls under the top-level op they ran in.
+TEST(OpProfile, CountsEveryDispatchAndTheTopLevelOpItRanIn) {
+  const at::Tensor a = at::randn({8, 8}), b = at::randn({8, 8});
+  std::map<std::string, int64_t> calls, under;
+  {
+    OpProfile profile;
+    for (int i = 0; i < 3; ++i) at::mm(a, b);
+    at::matmul(a, b);  // matmul dispatches mm, and maybe views
+    calls = profile.calls_by_op();
+    under = profile.calls_by_top_level_op();
+  }
+  EXPECT_EQ(calls.at("aten::mm"), 4);
+  EXPECT_EQ(calls.at("aten::matmul"), 1);
+  EXPECT_GE(under.at("aten::mm"), 3);  // mm's own calls and what they dispatch
+  EXPECT_GE(under.at("aten::matmul"), 2);
+  EXPECT_EQ(under.size(), 2U);  // every call ran in one of the two top-level ops
+  int64_t total = 0, total_under = 0;
+  for (const auto& [name, count] : calls) total += count;
+  for (const auto& [name, count] : under) total_under += count;
+  EXPECT_EQ(total, total_under);
+}
+
 TEST(KernelProfile, EventsAreSummedByNameAndTheBusyTimeOnlyWhenAsked) {
   const DeviceTimes times = sum_device_events({{"gemm", 2000}, {"fir", 500}, {"gemm", 1000}}, true);
   EXPECT_DOUBLE_EQ(times.seconds.at("gemm"), 3e-6);
@@ -85,12 +107,24 @@ TEST(Benchmark, DeviceKernelsProfileOneMoreCycleOfTheRealStep) {
   EXPECT_GT(result.kernel_wall_seconds, 0.0);
   const std::string text = format_benchmark(result, trainer);
   EXPECT_NE(text.find("most expensive ops per step under the profiler"), std::string::npos) << text;
+  EXPECT_NE(text.find(" host ms\n"), std::string::npos) << text;
+  EXPECT_GT(result.step_host_seconds, 0.0);
+  EXPECT_LE(result.step_host_seconds, result.step_seconds);
   EXPECT_NE(text.find("# precision: G float32, conv_clamp 256; D "), std::string::npos) << text;
   for (const auto& phase : trainer.phases()) {  // each phase once under its own profile
     ASSERT_TRUE(result.phase_device_times.count(phase.name)) << phase.name;
     EXPECT_TRUE(result.phase_device_times.at(phase.name).seconds.count("aten::convolution")) << phase.name;
     EXPECT_NE(text.find("most expensive ops (nested ones included) in one " + phase.name + " call:"), std::string::npos)
         << text;
+    // The host's dispatches in one call of the phase: its convolutions among them.
+    ASSERT_TRUE(result.phase_op_calls.count(phase.name)) << phase.name;
+    EXPECT_GT(result.phase_op_calls.at(phase.name).at("aten::convolution"), 0) << phase.name;
+    EXPECT_NE(text.find("ops one " + phase.name + " call dispatches (nested ones included): "), std::string::npos)
+        << text;
+  }
+  for (const auto& p : result.phases) {
+    EXPECT_GT(p.host_seconds, 0.0) << p.name;
+    EXPECT_LE(p.host_seconds, p.seconds) << p.name;
   }
 }
 
