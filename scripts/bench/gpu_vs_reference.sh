@@ -11,7 +11,8 @@
 # the comparison at an equal per-round batch for our probed one. Each ratio is to the reference at
 # its defaults; the summary then says whether issue 13's goals are met (the best of ours at 2x the
 # reference's img/s; config-f at 5 s/kimg or less, in the reference's float16 settings).
-# Prints every table and a summary of img/s, s/kimg, peak memory and ratios into
+# Prints every table and a summary of img/s, s/kimg, peak memory, the host's ms a step (how long it
+# took to issue the steps: near the step's time, the launches bound it) and ratios into
 # $OUT/gpu_vs_reference.log and .md (default gpu-results/), both written as each run goes, so a call
 # cut off by its time limit still returns what ran. Each run stops after SG2_BENCH_RUN_LIMIT_S (default
 # 240 s) or at what is left of SG2_BENCH_BUDGET_S (default 560 s, inside a device call's 600), the runs
@@ -100,6 +101,8 @@ fi
 
 # Field N of the "throughput X img/s, Y s/kimg; ... peak device memory Z GiB" line.
 field() { awk -v n="$2" '/^throughput/ {gsub(/[,;]/, ""); print $n}' "$1"; }
+# The ms a step the host took to issue the bench's timed steps (near the step's ms: bound by launches).
+host_ms_per_step() { sed -n 's/.*the host issued them in \([0-9.]*\) ms a step.*/\1/p' "$1"; }
 # A / B to two decimals, "-" where either is not a positive number.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-"}'; }
 # "met" or "not met" for VALUE OP LIMIT (OP: >= or <=), "-" where VALUE is none.
@@ -116,8 +119,8 @@ run_reference() {  # run_reference PRESET CONFIG BATCH_GPU NAME LABEL
       --conv-clamp 256 --batch-gpu "$3"
   rate=$(field "$file" 2)
   grep -q "fell back to reference ops" "$file" && label="$label (plugins fell back: not its real speed)"
-  echo "| $1 | $label | $3 | $rate | $(field "$file" 4) | $(field "$file" 9) | $(ratio "$rate" "${ref_rate:-$rate}") |" \
-      >> "$summary"
+  echo "| $1 | $label | $3 | $rate | $(field "$file" 4) | $(field "$file" 9) | - |" \
+       "$(ratio "$rate" "${ref_rate:-$rate}") |" >> "$summary"
   last_rate=$rate
 }
 
@@ -161,7 +164,8 @@ run_ours() {  # run_ours VARIANT
   rate=$(field "$cases_dir/$name.txt" 2)
   chosen=$(sed -n 's/.*train.batch_gpu auto: \([0-9]*\) images.*/\1/p' "$cases_dir/$name.txt")
   echo "| $preset | $label | $batch_gpu${chosen:+: $chosen} | $rate | $(field "$cases_dir/$name.txt" 4) |" \
-       "$(field "$cases_dir/$name.txt" 13) | $(ratio "$rate" "$ref_rate") |" >> "$summary"
+       "$(field "$cases_dir/$name.txt" 13) | $(host_ms_per_step "$cases_dir/$name.txt") |" \
+       "$(ratio "$rate" "$ref_rate") |" >> "$summary"
   # The unstaged kernel's run stands for the default's where that has no rate (a fallback).
   if [ "$batch_gpu" = auto ] && [[ -z "$option" || "$option" = unstaged ]] && [ -n "$rate" ] && [ -z "$auto_rate" ]; then
     auto_rate=$rate auto_batch=$chosen
@@ -178,8 +182,8 @@ run_ours() {  # run_ours VARIANT
 
 summary="$out/gpu_vs_reference.md"
 {
-  echo "| preset | implementation | batch_gpu | img/s | s/kimg | peak GiB | vs reference |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| preset | implementation | batch_gpu | img/s | s/kimg | peak GiB | host ms a step | vs reference |"
+  echo "|---|---|---|---|---|---|---|---|"
 } > "$summary"
 goals=()
 for case in "${cases[@]}"; do
