@@ -12,7 +12,8 @@
 # its defaults; the summary then says whether issue 13's goals are met (the best of ours at 2x the
 # reference's img/s; config-f at 5 s/kimg or less, in the reference's float16 settings).
 # Prints every table and a summary of img/s, s/kimg, peak memory, the host's ms a step (how long it
-# took to issue the steps: near the step's time, the launches bound it) and ratios into
+# took to issue the steps: well under the step's time, the GPU bounds it; stylegan2_bench's README
+# paragraph says how to read it otherwise) and ratios into
 # $OUT/gpu_vs_reference.log and .md (default gpu-results/), both written as each run goes, so a call
 # cut off by its time limit still returns what ran. Each run stops after SG2_BENCH_RUN_LIMIT_S (default
 # 240 s) or at what is left of SG2_BENCH_BUDGET_S (default 560 s, inside a device call's 600), the runs
@@ -101,7 +102,7 @@ fi
 
 # Field N of the "throughput X img/s, Y s/kimg; ... peak device memory Z GiB" line.
 field() { awk -v n="$2" '/^throughput/ {gsub(/[,;]/, ""); print $n}' "$1"; }
-# The ms a step the host took to issue the bench's timed steps (near the step's ms: bound by launches).
+# The ms a step the host took to issue the bench's timed steps.
 host_ms_per_step() { sed -n 's/.*the host issued them in \([0-9.]*\) ms a step.*/\1/p' "$1"; }
 # A / B to two decimals, "-" where either is not a positive number.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-"}'; }

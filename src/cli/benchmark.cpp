@@ -206,7 +206,7 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
   // What ran, not what was asked: mixed_precision auto runs float32 off CUDA.
   out << fmt::format("# precision: {}; TF32 {}\n", nn::describe_precision(trainer.G().options, trainer.D().options),
                      c.run.allow_tf32 ? "on" : "off");
-  // "host ms": until the host had issued the call; on a GPU, near ms/call means bound by launches.
+  // "host ms": until the host had issued the call (time_host_and_device says how to read it).
   out << fmt::format("{:<10} {:>10} {:>10} {:>10} {:>10}\n", "phase", "ms/call", "img/s", "every", "host ms");
   for (const auto& p : r.phases) {
     out << fmt::format("{:<10} {:>10.1f} {:>10.2f} {:>10} {:>10.1f}\n", p.name, p.seconds * 1e3, r.batch / p.seconds,

@@ -61,8 +61,9 @@ struct CallSeconds {
   double total = 0;  // until the device had finished its work too
 };
 
-// How long a call takes, the device synchronized before and after. Where host ~ total on a GPU,
-// the host's launches, not the device, bound it.
+// How long a call takes, the device synchronized before and after. On a GPU, host well under total
+// means the device bounds the call; host near total, that the launches bound it or that the driver's
+// queue of launches (about a thousand) was full, which the Kineto profile's busy share tells apart.
 CallSeconds time_host_and_device(const at::Device& device, const std::function<void()>& call);
 // The same call's total seconds.
 double time_call(const at::Device& device, const std::function<void()>& call);
