@@ -139,7 +139,7 @@ void profile_device_kernels(Trainer& trainer, int64_t cycle, BenchResult& result
 void count_phase_ops(Trainer& trainer, BenchResult& result) {
   for (size_t i = 0; i < trainer.phases().size(); ++i) {
     const StepInputs inputs = trainer.prepare_inputs();
-    OpProfile profile;
+    OpProfile profile(/*count_calls=*/true);
     trainer.run_phase(i, inputs);
     result.phase_op_calls[trainer.phases()[i].name] = profile.calls_by_op();
     result.phase_calls_by_top_level_op[trainer.phases()[i].name] = profile.calls_by_top_level_op();

@@ -20,16 +20,19 @@ std::map<std::string, double> g_seconds;
 std::map<std::string, int64_t> g_calls;           // every op, nested ones included
 std::map<std::string, int64_t> g_calls_under_top;  // the same, counted under their top-level op
 std::atomic<bool> g_active{false};
+std::atomic<bool> g_count_calls{false};  // the profile in force counts calls (its constructor's choice)
 thread_local int t_depth = 0;
 thread_local std::string t_top_level;  // the name of this thread's running top-level op
 
-std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+void count_call(const at::RecordFunction& fn) {
   if (t_depth == 0) t_top_level = fn.name();
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    ++g_calls[fn.name()];
-    ++g_calls_under_top[t_top_level];
-  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_calls[fn.name()];
+  ++g_calls_under_top[t_top_level];
+}
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  if (g_count_calls) count_call(fn);
   return (t_depth++ == 0) ? std::make_unique<Timed>() : nullptr;
 }
 
@@ -45,8 +48,9 @@ bool contains(const std::string& text, const char* part) { return text.find(part
 
 }  // namespace
 
-OpProfile::OpProfile() {
+OpProfile::OpProfile(bool count_calls) {
   SG2_CHECK(!g_active.exchange(true), "only one OpProfile can record at a time");
+  g_count_calls = count_calls;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_seconds.clear();

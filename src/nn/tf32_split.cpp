@@ -27,11 +27,9 @@ bool splits(const at::Tensor& a, const at::Tensor& b) {
 
 }  // namespace
 
-CudnnTf32Scope::CudnnTf32Scope(bool allow) : before_(at::globalContext().allowTF32CuDNN()) {
-  at::globalContext().setAllowTF32CuDNN(allow);
-}
-
-CudnnTf32Scope::~CudnnTf32Scope() { at::globalContext().setAllowTF32CuDNN(before_); }
+CudnnTf32Scope::CudnnTf32Scope(bool allow)
+    : ScopedSetting([] { return at::globalContext().allowTF32CuDNN(); },
+                    [](bool on) { at::globalContext().setAllowTF32CuDNN(on); }, allow) {}
 
 void set_tf32_split(Tf32SplitDevices devices) { g_tf32_split = devices; }
 

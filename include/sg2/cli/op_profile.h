@@ -1,8 +1,9 @@
 #pragma once
 // Where the time goes: times every top-level LibTorch op and autograd node by name through
 // RecordFunction callbacks (nested ops are counted in their parent) and folds the names into op
-// families: convolution, FIR resampling, bias + activation, matmul, elementwise, ... It also counts
-// every op's calls, the host's share of a GPU step.
+// families: convolution, FIR resampling, bias + activation, matmul, elementwise, ... Asked to, it
+// also counts every op's calls, the host's share of a GPU step (at a lock and two map updates per
+// call, which the times then include).
 
 #include <ATen/record_function.h>
 
@@ -14,14 +15,15 @@ namespace sg2::cli {
 
 class OpProfile {
  public:
-  OpProfile();   // starts recording (one profile at a time)
+  explicit OpProfile(bool count_calls = false);  // starts recording (one profile at a time)
   ~OpProfile();  // stops
   OpProfile(const OpProfile&) = delete;
   OpProfile& operator=(const OpProfile&) = delete;
 
   std::map<std::string, double> seconds_by_op() const;
   std::map<std::string, double> seconds_by_family() const;
-  // Every op's calls, nested ones included: the host's dispatches (on a GPU, most launch a kernel).
+  // Every op's calls, nested ones included: the host's dispatches (on a GPU, most launch a kernel);
+  // empty unless constructed with count_calls.
   std::map<std::string, int64_t> calls_by_op() const;
   // The same calls, counted under the top-level op or autograd node they ran in.
   std::map<std::string, int64_t> calls_by_top_level_op() const;

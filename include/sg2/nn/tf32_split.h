@@ -13,6 +13,7 @@
 // the measurement). On a GPU without TF32 (before compute capability 8.0) the three passes run in
 // float32: slower than one. Non-finite values: a NaN stays NaN, an infinity's rest is NaN.
 
+#include "sg2/core/scoped_setting.h"
 #include "sg2/nn/device_set.h"
 
 #include <ATen/ATen.h>
@@ -33,27 +34,15 @@ Tf32SplitDevices tf32_split_devices();
 // it back after. The split's passes hold one: a process runs its convolutions on one thread at a time
 // (the caller's, or the autograd engine's device thread while the caller waits), so no other
 // thread's convolution sees it.
-class CudnnTf32Scope {
+class CudnnTf32Scope : public ScopedSetting<bool> {
  public:
   explicit CudnnTf32Scope(bool allow);
-  ~CudnnTf32Scope();
-  CudnnTf32Scope(const CudnnTf32Scope&) = delete;
-  CudnnTf32Scope& operator=(const CudnnTf32Scope&) = delete;
-
- private:
-  bool before_;
 };
 
 // The split's devices while it lives, the setting before it back after (the op benchmark, tests).
-class Tf32SplitScope {
+class Tf32SplitScope : public ScopedSetting<Tf32SplitDevices> {
  public:
-  explicit Tf32SplitScope(Tf32SplitDevices devices) : before_(tf32_split_devices()) { set_tf32_split(devices); }
-  ~Tf32SplitScope() { set_tf32_split(before_); }
-  Tf32SplitScope(const Tf32SplitScope&) = delete;
-  Tf32SplitScope& operator=(const Tf32SplitScope&) = delete;
-
- private:
-  Tf32SplitDevices before_;
+  explicit Tf32SplitScope(Tf32SplitDevices devices) : ScopedSetting(tf32_split_devices, set_tf32_split, devices) {}
 };
 
 // run.float32_convolutions's names: "ieee" (None: as the reference) and "3xtf32" (Cuda).

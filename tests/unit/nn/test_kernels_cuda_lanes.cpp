@@ -4,6 +4,7 @@
 // against the generic kernel's sums (bit for bit) and the definition, and which launches take them.
 // On a GPU: the kernels themselves in every precision against the tiled and generic kernels and the
 // definition.
+#include "sg2/core/scoped_setting.h"
 #include "sg2/nn/kernels.h"
 #include "sg2/nn/ops.h"
 #include "sg2/nn/upfirdn2d.h"
@@ -326,17 +327,10 @@ TEST(FirKernelChoice, TheKeyHoldsWhatALaunchsSpeedDependsOn) {
 }
 
 // The FIR kernel policy for a scope, the one before it back after.
-class FirKernelPolicyScope {
+class FirKernelPolicyScope : public ScopedSetting<kernels::FirKernelPolicy> {
  public:
-  explicit FirKernelPolicyScope(kernels::FirKernelPolicy policy) : before_(kernels::fir_kernel_policy()) {
-    kernels::set_fir_kernel_policy(policy);
-  }
-  ~FirKernelPolicyScope() { kernels::set_fir_kernel_policy(before_); }
-  FirKernelPolicyScope(const FirKernelPolicyScope&) = delete;
-  FirKernelPolicyScope& operator=(const FirKernelPolicyScope&) = delete;
-
- private:
-  kernels::FirKernelPolicy before_;
+  explicit FirKernelPolicyScope(kernels::FirKernelPolicy policy)
+      : ScopedSetting(kernels::fir_kernel_policy, kernels::set_fir_kernel_policy, policy) {}
 };
 
 // The shapes timed so far, from the summary's "staged N, unstaged M".
