@@ -31,12 +31,12 @@ object_of() {
 for source in dist/nccl_backend.cpp nn/cuda/kernels_cuda.cpp nn/cuda/fir_bias_act_kernels.cu; do
   [ -n "$(object_of "$source")" ] || { echo "test_torch_wheel: src/$source was not compiled" >&2; exit 1; }
 done
-# ... and the device module with both of its CUDA parts: the runtime's and LibTorch's.
+# ... and the device module with both of its CUDA parts: the runtime's and LibTorch's (its graphs too).
 device_object=$(object_of device/cuda_device.cpp)
 [ -n "$device_object" ] || { echo "test_torch_wheel: src/device/cuda_device.cpp was not compiled" >&2; exit 1; }
 # (nm's whole output first: grep -q leaving early would end nm by SIGPIPE, a failure under pipefail)
 device_symbols=$(nm -C "$device_object")
-for symbol in cudaSetDevice getCurrentCUDAStream; do
+for symbol in cudaSetDevice getCurrentCUDAStream CUDAGraph::capture_begin; do
   grep -q " U .*$symbol" <<< "$device_symbols" ||
     { echo "test_torch_wheel: $device_object does not call $symbol: its CUDA part was not compiled" >&2; exit 1; }
 done

@@ -23,14 +23,15 @@
 #   scripts/bench/gpu_vs_reference.sh [BUILD_DIR] [REFERENCE_DIR]
 #   SG2_BENCH_PRESETS=config-f scripts/bench/gpu_vs_reference.sh   # one preset
 #   SG2_BENCH_VARIANTS="auto:nhwc ref:off" ...   # some of ours (default all: auto:nhwc auto:nhwc:3xtf32
-#                                                # ref:off auto:off ref:nhwc reference:full
+#                                                # auto:nhwc:graphs ref:off ref:off:graphs auto:off ref:nhwc reference:full
 #                                                # auto:nhwc:nogradfix auto:all; also auto:nhwc:unstaged; ref: the
 #                                                # reference's batch_gpu, nhwc: channels_last reduced, all:
 #                                                # channels_last all; reference:full the reference in one
 #                                                # round; nogradfix: run.conv2d_gradfix false; unstaged:
 #                                                # run.fir_kernel unstaged, run by itself where auto:nhwc fails,
 #                                                # and then every later run of ours with it;
-#                                                # 3xtf32: run.float32_convolutions 3xtf32, its own goal line)
+#                                                # 3xtf32: run.float32_convolutions 3xtf32, its own goal line;
+#                                                # graphs: run.cuda_graphs true, auto:nhwc:graphs and ref:off:graphs)
 #   SG2_TORCH_EXTENSIONS_DIR=DIR ...   # the reference's plugins built there already (reference_bench.py
 #                                      # --build-plugins, started earlier in the call: scripts/gpu/session.sh)
 #   scripts/bench/gpu_vs_reference.sh --cpu-dry-run     # the same runs on the CPU, tiny and short
@@ -72,12 +73,15 @@ for case in "${all_cases[@]}"; do
   [[ " $presets " == *" ${case%%|*} "* ]] && cases+=("$case")
 done
 [ "${#cases[@]}" -gt 0 ] || { echo "gpu_vs_reference: no preset among '$presets' (config-f, paper256)" >&2; exit 2; }
-# Ours: BATCH_GPU:LAYOUT[:nogradfix|unstaged|3xtf32], with ref for the reference's per-round batch, nhwc for
+# Ours: BATCH_GPU:LAYOUT[:nogradfix|unstaged|3xtf32|graphs], with ref for the reference's per-round batch, nhwc for
 # channels_last in the float16 blocks (all: in the float32 blocks too, cuDNN's FFMA kernels then
 # NHWC) and nogradfix for LibTorch's own double backward of the convolutions (the A/B of
-# run.conv2d_gradfix). The default order puts first the variant most likely fastest (issue 13's
+# run.conv2d_gradfix), graphs for run.cuda_graphs true (each phase replayed from a CUDA graph: the
+# host's launches, which bound the small per-round batches, gone; skipped in the CPU dry run). The default order puts first the variant most likely fastest (issue 13's
 # 5 s/kimg for config-f), the probed batch channels_last, right after the reference.
-all_variants="auto:nhwc auto:nhwc:3xtf32 ref:off auto:off ref:nhwc reference:full auto:nhwc:nogradfix auto:all"
+all_variants="auto:nhwc auto:nhwc:3xtf32 auto:nhwc:graphs ref:off ref:off:graphs auto:off ref:nhwc reference:full
+              auto:nhwc:nogradfix auto:all"
+all_variants=$(echo $all_variants)  # one line
 variants=${SG2_BENCH_VARIANTS:-$all_variants}
 for variant in $variants; do
   [[ " $all_variants auto:nhwc:unstaged " == *" $variant "* ]] ||
@@ -147,6 +151,14 @@ run_ours() {  # run_ours VARIANT
   elif [ "$option" = 3xtf32 ]; then
     name="$name-3xtf32" label="$label, float32 convolutions 3xTF32"
     extra=(--run.float32_convolutions 3xtf32)
+  elif [ "$option" = graphs ]; then
+    name="$name-graphs" label="$label, CUDA graphs"
+    extra=(--run.cuda_graphs true)
+    if [ "$device" = cpu ]; then
+      echo "== $preset: $label, train.batch_gpu $batch_gpu: CUDA graphs need a GPU, skipped in the dry run" | tee -a "$log"
+      rate="" ran=0
+      return 0
+    fi
   fi
   if [ ${#fir_fallback[@]} -gt 0 ] && [ "$option" != unstaged ]; then
     name="$name-unstaged" label="$label, upfirdn2d unstaged (the default failed)"
@@ -173,6 +185,9 @@ run_ours() {  # run_ours VARIANT
   fi
   [ "$probed_nhwc" = 1 ] && [ -n "$rate" ] && : "${probed_nhwc_rate:=$rate}"
   [ "$option" = nogradfix ] && nogradfix_rate=$rate
+  [ "$variant" = ref:off ] && ref_off_rate=$rate
+  [ "$variant" = ref:off:graphs ] && ref_graphs_rate=$rate
+  [ "$variant" = auto:nhwc:graphs ] && auto_graphs_rate=$rate
   # 3xTF32 keeps float32's accuracy but not the reference's arithmetic: a goal line of its own.
   [ "$option" = 3xtf32 ] && { split_rate=$rate split_kimg=$(field "$cases_dir/$name.txt" 4); return 0; }
   if [ -n "$rate" ] && awk -v a="$rate" -v b="${best_rate:-0}" 'BEGIN {exit !(a > b)}'; then
@@ -199,7 +214,7 @@ for case in "${cases[@]}"; do
   # channels_last (run.channels_last reduced, which the reference has as fp16_channels_last, off by
   # default and in its timed run; the dry run's float32 blocks need all).
   best_rate="" best_kimg="" auto_rate="" auto_batch="" full_rate="" nogradfix_rate="" probed_nhwc_rate=""
-  split_rate="" split_kimg=""
+  split_rate="" split_kimg="" ref_off_rate="" ref_graphs_rate="" auto_graphs_rate=""
   for variant in $variants; do
     if [ "$variant" = reference:full ]; then
       run_reference "$preset" "$config" "$full_batch" "$preset-reference-full" "stylegan2-ada-pytorch, one round"
@@ -227,6 +242,10 @@ in one round of $full_batch: $(ratio "$auto_rate" "$full_rate")x")
   if [ -n "$split_rate" ]; then
     goals+=("- $preset with run.float32_convolutions 3xtf32 (the float32 blocks in three TF32 passes, float32's \
 accuracy): ${split_kimg:--} s/kimg, $(ratio "$split_rate" "$probed_nhwc_rate")x ours probed channels_last without")
+  fi
+  if [ -n "$auto_graphs_rate$ref_graphs_rate" ]; then
+    goals+=("- $preset with run.cuda_graphs true against without: ours probed, channels_last \
+$(ratio "$auto_graphs_rate" "$probed_nhwc_rate")x; at the reference's per-round batch $(ratio "$ref_graphs_rate" "$ref_off_rate")x")
   fi
   if [ -n "$nogradfix_rate" ] && [ -n "$probed_nhwc_rate" ]; then
     goals+=("- $preset: ours probed, channels_last, with conv2d_gradfix against without: \

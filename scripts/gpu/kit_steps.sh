@@ -342,11 +342,12 @@ run_cpu_suite() {  # run_cpu_suite BUILD_DIR
 # the FIR kernel each filter of a float16 channels_last step takes (lanes), the device module (the
 # CUDA allocator's counts, the host-sync check on CUDA tensors), a trainer's phases with no host
 # wait, its regularizers' convolutions through conv2d_gradfix in float32 and float16 (no feature
-# map as a kernel, no weight gradient in a first backward), the G_ema update and precision/recall
+# map as a kernel, no weight gradient in a first backward), its phases replayed from CUDA graphs
+# against the same steps without, the G_ema update and precision/recall
 # on the GPU against the CPU.
 gpu_tests=("bin/test_nn|CudaKernels.*:ChannelsLastNetworks.EveryFeatureMapFilterOfAStepTakesTheLanesKernel"
            "bin/test_device|*"
-           "bin/test_train|Trainer.NoStepMakesTheHostWaitForTheGpu:Ema.*:Conv2dGradfix.*:Tf32Split.*:ChannelsLastRegularization.*"
+           "bin/test_train|Trainer.NoStepMakesTheHostWaitForTheGpu:Trainer.CudaGraphsTrainAsThePhasesWithoutThem:Ema.*:Conv2dGradfix.*:Tf32Split.*:ChannelsLastRegularization.*"
            "bin/test_metrics|PrecisionRecall.TheGpuCountsAsTheCpu")
 
 # fid2k_full of SNAPSHOT (a fashion32 run limited to 4096 images) on DEVICE, its real statistics

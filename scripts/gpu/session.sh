@@ -10,12 +10,13 @@
 #           synchronisation in a step; the op bench, memcheck), then config-f 256 against
 #           stylegan2-ada-pytorch (issue 13: the reference, ours probed and channels_last, profiled
 #           (again with run.fir_kernel unstaged should that run fail), the same with the float32
-#           blocks' convolutions in 3xTF32 (run.float32_convolutions),
-#           ours at the reference's per-round batch, and the reference in one round of the whole
+#           blocks' convolutions in 3xTF32 (run.float32_convolutions), the same with every phase
+#           replayed from a CUDA graph (run.cuda_graphs), ours at the reference's per-round batch
+#           without graphs and with, and the reference in one round of the whole
 #           batch; then, where time is left, ours with the float32 blocks channels_last too, whose
 #           cuDNN FFMA convolutions took about 18 ms of a step NCHW; run.conv2d_gradfix false only by
 #           hand now: 1.35x, second H200 run)
-#   second  paper256 against the reference (its four variants of ours), then the kit's other steps
+#   second  paper256 against the reference (six variants of ours, two with CUDA graphs), then the kit's other steps
 #           (a training for FID, the CPU suite on that build, FID on the GPU against the CPU,
 #           channels_last, the library copies)
 # The kit gets at most SG2_SESSION_KIT_S of the budget (default: 250 s in the first call, what the
@@ -77,9 +78,10 @@ run_comparison() {  # run_comparison PRESET VARIANTS MAX_SECONDS
 kit_failed=0 comparison_failed=0
 if [ "$call" = first ]; then
   run_kit "$kit_first_call_steps" "${SG2_SESSION_KIT_S:-250}" || kit_failed=$?
-  run_comparison config-f "auto:nhwc auto:nhwc:3xtf32 ref:off reference:full auto:all" "$budget" || comparison_failed=1
+  run_comparison config-f "auto:nhwc auto:nhwc:3xtf32 auto:nhwc:graphs ref:off ref:off:graphs reference:full auto:all" \
+    "$budget" || comparison_failed=1
 else
-  run_comparison paper256 "auto:nhwc ref:off auto:off ref:nhwc reference:full" $((budget * 3 / 5)) ||
+  run_comparison paper256 "auto:nhwc auto:nhwc:graphs ref:off ref:off:graphs auto:off ref:nhwc reference:full" $((budget * 3 / 5)) ||
     comparison_failed=1
   run_kit "$kit_second_call_steps" "${SG2_SESSION_KIT_S:-$budget}" || kit_failed=$?
 fi

@@ -94,10 +94,11 @@ std::string apply_compute_settings(const TrainConfig& c, const dist::World& worl
   nn::ops::set_tf32_split(nn::ops::parse_float32_convolutions(c.run.float32_convolutions));
   const std::string fir_kernel = c.run.fir_kernel == "autotune" ? "" : ", upfirdn2d " + c.run.fir_kernel;
   const char* split = c.run.float32_convolutions == "3xtf32" ? ", float32 convolutions in 3xTF32" : "";
-  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}{}, cuDNN benchmark {}{}{}{}",
+  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}{}, cuDNN benchmark {}{}{}{}{}",
                      threads, cores, world.local_size, c.run.allow_tf32 ? "on" : "off", split,
                      c.run.cudnn_benchmark ? "on" : "off", fir_kernel,
-                     c.run.conv2d_gradfix ? "" : ", conv2d_gradfix off", host_sync_check_note(c));
+                     c.run.conv2d_gradfix ? "" : ", conv2d_gradfix off", host_sync_check_note(c),
+                     c.run.cuda_graphs ? ", phases replayed from CUDA graphs" : "");
 }
 
 std::string compute_settings_warning(const at::Device& device) {

@@ -106,7 +106,7 @@ void GradientReducer::register_hooks() {
   }
 }
 
-void GradientReducer::prepare_for_final_backward() {
+void GradientReducer::prepare_for_final_backward(bool launch_in_backward) {
   std::fill(slot_ready_.begin(), slot_ready_.end(), 0);
   for (auto& bucket : buckets_) {
     bucket->filled = 0;
@@ -115,7 +115,22 @@ void GradientReducer::prepare_for_final_backward() {
   next_launch_ = 0;
   launch_seconds_.assign(buckets_.size(), 0.0);
   pass_clock_.reset();
+  launch_in_backward_ = launch_in_backward && options_.overlap;
   armed_ = true;
+}
+
+// Slots are the parameters in reverse (the constructor's order until backward shows its own).
+std::vector<char> GradientReducer::arrivals() const { return {slot_ready_.rbegin(), slot_ready_.rend()}; }
+
+void GradientReducer::prepare_for_replayed_backward(const std::vector<char>& arrivals) {
+  SG2_CHECK(order_learned_, "rank {}: a replayed backward before the bucket order was learned (the first final "
+                            "backward learns it)", comm_.rank());
+  SG2_CHECK(arrivals.size() == slots_.size(), "rank {}: arrivals of {} parameters for a reducer of {}", comm_.rank(),
+            arrivals.size(), slots_.size());
+  prepare_for_final_backward(/*launch_in_backward=*/false);
+  armed_ = false;  // a replay runs no hooks
+  slot_ready_.assign(arrivals.rbegin(), arrivals.rend());
+  for (size_t i = 0; i < slots_.size(); ++i) buckets_[slots_[i].bucket]->filled += slot_ready_[i] != 0;
 }
 
 void GradientReducer::on_gradient(size_t slot_index, const at::Tensor& grad) {
@@ -136,7 +151,7 @@ void GradientReducer::on_gradient(size_t slot_index, const at::Tensor& grad) {
   } else {
     view.copy_(grad);
   }
-  if (++bucket.filled == bucket.slots.size() && options_.overlap) launch_ready_buckets();
+  if (++bucket.filled == bucket.slots.size() && launch_in_backward_) launch_ready_buckets();
 }
 
 // Buckets start in index order on every rank, whatever order their gradients completed in.

@@ -7,12 +7,36 @@ namespace sg2::train {
 void StatsCollector::report(const std::string& name, const at::Tensor& values) {
   at::Tensor v = values.detach().to(at::kDouble).flatten();
   at::Tensor moments = at::stack({at::full({}, static_cast<double>(v.numel()), v.options()), v.sum(), v.square().sum()});
+  if (recording_) {
+    recorded_.emplace_back(name, moments);
+    return;
+  }
+  accumulate(name, moments, /*owned=*/true);
+}
+
+void StatsCollector::add_moments(const std::string& name, const at::Tensor& moments) {
+  accumulate(name, moments, /*owned=*/false);
+}
+
+// A statistic's first moments become its accumulator: `moments` itself where nothing else holds
+// it, else a copy (a graph's outputs are overwritten by its next replay).
+void StatsCollector::accumulate(const std::string& name, const at::Tensor& moments, bool owned) {
   auto it = device_moments_.find(name);
   if (it == device_moments_.end()) {
-    device_moments_.emplace(name, moments);
+    device_moments_.emplace(name, owned ? moments : moments.clone());
   } else {
     it->second.add_(moments);
   }
+}
+
+void StatsCollector::start_recording() {
+  recording_ = true;
+  recorded_.clear();
+}
+
+StatsCollector::Recorded StatsCollector::stop_recording() {
+  recording_ = false;
+  return std::move(recorded_);
 }
 
 void StatsCollector::report_scalar(const std::string& name, double value) {

@@ -144,6 +144,8 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
   G_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, nn::named_parameters(*G_), reducer);
   D_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, nn::named_parameters(*D_), reducer);
 
+  if (config.run.cuda_graphs) graphs_ = std::make_unique<PhaseGraphs>(device_, phases_.size());
+
   state_.add_networks(*G_, *D_, *G_ema_);
   state_.add_optimizer("G_opt", *G_opt_);
   state_.add_optimizer("D_opt", *D_opt_);
@@ -256,8 +258,40 @@ void Trainer::run_phase_unchecked(size_t phase_index, const StepInputs& in) {
   const auto rounds = static_cast<int64_t>(in.real_img.size());
   opt.zero_grad();
   set_requires_grad(module, true);
+  if (graphs_ == nullptr || graphs_->runs_eagerly(phase_index)) {
+    run_rounds(phase_index, in, /*launch_in_backward=*/true);
+  } else {
+    replay_rounds(phase_index, in);
+  }
+  set_requires_grad(module, false);
+  reducer.finish(static_cast<double>(rounds * comm_->size()), sanitize_gradients);
+  opt.step();
+  if (global_rng()) apply_deferred_running_means();
+}
+
+void Trainer::replay_rounds(size_t phase_index, const StepInputs& in) {
+  const TrainingPhase& phase = phases_.at(phase_index);
+  dist::GradientReducer& reducer = phase.trains_G ? *G_reducer_ : *D_reducer_;
+  if (!graphs_->captured(phase_index)) {
+    const auto rounds = [&](const StepInputs& s) { run_rounds(phase_index, s, /*launch_in_backward=*/false); };
+    try {
+      graphs_->capture(phase_index, in, rounds, {step_rng_}, stats_, reducer);
+    } catch (const std::exception& e) {
+      SG2_FAIL("capturing {} into a CUDA graph failed (run.cuda_graphs false runs it without one): {}", phase.name,
+               e.what());
+    }
+    spdlog::info("{}: captured into a CUDA graph after {} calls without; replayed from now on", phase.name,
+                 PhaseGraphs::kEagerRuns);
+  }
+  graphs_->replay(phase_index, in, stats_, reducer);
+}
+
+void Trainer::run_rounds(size_t phase_index, const StepInputs& in, bool launch_in_backward) {
+  const TrainingPhase& phase = phases_.at(phase_index);
+  dist::GradientReducer& reducer = phase.trains_G ? *G_reducer_ : *D_reducer_;
+  const auto rounds = static_cast<int64_t>(in.real_img.size());
   for (int64_t round = 0; round < rounds; ++round) {
-    if (round == rounds - 1) reducer.prepare_for_final_backward();
+    if (round == rounds - 1) reducer.prepare_for_final_backward(launch_in_backward);
     RoundInputs r{in.real_img[round], in.real_c[round], in.gen_z[phase_index][round], in.gen_c[phase_index][round]};
     at::Generator pass_rng = step_rng_;
     if (global_rng()) {  // keyed by the pass's place in the global batch, not by the rank
@@ -267,10 +301,6 @@ void Trainer::run_phase_unchecked(size_t phase_index, const StepInputs& in) {
     }
     loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), pass_rng, stats_);
   }
-  set_requires_grad(module, false);
-  reducer.finish(static_cast<double>(rounds * comm_->size()), sanitize_gradients);
-  opt.step();
-  if (global_rng()) apply_deferred_running_means();
 }
 
 void Trainer::update_generator_ema() {

@@ -435,5 +435,54 @@ TEST(Reducer, LaunchFractionsAreInLaunchOrderAndRestartWithEachLayout) {
   EXPECT_EQ(launch_fractions_after(after_backward, params, 2), std::vector<double>(fractions.size(), 1.0));
 }
 
+// run.cuda_graphs: a phase's captured backward writes its gradients into the buckets through the
+// hooks, and its replays run no hook. Here the buckets are written by hand with what the hooks
+// would write (each arrived parameter's local sum over the rounds; garbage where nothing arrived),
+// and finish() after prepare_for_replayed_backward() must reduce exactly that.
+TEST(Reducer, AReplayedBackwardReducesWhatTheCapturedHooksWrote) {
+  constexpr int kRounds = 2;
+  auto params = make_parameters();
+  auto reference = make_parameters();
+  GradientReducer reducer(comm(), params, {200, true});
+  EXPECT_THROW(reducer.prepare_for_replayed_backward(std::vector<char>(params.size(), 1)), Error);  // order unknown
+  launch_fractions_after(reducer, params, 1);  // learns the bucket order
+  // The captured pass: its buckets launch at finish(), none during backward.
+  for (auto& [name, p] : params) p.mutable_grad() = at::Tensor();
+  for (int round = 0; round < kRounds; ++round) {
+    if (round == kRounds - 1) reducer.prepare_for_final_backward(/*launch_in_backward=*/false);
+    backward_round(params, round);
+  }
+  const std::vector<char> arrivals = reducer.arrivals();
+  EXPECT_EQ(arrivals, (std::vector<char>{1, 1, 1, 0, 1, 1}));  // "unused" gets none
+  reducer.finish(comm().size() * kRounds);
+  EXPECT_EQ(reducer.take_launch_fractions(), std::vector<double>(reducer.bucket_bytes().size(), 1.0));
+  std::vector<at::Tensor> bucket_views;  // .grad after finish(): each parameter's part of its bucket
+  for (auto& [name, p] : params) bucket_views.push_back(p.grad());
+
+  // A replay on other inputs: the local sums the hooks would write, garbage where none arrived.
+  at::manual_seed(300);
+  for (auto& [name, p] : params) p.mutable_grad() = at::Tensor();
+  for (int round = 0; round < kRounds; ++round) backward_round(params, round);
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (arrivals[i]) {
+      bucket_views[i].copy_(params[i].second.grad());
+    } else {
+      bucket_views[i].fill_(1e9);
+    }
+    params[i].second.mutable_grad() = at::Tensor();  // the optimizer's zero_grad before a phase
+  }
+  EXPECT_THROW(reducer.prepare_for_replayed_backward(std::vector<char>(params.size() + 1, 1)), Error);
+  reducer.prepare_for_replayed_backward(arrivals);
+  reducer.finish(comm().size() * kRounds);
+
+  at::manual_seed(300);
+  for (int round = 0; round < kRounds; ++round) backward_round(reference, round);
+  allreduce_gradients_per_tensor(comm(), reference, comm().size() * kRounds);
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(at::allclose(params[i].second.grad(), reference[i].second.grad(), 1e-6, 1e-7)) << params[i].first;
+  }
+  EXPECT_TRUE(at::equal(params[3].second.grad().cpu(), at::zeros({3})));
+}
+
 }  // namespace
 }  // namespace sg2::dist

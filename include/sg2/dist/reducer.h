@@ -45,8 +45,17 @@ class GradientReducer {
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
-  // Arms the gradient hooks for the next backward (the last accumulation round).
-  void prepare_for_final_backward();
+  // Arms the gradient hooks for the next backward (the last accumulation round). Full buckets
+  // start their allreduce during it where the options' overlap and `launch_in_backward` allow;
+  // else all start at finish() (a backward captured into a CUDA graph launches no collective).
+  void prepare_for_final_backward(bool launch_in_backward = true);
+  // Which parameters' gradients the final backward delivered (after it): 1 or 0 per parameter, in
+  // the order the constructor was given them.
+  std::vector<char> arrivals() const;
+  // Instead of a final backward with hooks: its replay in a CUDA graph, which writes the `arrivals`'
+  // gradients into their buckets as the captured hooks did. finish() then launches every bucket.
+  // Needs the bucket order learned (the captured buckets must stay the buckets).
+  void prepare_for_replayed_backward(const std::vector<char>& arrivals);
   // Completes the reduction; .grad of every parameter = transform((sum over ranks) / divisor), the
   // transform (if any) applied in place to every bucket: [numel] holding the gradients of its parameters.
   using BucketTransform = std::function<void(at::Tensor& flat)>;
@@ -90,6 +99,7 @@ class GradientReducer {
   std::vector<char> slot_ready_;
   std::vector<unsigned> hook_ids_;  // per slot, removed by the destructor
   std::atomic<bool> armed_{false};
+  bool launch_in_backward_ = true;  // this pass's full buckets start during backward
   size_t next_launch_ = 0;  // buckets launch in index order on every rank
   std::vector<size_t> arrival_order_;  // slots in the order the first final backward produced them
   bool order_learned_ = false;

@@ -33,6 +33,7 @@ struct TrainConfig {
     std::string mixed_precision = "auto";  // auto (float16 on CUDA, off on the CPU), float16, bfloat16, off
     std::string channels_last = "auto";  // activations NHWC: auto (reduced on CUDA, else off), off, reduced, all
     std::string host_sync_check = "off";  // LibTorch ops that make the host wait for the GPU inside a step: off, warn, error
+    bool cuda_graphs = false;            // CUDA: each training phase captured once, then replayed (phase_graphs.h)
     int image_snapshot_ticks = 50;
     int network_snapshot_ticks = 50;
     int grid_w = 0;                      // sample grid columns; 0: as the reference (7680 / W, 7-32)

@@ -12,6 +12,7 @@
 #include "sg2/train/config.h"
 #include "sg2/train/loss.h"
 #include "sg2/train/optim.h"
+#include "sg2/train/phase_graphs.h"
 #include "sg2/train/stats.h"
 #include "sg2/train/training_state.h"
 
@@ -30,14 +31,6 @@ struct TrainingPhase {
   int64_t interval;   // runs when batch_idx % interval == 0
 };
 
-// The inputs of one step on this process, split into accumulation rounds.
-struct StepInputs {
-  std::vector<at::Tensor> real_img;                 // [round] -> [b, C, R, R] float in [-1, 1]
-  std::vector<at::Tensor> real_c;                   // [round] -> [b, c_dim]
-  std::vector<std::vector<at::Tensor>> gen_z;       // [phase][round] -> [b, z_dim]
-  std::vector<std::vector<at::Tensor>> gen_c;       // [phase][round] -> [b, c_dim]
-};
-
 class Trainer {
  public:
   // comm: the job's communicator; null = a world of one (Local backend). Parameters and buffers
@@ -53,6 +46,8 @@ class Trainer {
   StepInputs prepare_inputs();
   void run_phase(size_t phase_index, const StepInputs& inputs);
   void update_generator_ema();
+  // run.cuda_graphs: whether every phase runs from its graph by now (true without graphs).
+  bool all_phases_captured() const { return graphs_ == nullptr || graphs_->all_captured(); }
 
   // Collectives (all ranks call them together).
   void broadcast_from_rank0();                        // the state's replicated tensors
@@ -91,6 +86,10 @@ class Trainer {
   void average_running_means();         // dist.rng = rank, once per step
   void apply_deferred_running_means();  // dist.rng = global, once per phase
   void run_phase_unchecked(size_t phase_index, const StepInputs& inputs);
+  // The phase's accumulation rounds, forward and backward (the last one's feeding the reducer).
+  void run_rounds(size_t phase_index, const StepInputs& inputs, bool launch_in_backward);
+  // Its rounds from its CUDA graph, captured at this call if not yet (run.cuda_graphs).
+  void replay_rounds(size_t phase_index, const StepInputs& inputs);
   // Runs `part` of a step under run.host_sync_check; its error or warning names `what`.
   void checked_for_host_sync(const std::string& what, const std::function<void()>& part);
   void check_batch_is_pinned(const data::Batch& batch);
@@ -108,6 +107,7 @@ class Trainer {
   std::unique_ptr<StyleGAN2Loss> loss_;
   std::unique_ptr<dist::GradientReducer> G_reducer_, D_reducer_;
   std::vector<TrainingPhase> phases_;
+  std::unique_ptr<PhaseGraphs> graphs_;  // run.cuda_graphs
   data::PrefetchLoader loader_;
   at::Tensor label_table_;  // [N, c_dim] on the device, for drawing generator labels
   at::Generator step_rng_;
