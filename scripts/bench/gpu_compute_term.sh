@@ -8,6 +8,8 @@
 #   scripts/bench/scaling_model predict-gpu $OUT/layout-config-f-256.txt --measured $OUT --measured-fabric H100
 #   OUT=$OUT scripts/bench/gpu_compute_term.sh [BUILD_DIR]     (the GPU kit's build: build-gpu)
 #   DEVICE=cpu OUT=/tmp/x scripts/bench/gpu_compute_term.sh build   (the script's own dry run: tiny networks)
+#   SG2_BENCH_EXTRA="--run.cuda_graphs true" OUT=$OUT scripts/bench/gpu_compute_term.sh   (more flags for
+#     every run: with CUDA graphs, the fixed cost a step left once the host no longer issues each op)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/bench/run_budget.sh
@@ -25,11 +27,14 @@ fi
 config=(--config configs/config-f.yaml --data synthetic --data.resolution 256 --data.channels 3
         --run.device "$device" --G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256)
 label="config-f 256"
+read -ra extra <<< "${SG2_BENCH_EXTRA:-}"
 if [ "$device" = cpu ]; then  # a dry run of the script: tiny float32 networks (float16 crawls on a CPU)
   config=(--config configs/config-f.yaml --data synthetic --data.resolution 16 --data.channels 3 --run.device cpu
           --G.channel_base 256 --D.channel_base 256 --G.z_dim 32 --G.w_dim 32 --run.threads 2)
   label="config-f 16 (tiny, dry run)"
 fi
+config+=("${extra[@]}")
+[ ${#extra[@]} -eq 0 ] || label="$label, ${extra[*]}"
 for batch in ${BATCHES:-4 8 16 32}; do
   echo "== $label, batch $batch"
   budgeted_run "$out/compute-b$batch.txt" "$build/bin/stylegan2_bench" "${config[@]}" --train.batch "$batch" \
