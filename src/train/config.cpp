@@ -50,7 +50,7 @@ config::Schema<TrainConfig> make_schema() {
       .one_of({"off", "warn", "error"});
   SG2_FIELD(run.cuda_graphs, "On CUDA, capture each training phase (its forward and backward passes) into a CUDA "
                              "graph after two calls without, and replay it from then on: one launch instead of a few "
-                             "thousand ops for the host to issue (the same training; needs dist.rng rank)");
+                             "thousand ops for the host to issue (the same training)");
   SG2_FIELD(run.image_snapshot_ticks, "Write a sample grid every N ticks (0: never)");
   SG2_FIELD(run.network_snapshot_ticks, "Write a snapshot every N ticks (0: only at the end)");
   SG2_FIELD(run.grid_w, "Sample grid columns (0: as the reference, 7680 / resolution clipped to 7-32)");
@@ -215,9 +215,6 @@ void validate(const TrainConfig& c, int world_size) {
   SG2_CHECK(c.G.w_avg_beta >= 0 && c.G.w_avg_beta <= 1, "G.w_avg_beta = {}: must lie in [0, 1]", c.G.w_avg_beta);
   SG2_CHECK(std::isfinite(c.optim.eps) && c.optim.eps > 0, "optim.eps = {}: must be > 0", c.optim.eps);
   SG2_CHECK(c.train.ema_rampup >= 0, "train.ema_rampup = {}: must be >= 0 (0: off)", c.train.ema_rampup);
-  SG2_CHECK(!c.run.cuda_graphs || c.dist.rng == "rank",
-            "run.cuda_graphs needs dist.rng = rank: with global each pass draws from a generator keyed by its step, "
-            "which a captured graph cannot follow");
   SG2_CHECK(c.dist.bucket_mb > 0, "dist.bucket_mb = {}: must be > 0", c.dist.bucket_mb);
   // At most 10^6 s (11.6 days): in milliseconds it still fits poll()'s int.
   SG2_CHECK(c.dist.timeout_seconds > 0 && c.dist.timeout_seconds <= 1e6,

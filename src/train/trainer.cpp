@@ -145,6 +145,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
   D_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, nn::named_parameters(*D_), reducer);
 
   if (config.run.cuda_graphs) graphs_ = std::make_unique<PhaseGraphs>(device_, phases_.size());
+  pass_rngs_.resize(phases_.size());
 
   state_.add_networks(*G_, *D_, *G_ema_);
   state_.add_optimizer("G_opt", *G_opt_);
@@ -257,6 +258,7 @@ void Trainer::run_phase_unchecked(size_t phase_index, const StepInputs& in) {
   dist::GradientReducer& reducer = phase.trains_G ? *G_reducer_ : *D_reducer_;
   const auto rounds = static_cast<int64_t>(in.real_img.size());
   opt.zero_grad();
+  if (global_rng()) key_pass_rngs(phase_index, rounds);
   set_requires_grad(module, true);
   if (graphs_ == nullptr || graphs_->runs_eagerly(phase_index)) {
     run_rounds(phase_index, in, /*launch_in_backward=*/true);
@@ -275,7 +277,9 @@ void Trainer::replay_rounds(size_t phase_index, const StepInputs& in) {
   if (!graphs_->captured(phase_index)) {
     const auto rounds = [&](const StepInputs& s) { run_rounds(phase_index, s, /*launch_in_backward=*/false); };
     try {
-      graphs_->capture(phase_index, in, rounds, {step_rng_}, stats_, reducer);
+      std::vector<at::Generator> generators = pass_rngs_.at(phase_index);
+      generators.push_back(step_rng_);
+      graphs_->capture(phase_index, in, rounds, generators, stats_, reducer);
     } catch (const std::exception& e) {
       SG2_FAIL("capturing {} into a CUDA graph failed (run.cuda_graphs false runs it without one): {}", phase.name,
                e.what());
@@ -293,13 +297,26 @@ void Trainer::run_rounds(size_t phase_index, const StepInputs& in, bool launch_i
   for (int64_t round = 0; round < rounds; ++round) {
     if (round == rounds - 1) reducer.prepare_for_final_backward(launch_in_backward);
     RoundInputs r{in.real_img[round], in.real_c[round], in.gen_z[phase_index][round], in.gen_c[phase_index][round]};
-    at::Generator pass_rng = step_rng_;
-    if (global_rng()) {  // keyed by the pass's place in the global batch, not by the rank
-      const auto global_pass = static_cast<uint64_t>(comm_->rank() * rounds + round);
-      pass_rng = keyed_rng({static_cast<uint64_t>(config_.train.seed), kPassStream,
-                            static_cast<uint64_t>(progress_.batch_idx), phase_index, global_pass});
-    }
+    at::Generator pass_rng = global_rng() ? pass_rngs_.at(phase_index).at(static_cast<size_t>(round)) : step_rng_;
     loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), pass_rng, stats_);
+  }
+}
+
+// dist.rng = global: each pass draws from a generator keyed by its place in the global batch, not
+// by the rank. The generators stay the same objects, reseeded for each call (as new ones would be
+// seeded), so a phase captured into a CUDA graph has them registered and its replays follow.
+void Trainer::key_pass_rngs(size_t phase_index, int64_t rounds) {
+  std::vector<at::Generator>& rngs = pass_rngs_.at(phase_index);
+  for (int64_t round = 0; round < rounds; ++round) {
+    const auto global_pass = static_cast<uint64_t>(comm_->rank() * rounds + round);
+    const uint64_t seed = mix_seed({static_cast<uint64_t>(config_.train.seed), kPassStream,
+                                    static_cast<uint64_t>(progress_.batch_idx), phase_index, global_pass});
+    if (rngs.size() <= static_cast<size_t>(round)) {
+      rngs.push_back(make_rng(device_, seed));
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(rngs[round].mutex());
+    rngs[round].set_current_seed(seed);
   }
 }
 

@@ -90,6 +90,7 @@ class Trainer {
   void run_rounds(size_t phase_index, const StepInputs& inputs, bool launch_in_backward);
   // Its rounds from its CUDA graph, captured at this call if not yet (run.cuda_graphs).
   void replay_rounds(size_t phase_index, const StepInputs& inputs);
+  void key_pass_rngs(size_t phase_index, int64_t rounds);  // dist.rng = global
   // Runs `part` of a step under run.host_sync_check; its error or warning names `what`.
   void checked_for_host_sync(const std::string& what, const std::function<void()>& part);
   void check_batch_is_pinned(const data::Batch& batch);
@@ -108,6 +109,7 @@ class Trainer {
   std::unique_ptr<dist::GradientReducer> G_reducer_, D_reducer_;
   std::vector<TrainingPhase> phases_;
   std::unique_ptr<PhaseGraphs> graphs_;  // run.cuda_graphs
+  std::vector<std::vector<at::Generator>> pass_rngs_;  // dist.rng = global: [phase][round]
   data::PrefetchLoader loader_;
   at::Tensor label_table_;  // [N, c_dim] on the device, for drawing generator labels
   at::Generator step_rng_;

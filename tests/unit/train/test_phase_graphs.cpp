@@ -1,5 +1,6 @@
 // run.cuda_graphs (train/phase_graphs.h): the statistics a captured phase reports, the inputs its
-// replays copy in, the settings it refuses; on a GPU, training with graphs against training without.
+// replays copy in, the settings it refuses, the reseeded pass generators of dist.rng global; on a
+// GPU, training with graphs against training without.
 #include "sg2/core/error.h"
 #include "sg2/device/device_graph.h"
 #include "sg2/train/phase_graphs.h"
@@ -11,6 +12,10 @@
 #include <torch/cuda.h>
 
 #include <gtest/gtest.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
 
 namespace sg2::train {
 namespace {
@@ -75,19 +80,57 @@ TEST(PhaseGraphs, AReplayCopiesTheStepsRealsAndThePhasesLatentsIn) {
 TEST(PhaseGraphs, RefusedWhereTheyCannotRunNamingWhy) {
   TrainConfig c = test::tiny_config();
   c.run.cuda_graphs = true;
-  c.dist.rng = "global";
-  EXPECT_NE(test::error_message([&] { validate(c, 1); }).find("run.cuda_graphs needs dist.rng = rank"),
-            std::string::npos);
-  c.dist.rng = "rank";
   const std::string on_cpu =
       test::error_message([&] { Trainer trainer(c, open_configured_dataset(c), at::Device(at::kCPU)); });
   EXPECT_NE(on_cpu.find("run.cuda_graphs needs a CUDA device; this run trains on cpu"), std::string::npos) << on_cpu;
   EXPECT_NE(test::error_message([] { DeviceGraph graph(at::Device(at::kCPU)); }).find("CUDA"), std::string::npos);
 }
 
+// dist.rng = global keeps each phase's pass generators and reseeds them every step, so that a
+// graph can have them registered: a reseeded generator draws what a new one of that seed draws,
+// the normal distribution's cached second sample included (an odd count leaves one cached).
+TEST(PhaseGraphs, AReseededGeneratorDrawsAsANewOneOfItsSeed) {
+  const at::Device cpu(at::kCPU);
+  at::Generator kept = make_rng(cpu, 5);
+  at::randn({3}, kept, at::kFloat);
+  at::randn({1}, kept, at::kDouble);
+  {
+    std::lock_guard<std::mutex> lock(kept.mutex());
+    kept.set_current_seed(9);
+  }
+  at::Generator fresh = make_rng(cpu, 9);
+  for (const auto type : {at::kFloat, at::kDouble}) {
+    EXPECT_TRUE(at::equal(at::randn({7}, kept, type), at::randn({7}, fresh, type)));
+    EXPECT_TRUE(at::equal(at::rand({5}, kept, type), at::rand({5}, fresh, type)));
+  }
+  EXPECT_TRUE(at::equal(at::randint(0, 1000, {4}, kept, at::kLong), at::randint(0, 1000, {4}, fresh, at::kLong)));
+}
+
+// The same weights, Adam moments and running means (within 1e-3 of each tensor's largest value),
+// and the same loss statistics (counts exactly).
+void expect_the_same_training(Trainer& eager, Trainer& graphed) {
+  EXPECT_TRUE(graphed.all_phases_captured());
+  const NamedTensors want = eager.state().saved_tensors(), got = graphed.state().saved_tensors();
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(want[i].first, got[i].first);
+    const at::Tensor a = want[i].second.to(at::kCPU, at::kDouble), b = got[i].second.to(at::kCPU, at::kDouble);
+    const double scale = std::max(a.abs().max().item<double>(), 1e-6);
+    EXPECT_LE((a - b).abs().max().item<double>(), 1e-3 * scale) << want[i].first;
+  }
+  const auto want_stats = eager.stats().finish(), got_stats = graphed.stats().finish();
+  for (const auto& [name, value] : want_stats) {
+    if (name.rfind("Loss/", 0) != 0) continue;  // timings differ
+    ASSERT_TRUE(got_stats.count(name)) << name;
+    EXPECT_EQ(got_stats.at(name).count, value.count) << name;
+    EXPECT_NEAR(got_stats.at(name).mean, value.mean, 1e-3 * std::max(1.0, std::abs(value.mean))) << name;
+  }
+}
+
 // What a graph changes is who issues the kernels, not the training: the same steps with and without
 // graphs (every phase captured at its third call and replayed after; two accumulation rounds, the
-// reference's precision, no host wait), the same weights, moments, running means and statistics.
+// reference's precision, no host wait), the same weights, moments, running means and statistics,
+// with either dist.rng (global: per-pass generators reseeded each step, deferred running means).
 TEST(Trainer, CudaGraphsTrainAsThePhasesWithoutThem) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a GPU (the kit's gpu_tests step runs it)";
   const bool deterministic = at::globalContext().deterministicCuDNN();
@@ -106,26 +149,12 @@ TEST(Trainer, CudaGraphsTrainAsThePhasesWithoutThem) {
     for (int step = 0; step < kSteps; ++step) trainer->step();
     return trainer;
   };
-  const auto eager = train(false);
-  const auto graphed = train(true);
+  for (const std::string rng : {"rank", "global"}) {
+    SCOPED_TRACE("dist.rng " + rng);
+    c.dist.rng = rng;
+    expect_the_same_training(*train(false), *train(true));
+  }
   at::globalContext().setDeterministicCuDNN(deterministic);
-  EXPECT_TRUE(graphed->all_phases_captured());
-
-  const NamedTensors want = eager->state().saved_tensors(), got = graphed->state().saved_tensors();
-  ASSERT_EQ(want.size(), got.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_EQ(want[i].first, got[i].first);
-    const at::Tensor a = want[i].second.to(at::kCPU, at::kDouble), b = got[i].second.to(at::kCPU, at::kDouble);
-    const double scale = std::max(a.abs().max().item<double>(), 1e-6);
-    EXPECT_LE((a - b).abs().max().item<double>(), 1e-3 * scale) << want[i].first;
-  }
-  const auto want_stats = eager->stats().finish(), got_stats = graphed->stats().finish();
-  for (const auto& [name, value] : want_stats) {
-    if (name.rfind("Loss/", 0) != 0) continue;  // timings differ
-    ASSERT_TRUE(got_stats.count(name)) << name;
-    EXPECT_EQ(got_stats.at(name).count, value.count) << name;
-    EXPECT_NEAR(got_stats.at(name).mean, value.mean, 1e-3 * std::max(1.0, std::abs(value.mean))) << name;
-  }
 }
 
 }  // namespace
