@@ -18,8 +18,6 @@ namespace sg2 {
 
 #if SG2_TORCH_CUDA
 
-bool device_graphs_available() { return true; }
-
 DeviceGraphPool new_device_graph_pool(const at::Device& device) {
   SG2_CHECK(device.is_cuda(), "a CUDA graph pool needs a CUDA device, not {}", device.str());
   const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
@@ -111,8 +109,6 @@ void DeviceGraph::replay() {
 }
 
 #else
-
-bool device_graphs_available() { return false; }
 
 DeviceGraphPool new_device_graph_pool(const at::Device& device) {
   SG2_FAIL("a CUDA graph pool on {} needs a LibTorch built with CUDA", device.str());

@@ -249,53 +249,56 @@ void Trainer::run_phase(size_t phase_index, const StepInputs& in) {
   checked_for_host_sync(phases_.at(phase_index).name, [&] { run_phase_unchecked(phase_index, in); });
 }
 
+dist::GradientReducer& Trainer::reducer_of(const TrainingPhase& phase) {
+  return phase.trains_G ? *G_reducer_ : *D_reducer_;
+}
+
 // The rounds accumulate locally; the last one's backward feeds the reducer, which leaves the mean
-// gradient over every pass of the global batch in .grad.
+// gradient over every pass of the global batch in .grad. A phase replayed from its CUDA graph needs
+// none of the parameters' requires_grad: its autograd graph was recorded at the capture.
 void Trainer::run_phase_unchecked(size_t phase_index, const StepInputs& in) {
   const TrainingPhase& phase = phases_.at(phase_index);
   torch::nn::Module& module = phase.trains_G ? static_cast<torch::nn::Module&>(*G_) : *D_;
   Adam& opt = phase.trains_G ? *G_opt_ : *D_opt_;
-  dist::GradientReducer& reducer = phase.trains_G ? *G_reducer_ : *D_reducer_;
   const auto rounds = static_cast<int64_t>(in.real_img.size());
   opt.zero_grad();
   if (global_rng()) key_pass_rngs(phase_index, rounds);
-  set_requires_grad(module, true);
-  if (graphs_ == nullptr || graphs_->runs_eagerly(phase_index)) {
-    run_rounds(phase_index, in, /*launch_in_backward=*/true);
-  } else {
-    replay_rounds(phase_index, in);
+  const bool eager = graphs_ == nullptr || graphs_->runs_eagerly(phase_index);
+  if (eager || !graphs_->captured(phase_index)) {
+    set_requires_grad(module, true);
+    if (eager) {
+      run_rounds(phase_index, in, /*launch_in_backward=*/true);
+    } else {
+      capture_rounds(phase_index, in);
+    }
+    set_requires_grad(module, false);
   }
-  set_requires_grad(module, false);
-  reducer.finish(static_cast<double>(rounds * comm_->size()), sanitize_gradients);
+  if (!eager) graphs_->replay(phase_index, in, stats_, reducer_of(phase));
+  reducer_of(phase).finish(static_cast<double>(rounds * comm_->size()), sanitize_gradients);
   opt.step();
   if (global_rng()) apply_deferred_running_means();
 }
 
-void Trainer::replay_rounds(size_t phase_index, const StepInputs& in) {
+void Trainer::capture_rounds(size_t phase_index, const StepInputs& in) {
   const TrainingPhase& phase = phases_.at(phase_index);
-  dist::GradientReducer& reducer = phase.trains_G ? *G_reducer_ : *D_reducer_;
-  if (!graphs_->captured(phase_index)) {
-    const auto rounds = [&](const StepInputs& s) { run_rounds(phase_index, s, /*launch_in_backward=*/false); };
-    try {
-      std::vector<at::Generator> generators = pass_rngs_.at(phase_index);
-      generators.push_back(step_rng_);
-      graphs_->capture(phase_index, in, rounds, generators, stats_, reducer);
-    } catch (const std::exception& e) {
-      SG2_FAIL("capturing {} into a CUDA graph failed (run.cuda_graphs false runs it without one): {}", phase.name,
-               e.what());
-    }
-    spdlog::info("{}: captured into a CUDA graph after {} calls without; replayed from now on", phase.name,
-                 PhaseGraphs::kEagerRuns);
+  const auto rounds = [&](const StepInputs& s) { run_rounds(phase_index, s, /*launch_in_backward=*/false); };
+  try {
+    std::vector<at::Generator> generators = pass_rngs_.at(phase_index);
+    generators.push_back(step_rng_);
+    graphs_->capture(phase_index, in, rounds, generators, stats_, reducer_of(phase));
+  } catch (const std::exception& e) {
+    SG2_FAIL("capturing {} into a CUDA graph failed (run.cuda_graphs false runs it without one): {}", phase.name,
+             e.what());
   }
-  graphs_->replay(phase_index, in, stats_, reducer);
+  spdlog::info("{}: captured into a CUDA graph after {} calls without; replayed from now on", phase.name,
+               PhaseGraphs::kEagerRuns);
 }
 
 void Trainer::run_rounds(size_t phase_index, const StepInputs& in, bool launch_in_backward) {
   const TrainingPhase& phase = phases_.at(phase_index);
-  dist::GradientReducer& reducer = phase.trains_G ? *G_reducer_ : *D_reducer_;
   const auto rounds = static_cast<int64_t>(in.real_img.size());
   for (int64_t round = 0; round < rounds; ++round) {
-    if (round == rounds - 1) reducer.prepare_for_final_backward(launch_in_backward);
+    if (round == rounds - 1) reducer_of(phase).prepare_for_final_backward(launch_in_backward);
     RoundInputs r{in.real_img[round], in.real_c[round], in.gen_z[phase_index][round], in.gen_c[phase_index][round]};
     at::Generator pass_rng = global_rng() ? pass_rngs_.at(phase_index).at(static_cast<size_t>(round)) : step_rng_;
     loss_->accumulate_gradients(phase.kind, r, static_cast<double>(phase.interval), pass_rng, stats_);
@@ -307,16 +310,12 @@ void Trainer::run_rounds(size_t phase_index, const StepInputs& in, bool launch_i
 // seeded), so a phase captured into a CUDA graph has them registered and its replays follow.
 void Trainer::key_pass_rngs(size_t phase_index, int64_t rounds) {
   std::vector<at::Generator>& rngs = pass_rngs_.at(phase_index);
+  while (static_cast<int64_t>(rngs.size()) < rounds) rngs.push_back(make_rng(device_, 0));
   for (int64_t round = 0; round < rounds; ++round) {
     const auto global_pass = static_cast<uint64_t>(comm_->rank() * rounds + round);
-    const uint64_t seed = mix_seed({static_cast<uint64_t>(config_.train.seed), kPassStream,
-                                    static_cast<uint64_t>(progress_.batch_idx), phase_index, global_pass});
-    if (rngs.size() <= static_cast<size_t>(round)) {
-      rngs.push_back(make_rng(device_, seed));
-      continue;
-    }
     std::lock_guard<std::mutex> lock(rngs[round].mutex());
-    rngs[round].set_current_seed(seed);
+    rngs[round].set_current_seed(mix_seed({static_cast<uint64_t>(config_.train.seed), kPassStream,
+                                           static_cast<uint64_t>(progress_.batch_idx), phase_index, global_pass}));
   }
 }
 

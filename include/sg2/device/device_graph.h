@@ -21,9 +21,6 @@
 
 namespace sg2 {
 
-// Whether this build's LibTorch can capture CUDA graphs (it has CUDA).
-bool device_graphs_available();
-
 // A memory pool, and the stream to capture on, that the graphs given it share: they must run one
 // after the other, and each graph's outputs be read before the next one runs. The allocator reuses
 // a free block only for the stream it was allocated on, so the graphs of one pool are all captured

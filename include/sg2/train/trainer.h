@@ -88,8 +88,9 @@ class Trainer {
   void run_phase_unchecked(size_t phase_index, const StepInputs& inputs);
   // The phase's accumulation rounds, forward and backward (the last one's feeding the reducer).
   void run_rounds(size_t phase_index, const StepInputs& inputs, bool launch_in_backward);
-  // Its rounds from its CUDA graph, captured at this call if not yet (run.cuda_graphs).
-  void replay_rounds(size_t phase_index, const StepInputs& inputs);
+  // Its rounds captured into its CUDA graph (run.cuda_graphs), over `inputs`, which the graph keeps.
+  void capture_rounds(size_t phase_index, const StepInputs& inputs);
+  dist::GradientReducer& reducer_of(const TrainingPhase& phase);
   void key_pass_rngs(size_t phase_index, int64_t rounds);  // dist.rng = global
   // Runs `part` of a step under run.host_sync_check; its error or warning names `what`.
   void checked_for_host_sync(const std::string& what, const std::function<void()>& part);
