@@ -18,7 +18,8 @@
 # train.batch_gpu auto; the comm bench. Then: the CPU test suite on that build, FID of the resumed
 # snapshot on the GPU against the CPU, mixed precision channels_last, the same without a host
 # synchronisation in a step (under run.host_sync_check warn, then error), one copy each of libnccl
-# and libcudart in a process, the op bench, and the CUDA kernels' tests under compute-sanitizer.
+# and libcudart in a process, the op bench, the CUDA kernels' tests under compute-sanitizer, and
+# training with run.cuda_graphs against without.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/gpu/kit_steps.sh
@@ -137,5 +138,10 @@ if [ "$mode" = gpu ] && [ -x "$sanitizer" ]; then
 else
   skip kernels_memcheck "no GPU or no compute-sanitizer"
 fi
+# run.cuda_graphs against the same training without (test_phase_graphs.cpp), by itself and last:
+# it had never run on a GPU, and a capture that hung would take a step's whole limit, so it gets
+# SG2_KIT_GRAPHS_LIMIT_S (default 60 s; it takes seconds) and nothing waits behind it.
+SG2_KIT_STEP_LIMIT_S=${SG2_KIT_GRAPHS_LIMIT_S:-60}  # the last step's limit
+step gpu_graphs "${no_skips[@]}" run_filtered_tests "$build" "bin/test_train|Trainer.CudaGraphsTrainAsThePhasesWithoutThem"
 rm -rf "$work"
 kit_finish

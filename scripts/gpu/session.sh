@@ -78,11 +78,11 @@ run_comparison() {  # run_comparison PRESET VARIANTS MAX_SECONDS
 kit_failed=0 comparison_failed=0
 if [ "$call" = first ]; then
   run_kit "$kit_first_call_steps" "${SG2_SESSION_KIT_S:-250}" || kit_failed=$?
-  run_comparison config-f "auto:nhwc auto:nhwc:3xtf32 auto:nhwc:graphs ref:off ref:off:graphs reference:full auto:all" \
-    "$budget" || comparison_failed=1
+  run_comparison config-f "$(comparison_variants "auto:nhwc auto:nhwc:3xtf32 auto:nhwc:graphs ref:off ref:off:graphs \
+    reference:full auto:all")" "$budget" || comparison_failed=1
 else
-  run_comparison paper256 "auto:nhwc auto:nhwc:graphs ref:off ref:off:graphs auto:off ref:nhwc reference:full" $((budget * 3 / 5)) ||
-    comparison_failed=1
+  run_comparison paper256 "$(comparison_variants "auto:nhwc auto:nhwc:graphs ref:off ref:off:graphs auto:off ref:nhwc \
+    reference:full")" $((budget * 3 / 5)) || comparison_failed=1
   run_kit "$kit_second_call_steps" "${SG2_SESSION_KIT_S:-$budget}" || kit_failed=$?
 fi
 wait  # the plugins' build, if it still runs (within the budget)

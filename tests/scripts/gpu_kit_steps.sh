@@ -123,6 +123,21 @@ echo "__version__ = '9.9.9+cu1'" > "$fake/torch/version.py"
 run_sh_steps=$(sed -nE 's/^ *(step|skip) ([a-z0-9_]+) .*/\2/p' scripts/gpu/run.sh | sort -u)
 session_steps=$(mode=cpu; source scripts/gpu/kit_steps.sh; printf '%s\n' $kit_first_call_steps $kit_second_call_steps | sort -u)
 is "the session's calls name run.sh's steps (those a call selects)" "$run_sh_steps" "$session_steps"
+# The comparison's run.cuda_graphs variants go where the call's gpu_graphs step failed or ran out of
+# time, or where SG2_SESSION_GRAPHS=off says the first call's did; the others stay, in their order.
+variants_after() {  # variants_after SUMMARY_ROW [SG2_SESSION_GRAPHS]
+  mkdir -p "$work/graphs-out"
+  echo "$1" > "$work/graphs-out/summary.md"
+  (mode=cpu; source scripts/gpu/kit_steps.sh; OUT=$work/graphs-out SG2_SESSION_GRAPHS=${2:-on} \
+     comparison_variants "auto:nhwc auto:nhwc:graphs ref:off ref:off:graphs reference:full" 2> /dev/null)
+}
+is "the graphs variants stay after a passing gpu_graphs step" \
+  "auto:nhwc auto:nhwc:graphs ref:off ref:off:graphs reference:full" "$(variants_after "| gpu_graphs | ok | 9.1 | x |")"
+is "and go after a failed one" "auto:nhwc ref:off reference:full" \
+  "$(variants_after "| gpu_graphs | FAILED (exit 1) | 9.1 | x |")"
+is "or one stopped at its time limit" "auto:nhwc ref:off reference:full" \
+  "$(variants_after "| gpu_graphs | FAILED (stopped at its time limit) | 60.0 | x |")"
+is "or where SG2_SESSION_GRAPHS=off" "auto:nhwc ref:off reference:full" "$(variants_after "" off)"
 scripts/gpu/session.sh third > "$work/session-usage" 2>&1
 is "session.sh takes first or second only" 2 "$?"
 expect "and says so" "usage: scripts/gpu/session.sh first|second" "$work/session-usage"
