@@ -39,24 +39,25 @@ step_selected() {  # step_selected NAME
 
 # The steps of scripts/gpu/session.sh's two calls: the first, what issues 12 and 13 ask of the GPU
 # itself, then the op bench, the kernels under memcheck (the CUDA kernels changed since the last
-# run) and, last, run.cuda_graphs' test (its first run anywhere: should a capture hang, it costs
-# only its own short limit), with the comparison of config-f after them; the second, the rest
+# run) and, last, run.cuda_graphs' test and a training with it (their first run anywhere: should a
+# capture hang, it costs only their own short limit), with the comparison of config-f after them; the second, the rest
 # (after paper256's comparison), with its own training for the FID check's snapshot (a call may
 # land on a fresh machine). Every step of run.sh is in one of them (tests/scripts/gpu_kit_steps.sh checks).
 kit_first_call_steps="gpu_tests nccl_collectives parity train resume_same_device resume_on_cpu resume_back_on_device
   train_nccl_reducer train_mixed_precision_batch_auto bench_comm train_host_sync_warnings train_without_host_sync
-  bench_ops kernels_memcheck gpu_graphs"
+  bench_ops kernels_memcheck gpu_graphs train_cuda_graphs"
 kit_second_call_steps="train cpu_suite train_detector fid_matches_cpu train_channels_last one_copy_of_each_library"
 
 # scripts/gpu/session.sh's comparison variants, less the run.cuda_graphs ones where graphs are known
-# not to work: SG2_SESSION_GRAPHS=off (the first call's gpu_graphs step failed; a second call may
-# find a fresh machine and an $OUT without that summary), or this call's gpu_graphs step failed or
-# ran out of time (in $OUT/summary.md), so that a capture which hung there does not take a whole
-# run's limit twice more.
+# not to work: SG2_SESSION_GRAPHS=off (the first call's graphs steps failed; a second call may find
+# a fresh machine and an $OUT without that summary), or this call's gpu_graphs or train_cuda_graphs
+# step failed or ran out of time (in $OUT/summary.md), so that a capture which hung there does not
+# take a whole run's limit twice more.
 comparison_variants() {  # comparison_variants VARIANTS
   local variant kept=()
-  if [ "${SG2_SESSION_GRAPHS:-on}" = off ] || grep -q '^| gpu_graphs | FAILED' "${OUT:-gpu-results}/summary.md" 2>/dev/null; then
-    echo "session: without the run.cuda_graphs variants (gpu_graphs failed, or SG2_SESSION_GRAPHS=off)" >&2
+  if [ "${SG2_SESSION_GRAPHS:-on}" = off ] ||
+    grep -q '^| \(gpu_graphs\|train_cuda_graphs\) | FAILED' "${OUT:-gpu-results}/summary.md" 2>/dev/null; then
+    echo "session: without the run.cuda_graphs variants (a graphs step failed, or SG2_SESSION_GRAPHS=off)" >&2
     for variant in $1; do [[ "$variant" == *:graphs ]] || kept+=("$variant"); done
     echo "${kept[*]}"
     return

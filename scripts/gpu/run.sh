@@ -19,7 +19,7 @@
 # snapshot on the GPU against the CPU, mixed precision channels_last, the same without a host
 # synchronisation in a step (under run.host_sync_check warn, then error), one copy each of libnccl
 # and libcudart in a process, the op bench, the CUDA kernels' tests under compute-sanitizer, and
-# training with run.cuda_graphs against without.
+# training with run.cuda_graphs against without, then a training with it.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/gpu/kit_steps.sh
@@ -141,7 +141,16 @@ fi
 # run.cuda_graphs against the same training without (test_phase_graphs.cpp), by itself and last:
 # it had never run on a GPU, and a capture that hung would take a step's whole limit, so it gets
 # SG2_KIT_GRAPHS_LIMIT_S (default 60 s; it takes seconds) and nothing waits behind it.
-SG2_KIT_STEP_LIMIT_S=${SG2_KIT_GRAPHS_LIMIT_S:-60}  # the last step's limit
+SG2_KIT_STEP_LIMIT_S=${SG2_KIT_GRAPHS_LIMIT_S:-60}  # the last steps' limit
 step gpu_graphs "${no_skips[@]}" run_filtered_tests "$build" "bin/test_train|Trainer.CudaGraphsTrainAsThePhasesWithoutThem"
+# And as a user runs it: mixed precision channels_last, the batch probed for graphs (the log's tries
+# say what a candidate needs with them), all four phases captured (Dreg, every 16 steps, at step 32
+# of the 125 that 2 kimg at fashion32's batch of 16 take), then replayed to the end.
+if [ "$mode" = gpu ]; then
+  step train_cuda_graphs says "Dreg: captured into a CUDA graph" "$trainer" "${mixed[@]}" --outdir "$work/runs-graphs" \
+      --run.channels_last reduced --run.cuda_graphs true --train.batch_gpu auto
+else
+  skip train_cuda_graphs "no GPU (--cpu-dry-run): run.cuda_graphs needs a CUDA device"
+fi
 rm -rf "$work"
 kit_finish

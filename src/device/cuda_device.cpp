@@ -115,6 +115,12 @@ void reset_device_peak_memory(const at::Device& device) {
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(initialized_cuda_index(device));
 }
 
+double device_allocated_memory_gib(const at::Device& device) {
+  if (!device.is_cuda()) return 0.0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(initialized_cuda_index(device));
+  return static_cast<double>(stats.allocated_bytes[kAggregateStat].current) / kBytesPerGib;
+}
+
 double device_total_memory_gib(const at::Device& device) {
   if (!device.is_cuda()) return 0.0;
   return static_cast<double>(at::cuda::getDeviceProperties(initialized_cuda_index(device))->totalGlobalMem) /
@@ -178,6 +184,7 @@ void* current_cuda_stream(const at::Device& device) {
 
 double device_peak_memory_gib(const at::Device&) { return 0.0; }
 void reset_device_peak_memory(const at::Device&) {}
+double device_allocated_memory_gib(const at::Device&) { return 0.0; }
 double device_total_memory_gib(const at::Device&) { return 0.0; }
 double device_memory_outside_allocator_gib(const at::Device&) { return 0.0; }
 void release_cached_device_memory(const at::Device&) {}

@@ -30,6 +30,10 @@ std::vector<int64_t> batch_gpu_candidates(const TrainConfig& config, int world_s
   return candidates;
 }
 
+double probed_step_need_gib(double peak_gib, double resident_gib, bool cuda_graphs) {
+  return cuda_graphs ? peak_gib + std::max(0.0, peak_gib - resident_gib) : peak_gib;
+}
+
 double batch_probe_budget_gib(double total_gib, double outside_allocator_gib) {
   if (total_gib <= 0) return 0.0;
   return total_gib * kBatchProbeMemoryShare - outside_allocator_gib;
@@ -64,29 +68,50 @@ void warm_up_collectives(const TrainConfig& config, dist::Communicator& comm) {
   comm.barrier();
 }
 
-// One whole training step of `batch_gpu` images on this rank alone. Empty when it fits; otherwise why not.
-std::string try_step(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
-                     const at::Device& device, int64_t batch_gpu, bool smallest, double budget_gib,
-                     double* peak_gib) {
+// What one candidate's probed step showed: the memory it peaked at, what training with it needs
+// (probed_step_need_gib), and why it does not fit (empty where it does).
+struct ProbedStep {
+  double peak_gib = 0;
+  double need_gib = 0;
+  std::string failure;
+
+  // The probe's log line for it: "fits, peak 41.0 GiB", with run.cuda_graphs "(58.2 GiB with
+  // run.cuda_graphs)" after it, or why it does not fit.
+  std::string said(bool cuda_graphs) const {
+    if (!failure.empty()) return failure;
+    if (peak_gib <= 0) return "fits";
+    const std::string graphs = cuda_graphs ? fmt::format(" ({:.1f} GiB with run.cuda_graphs)", need_gib) : "";
+    return fmt::format("fits, peak {:.1f} GiB{}", peak_gib, graphs);
+  }
+};
+
+// One whole training step of `batch_gpu` images on this rank alone.
+ProbedStep try_step(const TrainConfig& config, const std::shared_ptr<const data::Dataset>& dataset,
+                    const at::Device& device, int64_t batch_gpu, bool smallest, double budget_gib) {
   TrainConfig c = config;
   c.train.batch_gpu = batch_gpu;
   c.train.batch = batch_gpu;  // one round, on a local communicator
   c.data.workers = 0;
   c.run.host_sync_check = "off";  // a probe is no training step, and its out-of-memory path may synchronize
   reset_device_peak_memory(device);
-  std::string outcome;
+  ProbedStep probed;
   try {
     Trainer trainer(c, dataset, device, nullptr);
-    trainer.step();  // batch 0: every phase, both regularizations included
-    *peak_gib = device_peak_memory_gib(device);
-    if (budget_gib > 0 && *peak_gib > budget_gib) {
-      outcome = fmt::format("peak {:.1f} GiB, over the {:.1f} GiB budget", *peak_gib, budget_gib);
+    const double resident_gib = device_allocated_memory_gib(device);
+    trainer.step();  // batch 0: every phase, both regularizations included (no capture yet)
+    probed.peak_gib = device_peak_memory_gib(device);
+    probed.need_gib = probed_step_need_gib(probed.peak_gib, resident_gib, c.run.cuda_graphs);
+    if (budget_gib > 0 && probed.need_gib > budget_gib) {
+      const std::string graphs =
+          c.run.cuda_graphs ? fmt::format(", {:.1f} GiB with run.cuda_graphs", probed.need_gib) : "";
+      probed.failure =
+          fmt::format("peak {:.1f} GiB{}, over the {:.1f} GiB budget", probed.peak_gib, graphs, budget_gib);
     }
   } catch (const std::exception& e) {
-    outcome = probe_failure(e, batch_gpu, smallest);
+    probed.failure = probe_failure(e, batch_gpu, smallest);
   }
   release_cached_device_memory(device);  // for the next candidate, or for training
-  return outcome;
+  return probed;
 }
 
 std::string budget_note(const BatchProbe& probe) { return probe.budget.empty() ? "" : "; " + probe.budget; }
@@ -114,12 +139,9 @@ BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<cons
   const double budget_gib = probe_budget_gib(device, &probe.budget);
   auto chosen = static_cast<int64_t>(candidates.size());  // none fits
   for (size_t i = 0; i < candidates.size(); ++i) {
-    double peak_gib = 0;
-    const std::string outcome =
-        try_step(config, dataset, device, candidates[i], i + 1 == candidates.size(), budget_gib, &peak_gib);
-    const std::string fits = peak_gib > 0 ? fmt::format("fits, peak {:.1f} GiB", peak_gib) : "fits";
-    probe.tries.push_back(fmt::format("{}: {}", candidates[i], outcome.empty() ? fits : outcome));
-    if (outcome.empty()) {
+    const ProbedStep probed = try_step(config, dataset, device, candidates[i], i + 1 == candidates.size(), budget_gib);
+    probe.tries.push_back(fmt::format("{}: {}", candidates[i], probed.said(config.run.cuda_graphs)));
+    if (probed.failure.empty()) {
       chosen = static_cast<int64_t>(i);
       break;
     }

@@ -39,6 +39,8 @@ void* current_cuda_stream(const at::Device& device);
 // is the process RSS, and without a CUDA LibTorch).
 double device_peak_memory_gib(const at::Device& device);
 void reset_device_peak_memory(const at::Device& device);
+// Memory LibTorch's allocator holds for live tensors on `device` now (0 for the CPU).
+double device_allocated_memory_gib(const at::Device& device);
 // The device's whole memory (0 for the CPU).
 double device_total_memory_gib(const at::Device& device);
 // The device's memory in use now that LibTorch's allocator does not hold: the CUDA context, NCCL's

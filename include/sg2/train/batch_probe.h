@@ -27,6 +27,12 @@ constexpr double kBatchProbeMemoryShare = 0.85;
 // 0 where nothing bounds it (the CPU: total_gib 0); at most 0 on a GPU where the rest leaves no room.
 double batch_probe_budget_gib(double total_gib, double outside_allocator_gib);
 
+// The memory a probed step shows that training with the candidate needs: its peak; with
+// run.cuda_graphs its working memory (the peak less what was resident before the step: weights,
+// G_ema, buckets) once more, since a captured phase's pool keeps its working memory while a phase
+// not yet captured runs as itself beside it (config-f: Dreg, the last one, at step 32).
+double probed_step_need_gib(double peak_gib, double resident_gib, bool cuda_graphs);
+
 // Values train.batch_gpu can take: divisors of the per-process batch that pass validate(), largest first.
 std::vector<int64_t> batch_gpu_candidates(const TrainConfig& config, int world_size);
 

@@ -167,6 +167,19 @@ TEST(TrainConfig, TheProbesBudgetLeavesOutMemoryOutsideTheAllocator) {
   EXPECT_EQ(batch_probe_budget_gib(0.0, 0.0), 0.0);
 }
 
+// With run.cuda_graphs a captured phase's pool keeps its working memory while a phase not yet
+// captured runs beside it, so a candidate must fit its working memory twice; without, its peak once.
+TEST(TrainConfig, WithCudaGraphsAProbedStepMustFitItsWorkingMemoryTwice) {
+  EXPECT_DOUBLE_EQ(probed_step_need_gib(41.0, 11.0, /*cuda_graphs=*/false), 41.0);
+  EXPECT_DOUBLE_EQ(probed_step_need_gib(41.0, 11.0, /*cuda_graphs=*/true), 71.0);  // 41 + (41 - 11)
+  EXPECT_DOUBLE_EQ(probed_step_need_gib(0.0, 0.0, /*cuda_graphs=*/true), 0.0);     // the CPU: nothing bounds it
+  EXPECT_DOUBLE_EQ(probed_step_need_gib(5.0, 6.0, /*cuda_graphs=*/true), 5.0);     // freed more than it took
+  // A candidate that fits the budget alone but not with the graphs' pool beside it.
+  const double budget = batch_probe_budget_gib(79.6, 0.6);
+  EXPECT_LE(probed_step_need_gib(41.0, 11.0, false), budget);
+  EXPECT_GT(probed_step_need_gib(41.0, 11.0, true), budget);
+}
+
 TEST(TrainConfig, FusedModconvAutoFusesInInferenceOnly) {
   TrainConfig config;
   const std::vector<std::tuple<std::string, bool, bool>> cases = {
