@@ -93,6 +93,7 @@ ProbedStep try_step(const TrainConfig& config, const std::shared_ptr<const data:
   c.train.batch = batch_gpu;  // one round, on a local communicator
   c.data.workers = 0;
   c.run.host_sync_check = "off";  // a probe is no training step, and its out-of-memory path may synchronize
+  c.run.cuda_graphs = false;      // its one step captures nothing (a phase is captured at its third call)
   reset_device_peak_memory(device);
   ProbedStep probed;
   try {
@@ -100,10 +101,10 @@ ProbedStep try_step(const TrainConfig& config, const std::shared_ptr<const data:
     const double resident_gib = device_allocated_memory_gib(device);
     trainer.step();  // batch 0: every phase, both regularizations included (no capture yet)
     probed.peak_gib = device_peak_memory_gib(device);
-    probed.need_gib = probed_step_need_gib(probed.peak_gib, resident_gib, c.run.cuda_graphs);
+    probed.need_gib = probed_step_need_gib(probed.peak_gib, resident_gib, config.run.cuda_graphs);
     if (budget_gib > 0 && probed.need_gib > budget_gib) {
       const std::string graphs =
-          c.run.cuda_graphs ? fmt::format(", {:.1f} GiB with run.cuda_graphs", probed.need_gib) : "";
+          config.run.cuda_graphs ? fmt::format(", {:.1f} GiB with run.cuda_graphs", probed.need_gib) : "";
       probed.failure =
           fmt::format("peak {:.1f} GiB{}, over the {:.1f} GiB budget", probed.peak_gib, graphs, budget_gib);
     }
