@@ -461,7 +461,10 @@ TEST(CudaKernels, BiasGradientsMatchTheReferenceInEveryPrecisionAndLayout) {
     for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 16, 4, 6}, std::vector<int64_t>{3, 16, 5, 5}}) {
       const at::Tensor xs = at::randn(shape).to(precision.type), dys = at::randn(shape).to(precision.type);
       const at::Tensor bs = b.to(precision.type);
-      const at::Tensor xr = xs.to(at::kFloat).requires_grad_(true), br = bs.to(at::kFloat).requires_grad_(true);
+      // Copies, also in float32 (where to() would return xs and b themselves, and requires_grad_
+      // would make them, and all later casts of them, parts of the graph).
+      const at::Tensor xr = xs.to(at::kFloat, /*non_blocking=*/false, /*copy=*/true).requires_grad_(true);
+      const at::Tensor br = bs.to(at::kFloat, /*non_blocking=*/false, /*copy=*/true).requires_grad_(true);
       ops::bias_act_reference(xr, br, p).backward(dys.to(at::kFloat));
       for (const at::Tensor& on_gpu : {xs.cuda(), xs.cuda().contiguous(at::MemoryFormat::ChannelsLast)}) {
         const std::string where = std::string(c10::toString(precision.type)) + " " +

@@ -247,14 +247,25 @@ std::string describe_inputs(const test::OpCall& call) {
 // regularizers' second order included) takes them in one layout: the convolutions' gradients keep
 // the network's (conv2d_gradfix.h's ConvGeometry::layout), also where ToRGB's NCHW image gradient
 // or a 1-channel tensor would decide it. copy_ excepted: the CPU's convolutions convert NHWC to
-// NCHW and back inside (cuDNN takes NHWC), so on the CPU conversions are no sign of ours.
+// NCHW and back inside (cuDNN takes NHWC), so on the CPU conversions are no sign of ours; and on
+// the GPU the 4x4 maps' copies, the two conversions the networks make by design and their
+// gradients' (G's const input, an NCHW parameter, into the block's layout; D's epilogue, which
+// takes float32 NCHW for the reference's flatten order): an H200 run found these and no other.
+bool is_a_designed_conversion(const test::OpCall& call) {
+  if (call.op != "aten::copy_") return false;
+  if (!test_device().is_cuda()) return true;
+  const c10::IValue& destination = call.inputs.front();
+  return destination.isTensor() && destination.toTensor().dim() == 4 && destination.toTensor().size(2) == 4 &&
+         destination.toTensor().size(3) == 4;
+}
+
 TEST(ChannelsLastRegularization, NoElementwiseOpOfACycleMixesLayouts) {
   std::vector<std::pair<Layout, std::string>> layouts{{Layout::Float32ChannelsLast, "float32"}};
   if (test_device().is_cuda()) layouts.emplace_back(Layout::Float16ChannelsLast, "float16");
   for (const auto& [layout, name] : layouts) {
     int feature_map_calls = 0;
     for (const test::OpCall& call : calls_in_a_cycle(kElementwiseOps, gradfix_on(), layout)) {
-      if (call.op == "aten::copy_" && !test_device().is_cuda()) continue;
+      if (is_a_designed_conversion(call)) continue;
       const auto [mixed, feature_maps] = mixes_layouts(call);
       feature_map_calls += feature_maps;
       EXPECT_FALSE(mixed) << call.op << " " << describe_inputs(call) << ", " << name;
