@@ -45,7 +45,7 @@ step_selected() {  # step_selected NAME
 # land on a fresh machine). Every step of run.sh is in one of them (tests/scripts/gpu_kit_steps.sh checks).
 kit_first_call_steps="gpu_tests nccl_collectives parity train resume_same_device resume_on_cpu resume_back_on_device
   train_nccl_reducer train_mixed_precision_batch_auto bench_comm train_host_sync_warnings train_without_host_sync
-  bench_ops kernels_memcheck gpu_graphs train_cuda_graphs"
+  bench_ops kernels_memcheck gpu_graphs train_cuda_graphs train_cuda_graphs_host_sync"
 kit_second_call_steps="train cpu_suite train_detector fid_matches_cpu train_channels_last one_copy_of_each_library"
 
 # scripts/gpu/session.sh's comparison variants, less the run.cuda_graphs ones where graphs are known

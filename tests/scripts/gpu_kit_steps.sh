@@ -141,6 +141,9 @@ is "or after a failed training with graphs" "auto:nhwc ref:off reference:full" \
   "$(variants_after "| train_cuda_graphs | FAILED (exit 1) | 9.1 | x |")"
 is "but not after another step's failure" "auto:nhwc auto:nhwc:graphs ref:off ref:off:graphs reference:full" \
   "$(variants_after "| train | FAILED (exit 1) | 9.1 | x |")"
+is "nor after a host wait with graphs (they still train)" \
+  "auto:nhwc auto:nhwc:graphs ref:off ref:off:graphs reference:full" \
+  "$(variants_after "| train_cuda_graphs_host_sync | FAILED (exit 1) | 9.1 | x |")"
 is "or where SG2_SESSION_GRAPHS=off" "auto:nhwc ref:off reference:full" "$(variants_after "" off)"
 scripts/gpu/session.sh third > "$work/session-usage" 2>&1
 is "session.sh takes first or second only" 2 "$?"
