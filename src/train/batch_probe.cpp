@@ -69,19 +69,22 @@ void warm_up_collectives(const TrainConfig& config, dist::Communicator& comm) {
 }
 
 // What one candidate's probed step showed: the memory it peaked at, what training with it needs
-// (probed_step_need_gib), and why it does not fit (empty where it does).
+// (probed_step_need_gib: more than the peak with run.cuda_graphs only), and why it does not fit
+// (empty where it does).
 struct ProbedStep {
   double peak_gib = 0;
   double need_gib = 0;
   std::string failure;
 
-  // The probe's log line for it: "fits, peak 41.0 GiB", with run.cuda_graphs "(58.2 GiB with
-  // run.cuda_graphs)" after it, or why it does not fit.
-  std::string said(bool cuda_graphs) const {
+  // "peak 41.0 GiB", with run.cuda_graphs "peak 41.0 GiB, 71.0 GiB with run.cuda_graphs".
+  std::string memory() const {
+    const std::string graphs = need_gib > peak_gib ? fmt::format(", {:.1f} GiB with run.cuda_graphs", need_gib) : "";
+    return fmt::format("peak {:.1f} GiB{}", peak_gib, graphs);
+  }
+  // The probe's log line for it.
+  std::string said() const {
     if (!failure.empty()) return failure;
-    if (peak_gib <= 0) return "fits";
-    const std::string graphs = cuda_graphs ? fmt::format(" ({:.1f} GiB with run.cuda_graphs)", need_gib) : "";
-    return fmt::format("fits, peak {:.1f} GiB{}", peak_gib, graphs);
+    return peak_gib > 0 ? "fits, " + memory() : "fits";
   }
 };
 
@@ -103,10 +106,7 @@ ProbedStep try_step(const TrainConfig& config, const std::shared_ptr<const data:
     probed.peak_gib = device_peak_memory_gib(device);
     probed.need_gib = probed_step_need_gib(probed.peak_gib, resident_gib, config.run.cuda_graphs);
     if (budget_gib > 0 && probed.need_gib > budget_gib) {
-      const std::string graphs =
-          config.run.cuda_graphs ? fmt::format(", {:.1f} GiB with run.cuda_graphs", probed.need_gib) : "";
-      probed.failure =
-          fmt::format("peak {:.1f} GiB{}, over the {:.1f} GiB budget", probed.peak_gib, graphs, budget_gib);
+      probed.failure = fmt::format("{}, over the {:.1f} GiB budget", probed.memory(), budget_gib);
     }
   } catch (const std::exception& e) {
     probed.failure = probe_failure(e, batch_gpu, smallest);
@@ -141,7 +141,7 @@ BatchProbe probe_batch_gpu(const TrainConfig& config, const std::shared_ptr<cons
   auto chosen = static_cast<int64_t>(candidates.size());  // none fits
   for (size_t i = 0; i < candidates.size(); ++i) {
     const ProbedStep probed = try_step(config, dataset, device, candidates[i], i + 1 == candidates.size(), budget_gib);
-    probe.tries.push_back(fmt::format("{}: {}", candidates[i], probed.said(config.run.cuda_graphs)));
+    probe.tries.push_back(fmt::format("{}: {}", candidates[i], probed.said()));
     if (probed.failure.empty()) {
       chosen = static_cast<int64_t>(i);
       break;
