@@ -116,6 +116,18 @@ meets() {  # meets VALUE OP LIMIT
     if (a == "" || a == "-") print "-"; else print ((op == ">=" ? a >= b : a <= b) ? "met" : "not met") }'
 }
 
+# The GPU time a profiled step spent in kernels other than convolutions and matrix products.
+other_kernel_ms() { sed -n 's/^GPU time per step by kind: .*, other kernels \([0-9.]*\) ms.*/\1/p' "$1"; }
+# An H100 SXM's memory bandwidth (3.35 TB/s) against this GPU's where that is an H200 (4.8 TB/s, the
+# same GH100 chip: its SMs and clocks): how much longer a kernel bound by memory may take on an H100.
+h100_bandwidth_ratio() {
+  [ "$device" = cuda ] || return 0
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in *H200*) echo 1.433 ;; esac
+}
+# KIMG + (RATIO - 1) * OTHER_MS / BATCH: the s/kimg with every non-matrix kernel RATIO times as long
+# (a kernel's extra time can delay a step by no more than itself).
+bounded_kimg() { awk -v k="$1" -v r="$2" -v o="$3" -v b="$4" 'BEGIN {printf "%.2f", k + (r - 1) * o / b}'; }
+
 # The reference: its runs, and a summary row with the ratio of its img/s to ref_rate.
 run_reference() {  # run_reference PRESET CONFIG BATCH_GPU NAME LABEL
   local file="$cases_dir/$4.txt" label=$5 rate
@@ -183,7 +195,7 @@ run_ours() {  # run_ours VARIANT
   if [ "$batch_gpu" = auto ] && [[ -z "$option" || "$option" = unstaged ]] && [ -n "$rate" ] && [ -z "$auto_rate" ]; then
     auto_rate=$rate auto_batch=$chosen
   fi
-  [ "$probed_nhwc" = 1 ] && [ -n "$rate" ] && : "${probed_nhwc_rate:=$rate}"
+  [ "$probed_nhwc" = 1 ] && [ -n "$rate" ] && : "${probed_nhwc_rate:=$rate}" "${other_ms:=$(other_kernel_ms "$cases_dir/$name.txt")}"
   [ "$option" = nogradfix ] && nogradfix_rate=$rate
   [ "$variant" = ref:off ] && ref_off_rate=$rate
   [ "$variant" = ref:off:graphs ] && ref_graphs_rate=$rate
@@ -214,7 +226,7 @@ for case in "${cases[@]}"; do
   # channels_last (run.channels_last reduced, which the reference has as fp16_channels_last, off by
   # default and in its timed run; the dry run's float32 blocks need all).
   best_rate="" best_kimg="" auto_rate="" auto_batch="" full_rate="" nogradfix_rate="" probed_nhwc_rate=""
-  split_rate="" split_kimg="" ref_off_rate="" ref_graphs_rate="" auto_graphs_rate=""
+  split_rate="" split_kimg="" ref_off_rate="" ref_graphs_rate="" auto_graphs_rate="" other_ms=""
   for variant in $variants; do
     if [ "$variant" = reference:full ]; then
       run_reference "$preset" "$config" "$full_batch" "$preset-reference-full" "stylegan2-ada-pytorch, one round"
@@ -235,6 +247,13 @@ for case in "${cases[@]}"; do
 2x: $(meets "$best_ratio" ">=" 2))")
   [ "$preset" = config-f ] && goals+=("- config-f: the best of ours takes ${best_kimg:--} s/kimg (goal 5 s/kimg or \
 less: $(meets "$best_kimg" "<=" 5))")
+  bandwidth_ratio=$(h100_bandwidth_ratio)
+  if [ "$preset" = config-f ] && [ -n "$bandwidth_ratio" ] && [ -n "$other_ms" ] && [ -n "$best_kimg" ]; then
+    h100_kimg=$(bounded_kimg "$best_kimg" "$bandwidth_ratio" "$other_ms" "$full_batch")
+    goals+=("- config-f on an H100, bounded from this H200: the profiled step's kernels other than convolutions \
+and matrix products took $other_ms ms; at ${bandwidth_ratio}x as long (4.8 against 3.35 TB/s) the best of ours takes at \
+most $h100_kimg s/kimg (goal 5 s/kimg or less: $(meets "$h100_kimg" "<=" 5))")
+  fi
   if [ -n "$full_rate" ] && [ -n "$auto_rate" ]; then
     goals+=("- $preset at an equal per-round batch: ours probed (${auto_batch:-?} images a round) against the reference \
 in one round of $full_batch: $(ratio "$auto_rate" "$full_rate")x")

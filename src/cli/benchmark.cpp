@@ -84,6 +84,16 @@ std::string format_top(const std::map<std::string, double>& seconds, const std::
   return out;
 }
 
+// The profiled step's GPU time by kind (is_matrix_kernel): what a GPU of less memory bandwidth and
+// the same arithmetic could slow (gpu_vs_reference.sh bounds an H100's step by it), and where it goes.
+std::string format_kernel_kinds(const KernelKinds& kinds) {
+  if (kinds.matrix_seconds + kinds.other_seconds <= 0) return "";
+  return fmt::format("GPU time per step by kind: convolutions and matrix products {:.1f} ms, other kernels {:.1f} ms "
+                     "(element-wise, reductions, FIR, copies: bound by memory or latency)\n",
+                     kinds.matrix_seconds * 1e3, kinds.other_seconds * 1e3) +
+         format_top(kinds.other, "most expensive other kernels per step:", 30);
+}
+
 // "  name   1234" rows, most calls first.
 std::string format_counts(const std::map<std::string, int64_t>& calls, size_t limit) {
   std::vector<std::pair<int64_t, std::string>> rows;
@@ -251,6 +261,7 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
                     trainer.device().is_cuda() ? "most expensive GPU kernels per step (GPU time):"
                                                : "most expensive ops per step under the profiler (nested ones included):",
                     20);
+  if (trainer.device().is_cuda()) out << format_kernel_kinds(split_by_kind(r.kernel_seconds));
   for (const auto& phase : r.phases) {
     const auto it = r.phase_device_times.find(phase.name);
     if (it == r.phase_device_times.end()) continue;

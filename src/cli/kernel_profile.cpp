@@ -71,6 +71,32 @@ DeviceTimes sum_device_events(const std::vector<std::pair<std::string, uint64_t>
   return times;
 }
 
+bool is_matrix_kernel(const std::string& name) {
+  // Layout changes and split-K reductions come with the engines' names but move memory only.
+  for (const char* data_movement : {"nchwToNhwc", "nhwcToNchw", "convertTensor", "splitKreduce", "gemv"}) {
+    if (name.find(data_movement) != std::string::npos) return false;
+  }
+  // cuDNN's tensor-core and FFMA engines (sm80_xmma_..., sm90_xmma_..., cudnn::detail::dgrad_engine,
+  // implicit_convolve_sgemm, winograd, fft), cuBLAS's and CUTLASS's GEMMs.
+  for (const char* engine : {"xmma", "gemm", "cutlass", "cudnn::detail::", "convolve", "winograd", "fft"}) {
+    if (name.find(engine) != std::string::npos) return true;
+  }
+  return false;
+}
+
+KernelKinds split_by_kind(const std::map<std::string, double>& seconds) {
+  KernelKinds kinds;
+  for (const auto& [name, s] : seconds) {
+    if (is_matrix_kernel(name)) {
+      kinds.matrix_seconds += s;
+    } else {
+      kinds.other_seconds += s;
+      kinds.other[name] += s;
+    }
+  }
+  return kinds;
+}
+
 namespace {
 
 // "32x128x64x64 128x128x3x3": the tensors among an op's inputs (other arguments have no shape).

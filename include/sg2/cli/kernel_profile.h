@@ -43,6 +43,20 @@ struct ProfiledEvent {
 // under "(no host op)".
 std::map<std::string, double> time_by_launching_op(const std::vector<ProfiledEvent>& events);
 
+// A GPU's kernels in two kinds: convolutions and matrix products (cuDNN's, cuBLAS's and CUTLASS's
+// engines: bound by arithmetic) and the rest (element-wise, reductions, FIR, layout changes, copies:
+// bound by memory or by latency). On a GPU of the same arithmetic with less memory bandwidth (an
+// H100 against an H200) only the rest can take longer, by at most the bandwidths' ratio.
+bool is_matrix_kernel(const std::string& name);
+
+struct KernelKinds {
+  double matrix_seconds = 0;
+  double other_seconds = 0;
+  std::map<std::string, double> other;  // the rest, by name
+};
+
+KernelKinds split_by_kind(const std::map<std::string, double>& seconds);
+
 class KernelProfile {
  public:
   // Starts recording what `device` runs; with_shapes also records host ops' input shapes (more host

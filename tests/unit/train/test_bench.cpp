@@ -81,6 +81,36 @@ TEST(KernelProfile, DeviceWorkIsTimedByTheHostOpThatLaunchedItWithItsShapes) {
   EXPECT_DOUBLE_EQ(seconds.at("memcpy <- (no host op)"), 2e-7);
 }
 
+// Kernel names as the third H200 run's profile has them (cut where they run long).
+TEST(KernelProfile, ConvolutionAndMatrixEnginesAreToldFromTheKernelsBoundByMemory) {
+  for (const std::string engine :
+       {"sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgroupsize1x1x1",
+        "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize256x64x8_stage3_warpsize2x2x1_g1_ffma",
+        "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int, int, float const*, int)",
+        "void cudnn::detail::dgrad_alg1_engine<float, 128, 6, 8, 3, 3, 5, false, false>(int, int, int, float)",
+        "void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>(int, int)",
+        "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)",
+        "ampere_sgemm_128x64_tn"}) {
+    EXPECT_TRUE(is_matrix_kernel(engine)) << engine;
+  }
+  for (const std::string other :
+       {"void sg2::nn::cuda::(anonymous namespace)::conv_epilogue_kernel<__half, true>(EpilogueLaunch)",
+        "void sg2::nn::cuda::(anonymous namespace)::upfirdn2d_lanes_kernel<__half, sg2::nn::cuda::Fir<1, 1, 4> >",
+        "void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::Half>>",
+        "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::Half>>",
+        "void cudnn::engines_precompiled::nchwToNhwcKernel<__half, __half, float, false, true>(float)",
+        "void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false>(cublasSplitKParams<float>)",
+        "Memcpy DtoD (Device -> Device)", "Memset (Device)"}) {
+    EXPECT_FALSE(is_matrix_kernel(other)) << other;
+  }
+  const KernelKinds kinds = split_by_kind({{"sm90_xmma_fprop", 0.004}, {"Memset (Device)", 0.001},
+                                           {"at::native::vectorized_elementwise_kernel", 0.002}});
+  EXPECT_DOUBLE_EQ(kinds.matrix_seconds, 0.004);
+  EXPECT_DOUBLE_EQ(kinds.other_seconds, 0.003);
+  ASSERT_EQ(kinds.other.size(), 2U);
+  EXPECT_DOUBLE_EQ(kinds.other.at("Memset (Device)"), 0.001);
+}
+
 TEST(KernelProfile, RecordsWhatTheDeviceRanAndOnlyOneAtATime) {
   const at::Tensor a = at::randn({256, 256});
   DeviceTimes times;
