@@ -116,8 +116,8 @@ __global__ void __launch_bounds__(kTileX * kTileY) upfirdn2d_tiled_kernel(FirLau
   }
 }
 
-// Channels_last in 16-byte lanes (upfirdn2d_lanes_thread): x over one output row's threads, y
-// striding over the rows.
+// Channels_last in 16-byte lanes (upfirdn2d_lanes_thread): x over one row of threads (lanes_rows
+// output rows), y striding over those rows.
 template <typename T, typename Fir>
 __global__ void __launch_bounds__(kFirLanesBlock) upfirdn2d_lanes_kernel(FirLaunch job, int32_t threads_per_row,
                                                                           int32_t rows) {
@@ -371,7 +371,7 @@ void launch_in_lanes(const FirLaunch& job, cudaStream_t stream, bool staged) {
         job, static_cast<int32_t>(tiles.row_tiles));
     return;
   }
-  const FirLanesGrid lanes = fir_lanes_grid(job, kLanes<T>, Fir::kOutputs);
+  const FirLanesGrid lanes = fir_lanes_grid(job, kLanes<T>, Fir::kOutputs, lanes_rows<Fir>());
   const dim3 grid(static_cast<unsigned int>(lanes.blocks_x), static_cast<unsigned int>(std::min(lanes.rows, kMaxGridY)));
   upfirdn2d_lanes_kernel<T, Fir><<<grid, kFirLanesBlock, 0, stream>>>(
       job, static_cast<int32_t>(lanes.threads_per_row), static_cast<int32_t>(lanes.rows));

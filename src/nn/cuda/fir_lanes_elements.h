@@ -41,14 +41,24 @@ inline bool fir_runs_in_lanes(const FirLaunch& job, int lanes) {
 // with the lane fastest, y (striding) over the rows of every sample.
 constexpr int kFirLanesBlock = 256;
 
+// The output rows a thread computes: without upsampling two, which share the input rows they read
+// (kTaps + kDown of them for two outputs where one output reads kTaps: with a row of outputs a
+// thread, each input row came from L2 kTaps times over, once for each block whose outputs it
+// reaches); with upsampling one.
+template <typename Fir>
+constexpr int lanes_rows() {
+  return Fir::kUp == 1 ? 2 : 1;
+}
+
 struct FirLanesGrid {
-  int64_t threads_per_row, blocks_x, rows;
+  int64_t threads_per_row, blocks_x, rows;  // rows: of threads, rows_per_thread output rows each
 };
 
-inline FirLanesGrid fir_lanes_grid(const FirLaunch& job, int lanes, int outputs_per_thread) {
+inline FirLanesGrid fir_lanes_grid(const FirLaunch& job, int lanes, int outputs_per_thread, int rows_per_thread) {
   const int64_t groups = (job.out_w + outputs_per_thread - 1) / outputs_per_thread;
   const int64_t threads = groups * (job.channels / lanes);
-  return {threads, (threads + kFirLanesBlock - 1) / kFirLanesBlock, job.batch * job.out_h};
+  const int64_t row_groups = (job.out_h + rows_per_thread - 1) / rows_per_thread;
+  return {threads, (threads + kFirLanesBlock - 1) / kFirLanesBlock, job.batch * row_groups};
 }
 
 // sums[r][k] += tap * v[k] for every output r that tap (j, column b of the thread's window) reaches.
@@ -69,28 +79,34 @@ SG2_HOST_DEVICE void add_window_row(const FirTaps<Fir::kTaps>& taps, int j, cons
   SG2_UNROLL for (int b = 0; b < Fir::kWindow; ++b) add_window_column<Fir, Lanes>(taps, j, b, window[b], sums);
 }
 
-// Without upsampling: the kOutputs outputs at columns ox0.. of row oy read a window of kTaps rows
-// and kWindow columns, streamed row by row; each output gets its taps in row-major order. A row's
-// kWindow loads come first, each from an address inside x (a sample outside the input reads the
-// row's first pixel, then counts as 0, which adds nothing to a sum with finite taps: the same sums as
-// skipping it), so the compiler issues them ahead of the sums; with a branch around each load it had
-// kept them one after another, each waited for in turn (scripts/bench/kernel_sass.sh). A row outside
-// the input is skipped by a branch: a block computes one output row, so its threads all take it alike.
-template <typename Index, typename Fir, int Lanes, typename Load>
-SG2_HOST_DEVICE void fir_lanes_window(const FirLaunch& job, const FirTaps<Fir::kTaps>& taps, Index base, Index oy,
-                                      Index ox0, float (&sums)[Fir::kOutputs][Lanes], const Load& load) {
-  const Index y0 = oy * Fir::kDown - job.pad_y0, x0 = ox0 * Fir::kDown - job.pad_x0;
+// Without upsampling: the kOutputs outputs at columns ox0.. of Rows rows from oy0 read a window of
+// kWindow columns and the rows those outputs reach, streamed row by row; each input row goes into
+// the sums of every output row it reaches, so each output still gets its taps in row-major order. A
+// row's kWindow loads come first, each from an address inside x (a sample outside the input reads
+// the row's first pixel, then counts as 0, which adds nothing to a sum with finite taps: the same
+// sums as skipping it), so the compiler issues them ahead of the sums; with a branch around each
+// load it had kept them one after another, each waited for in turn (scripts/bench/kernel_sass.sh).
+// A row outside the input is skipped by a branch: a block computes the same output rows in every
+// thread, so its threads all take it alike.
+template <typename Index, typename Fir, int Rows, int Lanes, typename Load>
+SG2_HOST_DEVICE void fir_lanes_window(const FirLaunch& job, const FirTaps<Fir::kTaps>& taps, Index base, Index oy0,
+                                      Index ox0, float (&sums)[Rows][Fir::kOutputs][Lanes], const Load& load) {
+  constexpr int kInputRows = (Rows - 1) * Fir::kDown + Fir::kTaps;
+  const Index y0 = oy0 * Fir::kDown - job.pad_y0, x0 = ox0 * Fir::kDown - job.pad_x0;
   const Index in_h = static_cast<Index>(job.in_h), in_w = static_cast<Index>(job.in_w);
-  SG2_UNROLL for (int j = 0; j < Fir::kTaps; ++j) {
-    if (!within(y0 + j, in_h)) continue;
-    const Index row = base + (y0 + j) * static_cast<Index>(job.stride_y);
+  SG2_UNROLL for (int i = 0; i < kInputRows; ++i) {
+    if (!within(y0 + i, in_h)) continue;
+    const Index row = base + (y0 + i) * static_cast<Index>(job.stride_y);
     FirLanes<Lanes> window[Fir::kWindow];
     SG2_UNROLL for (int b = 0; b < Fir::kWindow; ++b) {
       const bool inside = within(x0 + b, in_w);
       window[b] = load(row + (inside ? x0 + b : Index(0)) * static_cast<Index>(job.stride_x));
       if (!inside) window[b] = FirLanes<Lanes>{};
     }
-    add_window_row<Fir, Lanes>(taps, j, window, sums);
+    SG2_UNROLL for (int r = 0; r < Rows; ++r) {
+      const int j = i - r * Fir::kDown;  // the filter's row that input row i is for output row r
+      if (j >= 0 && j < Fir::kTaps) add_window_row<Fir, Lanes>(taps, j, window, sums[r]);
+    }
   }
 }
 
@@ -126,26 +142,32 @@ SG2_HOST_DEVICE void store_lanes_outputs(const FirLaunch& job, Index n, Index oy
   }
 }
 
-// What thread t of output row `row` (n * out_h + oy) computes: Fir::kOutputs pixels from column
-// (t / lanes of a pixel) * kOutputs on, channels (t % lanes of a pixel) * Lanes on, each handed to
-// store(offset in y of its first channel, lanes). load(offset) reads Lanes samples of x.
+// What thread t of row of threads `row` (n * row groups + g) computes: the outputs of rows g *
+// lanes_rows<Fir>() on (those inside y), Fir::kOutputs pixels of each from column (t / lanes of a
+// pixel) * kOutputs on, channels (t % lanes of a pixel) * Lanes on, each handed to store(offset in y
+// of its first channel, lanes). load(offset) reads Lanes samples of x.
 template <typename Index, typename Fir, int Lanes, typename Load, typename Store>
 SG2_HOST_DEVICE void upfirdn2d_lanes_thread(const FirLaunch& job, const FirTaps<Fir::kTaps>& taps, Index t, Index row,
                                             const Load& load, const Store& store) {
+  constexpr int kRows = lanes_rows<Fir>();
   const Index channels = static_cast<Index>(job.channels), lanes_per_pixel = channels / Lanes;
   const Index out_h = static_cast<Index>(job.out_h), out_w = static_cast<Index>(job.out_w);
+  const Index row_groups = (out_h + kRows - 1) / kRows;
   const Index group = t / lanes_per_pixel, c0 = (t - group * lanes_per_pixel) * Lanes;
-  const Index n = row / out_h, oy = row - n * out_h, ox0 = group * Fir::kOutputs;
+  const Index n = row / row_groups, oy0 = (row - n * row_groups) * kRows, ox0 = group * Fir::kOutputs;
   if (ox0 >= out_w) return;
   const Index base = n * static_cast<Index>(job.stride_n) + c0;  // stride_c == 1 (fir_runs_in_lanes)
-  float sums[Fir::kOutputs][Lanes] = {};
+  float sums[kRows][Fir::kOutputs][Lanes] = {};
   if constexpr (Fir::kUp == 1) {
-    fir_lanes_window<Index, Fir, Lanes>(job, taps, base, oy, ox0, sums, load);
+    fir_lanes_window<Index, Fir, kRows, Lanes>(job, taps, base, oy0, ox0, sums, load);
   } else {
-    static_assert(Fir::kOutputs == 1, "upsampled outputs alternate their taps' phases: one output per thread");
-    fir_lanes_upsampled<Index, Fir, Lanes>(job, taps, base, oy, ox0, sums[0], load);
+    static_assert(Fir::kOutputs == 1 && kRows == 1,
+                  "upsampled outputs alternate their taps' phases: one output per thread");
+    fir_lanes_upsampled<Index, Fir, Lanes>(job, taps, base, oy0, ox0, sums[0][0], load);
   }
-  store_lanes_outputs<Index, Fir, Lanes>(job, n, oy, ox0, c0, sums, store);
+  SG2_UNROLL for (int r = 0; r < kRows; ++r) {  // unrolled: sums stay in registers
+    if (oy0 + r < out_h) store_lanes_outputs<Index, Fir, Lanes>(job, n, oy0 + r, ox0, c0, sums[r], store);
+  }
 }
 
 }  // namespace sg2::nn::cuda

@@ -90,7 +90,7 @@ bool run_lanes_on_host(HostLanes<Lanes>& host) {
   return cuda::with_fixed_fir(host.job, [&](auto fir) {
     using Fir = decltype(fir);
     const auto taps = cuda::load_fir_taps<Fir::kTaps>(host.job);
-    const cuda::FirLanesGrid grid = cuda::fir_lanes_grid(host.job, Lanes, Fir::kOutputs);
+    const cuda::FirLanesGrid grid = cuda::fir_lanes_grid(host.job, Lanes, Fir::kOutputs, cuda::lanes_rows<Fir>());
     const auto read = [&](int32_t offset) { return host.read(offset); };
     const auto write = [&](int32_t offset, const cuda::FirLanes<Lanes>& v) { host.write(offset, v); };
     const auto threads = static_cast<int32_t>(grid.blocks_x * cuda::kFirLanesBlock);  // the last block's idle ones too
@@ -143,7 +143,7 @@ const std::vector<ops::FirParams> kStyleGan2Cases{
     {2, 1, {1, 2, -1, 2}, false, 4.0}, {1, 2, {2, -1, -1, 2}, true, 2.0}, {1, 1, {2, 1, -1, 0}, false, 1.0}};
 
 // StyleGAN2's shapes (the 4x4 filter alone, up 2, down 2; cropping, flips), widths that leave a
-// thread's last columns past the edge, rows cut from a larger tensor, channels that leave a block's
+// thread's last columns past the edge, heights that leave its last row past it (lanes_rows), rows cut from a larger tensor, channels that leave a block's
 // last lanes idle: every output written once, with the generic kernel's sums, by the lanes launch
 // and by the staged one.
 template <int Lanes, typename RunOnHost>
