@@ -104,29 +104,7 @@ if [ "$device" = cpu ]; then  # a dry run: tiny float32 networks (float16 convol
   nhwc=all
 fi
 
-# Field N of the "throughput X img/s, Y s/kimg; ... peak device memory Z GiB" line.
-field() { awk -v n="$2" '/^throughput/ {gsub(/[,;]/, ""); print $n}' "$1"; }
-# The ms a step the host took to issue the bench's timed steps.
-host_ms_per_step() { sed -n 's/.*the host issued them in \([0-9.]*\) ms a step.*/\1/p' "$1"; }
-# A / B to two decimals, "-" where either is not a positive number.
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-"}'; }
-# "met" or "not met" for VALUE OP LIMIT (OP: >= or <=), "-" where VALUE is none.
-meets() {  # meets VALUE OP LIMIT
-  awk -v a="$1" -v op="$2" -v b="$3" 'BEGIN {
-    if (a == "" || a == "-") print "-"; else print ((op == ">=" ? a >= b : a <= b) ? "met" : "not met") }'
-}
-
-# The GPU time a profiled step spent in kernels other than convolutions and matrix products.
-other_kernel_ms() { sed -n 's/^GPU time per step by kind: .*, other kernels \([0-9.]*\) ms.*/\1/p' "$1"; }
-# An H100 SXM's memory bandwidth (3.35 TB/s) against this GPU's where that is an H200 (4.8 TB/s, the
-# same GH100 chip: its SMs and clocks): how much longer a kernel bound by memory may take on an H100.
-h100_bandwidth_ratio() {
-  [ "$device" = cuda ] || return 0
-  case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in *H200*) echo 1.433 ;; esac
-}
-# KIMG + (RATIO - 1) * OTHER_MS / BATCH: the s/kimg with every non-matrix kernel RATIO times as long
-# (a kernel's extra time can delay a step by no more than itself).
-bounded_kimg() { awk -v k="$1" -v r="$2" -v o="$3" -v b="$4" 'BEGIN {printf "%.2f", k + (r - 1) * o / b}'; }
+source scripts/bench/comparison_summary.sh  # field, ratio, meets, the H100 bound
 
 # The reference: its runs, and a summary row with the ratio of its img/s to ref_rate.
 run_reference() {  # run_reference PRESET CONFIG BATCH_GPU NAME LABEL
@@ -195,7 +173,8 @@ run_ours() {  # run_ours VARIANT
   if [ "$batch_gpu" = auto ] && [[ -z "$option" || "$option" = unstaged ]] && [ -n "$rate" ] && [ -z "$auto_rate" ]; then
     auto_rate=$rate auto_batch=$chosen
   fi
-  [ "$probed_nhwc" = 1 ] && [ -n "$rate" ] && : "${probed_nhwc_rate:=$rate}" "${other_ms:=$(other_kernel_ms "$cases_dir/$name.txt")}"
+  [ "$probed_nhwc" = 1 ] && [ -n "$rate" ] && : "${probed_nhwc_rate:=$rate}" \
+      "${probed_nhwc_kimg:=$(field "$cases_dir/$name.txt" 4)}" "${other_ms:=$(other_kernel_ms "$cases_dir/$name.txt")}"
   [ "$option" = nogradfix ] && nogradfix_rate=$rate
   [ "$variant" = ref:off ] && ref_off_rate=$rate
   [ "$variant" = ref:off:graphs ] && ref_graphs_rate=$rate
@@ -226,7 +205,7 @@ for case in "${cases[@]}"; do
   # channels_last (run.channels_last reduced, which the reference has as fp16_channels_last, off by
   # default and in its timed run; the dry run's float32 blocks need all).
   best_rate="" best_kimg="" auto_rate="" auto_batch="" full_rate="" nogradfix_rate="" probed_nhwc_rate=""
-  split_rate="" split_kimg="" ref_off_rate="" ref_graphs_rate="" auto_graphs_rate="" other_ms=""
+  split_rate="" split_kimg="" ref_off_rate="" ref_graphs_rate="" auto_graphs_rate="" other_ms="" probed_nhwc_kimg=""
   for variant in $variants; do
     if [ "$variant" = reference:full ]; then
       run_reference "$preset" "$config" "$full_batch" "$preset-reference-full" "stylegan2-ada-pytorch, one round"
@@ -247,12 +226,15 @@ for case in "${cases[@]}"; do
 2x: $(meets "$best_ratio" ">=" 2))")
   [ "$preset" = config-f ] && goals+=("- config-f: the best of ours takes ${best_kimg:--} s/kimg (goal 5 s/kimg or \
 less: $(meets "$best_kimg" "<=" 5))")
-  bandwidth_ratio=$(h100_bandwidth_ratio)
+  bandwidth_ratio=""
+  [ "$device" = cuda ] &&
+    bandwidth_ratio=$(h100_bandwidth_ratio "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)")
   if [ "$preset" = config-f ] && [ -n "$bandwidth_ratio" ] && [ -n "$other_ms" ] && [ -n "$best_kimg" ]; then
     h100_kimg=$(bounded_kimg "$best_kimg" "$bandwidth_ratio" "$other_ms" "$full_batch")
     goals+=("- config-f on an H100, bounded from this H200: the profiled step's kernels other than convolutions \
 and matrix products took $other_ms ms; at ${bandwidth_ratio}x as long (4.8 against 3.35 TB/s) the best of ours takes at \
-most $h100_kimg s/kimg (goal 5 s/kimg or less: $(meets "$h100_kimg" "<=" 5))")
+most $h100_kimg s/kimg (goal 5 s/kimg or less: $(meets "$h100_kimg" "<=" 5)); the profiled run, ours probed channels_last, \
+at most $(bounded_kimg "$probed_nhwc_kimg" "$bandwidth_ratio" "$other_ms" "$full_batch") s/kimg")
   fi
   if [ -n "$full_rate" ] && [ -n "$auto_rate" ]; then
     goals+=("- $preset at an equal per-round batch: ours probed (${auto_batch:-?} images a round) against the reference \

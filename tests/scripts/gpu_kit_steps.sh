@@ -4,7 +4,8 @@
 # is spent are skipped, a step that sets the environment of later ones runs in the kit's shell, the
 # summary counts the failures, SG2_KIT_STEPS selects a call's steps, says and lacks check a step's
 # output for a pattern (the kit nests them; a stopped step's output reaches the log), and
-# fid_matches_cpu passes equal values and fails others; and the bench scripts' run budget.
+# fid_matches_cpu passes equal values and fails others; the bench scripts' run budget, and the
+# comparison's summary arithmetic.
 #   tests/scripts/gpu_kit_steps.sh SOURCE_DIR
 set -uo pipefail
 cd "$1"
@@ -173,4 +174,25 @@ expect "and is named out of time" "bench: FAILED (exit 124, out of time): sh -c"
 budgeted_run "$runs/late" echo "never" 2> /dev/null
 expect "a run after the budget is skipped" "bench: SKIPPED (the 3 s budget is spent): echo never" "$runs/log"
 is "the failed and the skipped run are counted" 2 "$run_failures"
+
+# The comparison's summary (scripts/bench/comparison_summary.sh) on stylegan2_bench's lines.
+source scripts/bench/comparison_summary.sh
+cat > "$work/bench.txt" << 'EOF'
+step            132.6     241.39   (mean of 16 steps, regularization amortised; the host issued them in 104.2 ms a step)
+throughput 241.39 img/s, 4.14 s/kimg; peak RSS 2.01 GiB, peak device memory 10.83 GiB
+GPU time per step by kind: convolutions and matrix products 76.3 ms, other kernels 51.2 ms (element-wise, reductions, FIR, copies: bound by memory or latency)
+EOF
+is "img/s from the throughput line" 241.39 "$(field "$work/bench.txt" 2)"
+is "s/kimg" 4.14 "$(field "$work/bench.txt" 4)"
+is "peak device memory" 10.83 "$(field "$work/bench.txt" 13)"
+is "the host's ms a step" 104.2 "$(host_ms_per_step "$work/bench.txt")"
+is "the other kernels' ms" 51.2 "$(other_kernel_ms "$work/bench.txt")"
+is "a ratio" 9.67 "$(ratio 241.39 24.96)"
+is "no ratio without a rate" - "$(ratio "" 24.96)"
+is "a goal met" met "$(meets 4.14 "<=" 5)"
+is "a goal not met" "not met" "$(meets 5.01 "<=" 5)"
+is "no goal without a value" - "$(meets - ">=" 2)"
+is "an H200's bandwidth against an H100's" 1.433 "$(h100_bandwidth_ratio "NVIDIA H200")"
+is "no ratio for another GPU" "" "$(h100_bandwidth_ratio "NVIDIA H100 80GB HBM3")"
+is "the bound: 0.433 x 51.2 ms more a step of 32 images" 4.83 "$(bounded_kimg 4.14 1.433 51.2 32)"
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }

@@ -1,11 +1,11 @@
 #pragma once
 // upfirdn2d in 16-byte lanes, for channels_last launches of StyleGAN2's shapes (the fixed 4x4
 // filter alone, with 2x upsampling or with 2x downsampling: FixedFir): a thread computes
-// Fir::kOutputs neighbouring output pixels of one pack of Lanes channels (8 float16 or bfloat16, 4
-// float32), so every tap is one 16-byte load of Lanes samples instead of one 2- or 4-byte load per
-// sample; the warp's loads and stores run along a pixel's channels, then along the row. Each lane's
-// taps are summed in the definition's order (row-major, the samples outside the input skipped), the
-// generic kernel's sums exactly. Host and device, like fir_bias_act_elements.h: the CPU test suite
+// Fir::kOutputs neighbouring output pixels in each of lanes_rows<Fir>() rows, of one pack of Lanes
+// channels (8 float16 or bfloat16, 4 float32), so every tap is one 16-byte load of Lanes samples
+// instead of one 2- or 4-byte load per sample; the warp's loads and stores run along a pixel's
+// channels, then along the row. Each lane's taps are summed in the definition's order (row-major,
+// the samples outside the input skipped), the generic kernel's sums exactly. Host and device, like fir_bias_act_elements.h: the CPU test suite
 // runs every thread of a launch on the host (tests/unit/nn/test_kernels_cuda_lanes.cpp).
 
 #include "fir_bias_act_elements.h"
