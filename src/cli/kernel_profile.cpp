@@ -77,8 +77,9 @@ bool is_matrix_kernel(const std::string& name) {
     if (name.find(data_movement) != std::string::npos) return false;
   }
   // cuDNN's tensor-core and FFMA engines (sm80_xmma_..., sm90_xmma_..., cudnn::detail::dgrad_engine,
-  // implicit_convolve_sgemm, winograd, fft), cuBLAS's and CUTLASS's GEMMs.
-  for (const char* engine : {"xmma", "gemm", "cutlass", "cudnn::detail::", "convolve", "winograd", "fft"}) {
+  // implicit_convolve_sgemm, winograd, fft), cuBLAS's GEMMs (..gemm.., and nvjet_sm90_... in CUDA
+  // 12.6 and later) and CUTLASS's.
+  for (const char* engine : {"xmma", "gemm", "nvjet", "cutlass", "cudnn::detail::", "convolve", "winograd", "fft"}) {
     if (name.find(engine) != std::string::npos) return true;
   }
   return false;

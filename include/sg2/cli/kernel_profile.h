@@ -46,7 +46,8 @@ std::map<std::string, double> time_by_launching_op(const std::vector<ProfiledEve
 // A GPU's kernels in two kinds: convolutions and matrix products (cuDNN's, cuBLAS's and CUTLASS's
 // engines: bound by arithmetic) and the rest (element-wise, reductions, FIR, layout changes, copies:
 // bound by memory or by latency). On a GPU of the same arithmetic with less memory bandwidth (an
-// H100 against an H200) only the rest can take longer, by at most the bandwidths' ratio.
+// H100 SXM against an H200) it is mostly the rest that takes longer, by up to the bandwidths' ratio
+// (scripts/bench/comparison_summary.sh's estimate).
 bool is_matrix_kernel(const std::string& name);
 
 struct KernelKinds {

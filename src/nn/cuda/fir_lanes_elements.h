@@ -41,13 +41,14 @@ inline bool fir_runs_in_lanes(const FirLaunch& job, int lanes) {
 // with the lane fastest, y (striding) over the rows of every sample.
 constexpr int kFirLanesBlock = 256;
 
-// The output rows a thread computes: without upsampling two, which share the input rows they read
-// (kTaps + kDown of them for two outputs where one output reads kTaps: with a row of outputs a
-// thread, each input row came from L2 kTaps times over, once for each block whose outputs it
-// reaches); with upsampling one.
+// The output rows a thread computes: with the filter alone two, which share the input rows they read
+// (kTaps + 1 of them for two outputs where one output reads kTaps: with a row of outputs a thread,
+// each input row came from L2 kTaps times over, once for each block whose outputs it reaches; 1.16-
+// 1.19x on an H200); with upsampling one (its phases alternate), and with downsampling one (its
+// output rows overlap by half already: two rows a thread gained nothing there, and spilled).
 template <typename Fir>
-constexpr int lanes_rows() {
-  return Fir::kUp == 1 ? 2 : 1;
+SG2_HOST_DEVICE constexpr int lanes_rows() {
+  return Fir::kUp == 1 && Fir::kDown == 1 ? 2 : 1;
 }
 
 struct FirLanesGrid {

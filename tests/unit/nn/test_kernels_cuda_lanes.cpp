@@ -143,9 +143,10 @@ const std::vector<ops::FirParams> kStyleGan2Cases{
     {2, 1, {1, 2, -1, 2}, false, 4.0}, {1, 2, {2, -1, -1, 2}, true, 2.0}, {1, 1, {2, 1, -1, 0}, false, 1.0}};
 
 // StyleGAN2's shapes (the 4x4 filter alone, up 2, down 2; cropping, flips), widths that leave a
-// thread's last columns past the edge, heights that leave its last row past it (lanes_rows), rows cut from a larger tensor, channels that leave a block's
-// last lanes idle: every output written once, with the generic kernel's sums, by the lanes launch
-// and by the staged one.
+// thread's last columns past the edge, heights that leave its second row past it (lanes_rows: the
+// filter alone on 5 rows padded by 2 above and 1 below, say), rows cut from a larger tensor,
+// channels that leave a block's last lanes idle: every output written once, with the generic
+// kernel's sums, by the lanes launch and by the staged one.
 template <int Lanes, typename RunOnHost>
 void expect_launch_matches_the_generic_sums(const std::string& launch, const RunOnHost& run_on_host) {
   at::manual_seed(11);
