@@ -6,6 +6,7 @@
 // bfloat16; built when LibTorch has CUDA and the toolkit is found). Tested against the references in
 // tests/unit/nn.
 
+#include "sg2/nn/kernel_variant.h"  // KernelVariant: which CUDA kernel a raw forward or gradient runs
 #include "sg2/nn/op_impl.h"
 
 #include <ATen/core/Tensor.h>
@@ -23,17 +24,6 @@ bool runs_kernel(ops::Impl impl, const at::Tensor& x);
 
 // Whether this build has the CUDA kernels.
 bool cuda_kernels_built();
-
-// Which CUDA kernel a raw forward or gradient runs. Fastest: the specialised one where it is built
-// for the launch (upfirdn2d: the tiled kernel for StyleGAN2's shapes, in 16-byte lanes of channels
-// where channels_last memory allows, there staged in shared memory or not, whichever the shape's
-// first launch timed faster under FirKernelPolicy::Autotune, else the one the policy names; bias_act: 16-byte packs
-// where the memory is whole aligned packs), else the generic one. Staged and Lanes: upfirdn2d's
-// lanes staged or unstaged (each thread loads its own window). Tiled: upfirdn2d's tiled kernel
-// without lanes. Generic: always the generic kernel, one thread per element. (For the op benchmark
-// and the tests that compare them; bias_act takes Staged, Lanes and Tiled as Fastest.) The CPU has
-// one kernel for all.
-enum class KernelVariant { Fastest, Staged, Lanes, Tiled, Generic };
 
 // Which of its two kernels in lanes upfirdn2d's Fastest variant runs (run.fir_kernel): Autotune
 // (the default) times both on each new shape and keeps the faster; Staged and Unstaged always run

@@ -5,6 +5,7 @@
 // `stream` and throws std::runtime_error (naming the kernel) when the launch fails.
 
 #include "../bias_act_elements.h"
+#include "sg2/nn/kernel_variant.h"
 
 #include <cstdint>
 #include <map>
@@ -34,14 +35,14 @@ struct FirLaunch {
   bool channels_last;  // y's layout: threads then run over the channels of a pixel, as x's reads do
   float gain;
 };
-// Which kernel runs a launch. Where the tiled kernel is built for it (with_fixed_fir): in 16-byte
-// lanes of channels where the launch allows (fir_runs_in_lanes), else without lanes; elsewhere the
-// generic one. In lanes, Fastest runs the staged kernel (the block's input staged in shared memory,
-// fir_staged_elements.h) or the unstaged one (each thread loads its own window), whichever a first
-// launch of the shape timed faster (fir_kernel_choice.h); Staged and Lanes run the one they name.
-// Tiled: the tiled kernel without lanes. Generic: always the generic kernel. The op benchmark and
-// the tests compare them.
-enum class FirKernel { Fastest, Staged, Lanes, Tiled, Generic };
+// Which kernel runs a launch (the ops' KernelVariant). Where the tiled kernel is built for it
+// (with_fixed_fir): in 16-byte lanes of channels where the launch allows (fir_runs_in_lanes), else
+// without lanes; elsewhere the generic one. In lanes, Fastest runs the staged kernel (the block's
+// input staged in shared memory, fir_staged_elements.h) or the unstaged one (each thread loads its
+// own window), whichever a first launch of the shape timed faster (fir_kernel_choice.h); Staged and
+// Lanes run the one they name. Tiled: the tiled kernel without lanes. Generic: always the generic
+// kernel. The op benchmark and the tests compare them.
+using FirKernel = kernels::KernelVariant;
 void launch_upfirdn2d(const FirLaunch& job, ElementType type, void* stream, FirKernel kernel = FirKernel::Fastest);
 
 // The kernel that Fastest chose for launches of job's shape on the current device (Staged or

@@ -37,15 +37,9 @@ cuda::FirKernel fastest_fir_kernel(FirKernelPolicy policy) {
   return cuda::FirKernel::Staged;
 }
 
+// The launch's kernel: Fastest as run.fir_kernel resolves it, any other variant as it is.
 cuda::FirKernel fir_kernel(KernelVariant variant) {
-  switch (variant) {
-    case KernelVariant::Fastest: return fastest_fir_kernel(fir_kernel_policy());
-    case KernelVariant::Staged: return cuda::FirKernel::Staged;
-    case KernelVariant::Lanes: return cuda::FirKernel::Lanes;
-    case KernelVariant::Tiled: return cuda::FirKernel::Tiled;
-    case KernelVariant::Generic: return cuda::FirKernel::Generic;
-  }
-  return cuda::FirKernel::Generic;
+  return variant == KernelVariant::Fastest ? fastest_fir_kernel(fir_kernel_policy()) : variant;
 }
 
 }  // namespace
@@ -72,18 +66,13 @@ std::optional<KernelVariant> timed_fir_variant(const at::Tensor& x, const at::Te
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor filter = f.to(at::kFloat).contiguous();  // fir_launch reads its pointer, not its values
   const auto [out_h, out_w] = upfirdn2d_output_size(x, filter, p);
-  const std::optional<cuda::FirKernel> kernel =
-      cuda::timed_fir_kernel(fir_launch(x, filter, p, out_h, out_w), element_type(x));
-  if (!kernel) return std::nullopt;
-  return *kernel == cuda::FirKernel::Staged ? KernelVariant::Staged : KernelVariant::Lanes;
+  return cuda::timed_fir_kernel(fir_launch(x, filter, p, out_h, out_w), element_type(x));  // Staged or Lanes
 }
 
 std::optional<KernelVariant> last_fir_variant_in_lanes() {
-  switch (cuda::last_fir_kernel_in_lanes()) {
-    case cuda::FirKernel::Staged: return KernelVariant::Staged;
-    case cuda::FirKernel::Lanes: return KernelVariant::Lanes;
-    default: return std::nullopt;
-  }
+  const KernelVariant last = cuda::last_fir_kernel_in_lanes();
+  if (last == KernelVariant::Staged || last == KernelVariant::Lanes) return last;
+  return std::nullopt;  // Fastest: none launched yet
 }
 
 std::string timed_fir_summary() {
