@@ -85,7 +85,8 @@ std::string format_top(const std::map<std::string, double>& seconds, const std::
 }
 
 // The profiled step's GPU time by kind (is_matrix_kernel): what a GPU of less memory bandwidth and
-// the same arithmetic could slow (gpu_vs_reference.sh bounds an H100's step by it), and where it goes.
+// the same arithmetic could slow (gpu_vs_reference.sh estimates an H100 SXM's step from it), and where
+// it goes.
 std::string format_kernel_kinds(const KernelKinds& kinds) {
   if (kinds.matrix_seconds + kinds.other_seconds <= 0) return "";
   return fmt::format("GPU time per step by kind: convolutions and matrix products {:.1f} ms, other kernels {:.1f} ms "

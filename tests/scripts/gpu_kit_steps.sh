@@ -194,5 +194,5 @@ is "a goal not met" "not met" "$(meets 5.01 "<=" 5)"
 is "no goal without a value" - "$(meets - ">=" 2)"
 is "an H200's bandwidth against an H100's" 1.433 "$(h100_bandwidth_ratio "NVIDIA H200")"
 is "no ratio for another GPU" "" "$(h100_bandwidth_ratio "NVIDIA H100 80GB HBM3")"
-is "the estimate: 0.433 x 51.2 ms more a step of 32 images" 4.83 "$(bounded_kimg 4.14 1.433 51.2 32)"
+is "the estimate: 0.433 x 51.2 ms more a step of 32 images" 4.83 "$(slowed_kimg 4.14 1.433 51.2 32)"
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }

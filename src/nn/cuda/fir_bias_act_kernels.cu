@@ -371,7 +371,7 @@ void launch_in_lanes(const FirLaunch& job, cudaStream_t stream, bool staged) {
         job, static_cast<int32_t>(tiles.row_tiles));
     return;
   }
-  const FirLanesGrid lanes = fir_lanes_grid(job, kLanes<T>, Fir::kOutputs, lanes_rows<Fir>());
+  const FirLanesGrid lanes = fir_lanes_grid<Fir>(job, kLanes<T>);
   const dim3 grid(static_cast<unsigned int>(lanes.blocks_x), static_cast<unsigned int>(std::min(lanes.rows, kMaxGridY)));
   upfirdn2d_lanes_kernel<T, Fir><<<grid, kFirLanesBlock, 0, stream>>>(
       job, static_cast<int32_t>(lanes.threads_per_row), static_cast<int32_t>(lanes.rows));

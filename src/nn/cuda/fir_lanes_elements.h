@@ -52,13 +52,16 @@ SG2_HOST_DEVICE constexpr int lanes_rows() {
 }
 
 struct FirLanesGrid {
-  int64_t threads_per_row, blocks_x, rows;  // rows: of threads, rows_per_thread output rows each
+  int64_t threads_per_row, blocks_x, rows;  // rows: of threads, lanes_rows output rows each
 };
 
-inline FirLanesGrid fir_lanes_grid(const FirLaunch& job, int lanes, int outputs_per_thread, int rows_per_thread) {
-  const int64_t groups = (job.out_w + outputs_per_thread - 1) / outputs_per_thread;
+// A row of threads per lanes_rows<Fir>() output rows; each thread Fir::kOutputs pixels of them.
+template <typename Fir>
+FirLanesGrid fir_lanes_grid(const FirLaunch& job, int lanes) {
+  constexpr int64_t kRows = lanes_rows<Fir>();
+  const int64_t groups = (job.out_w + Fir::kOutputs - 1) / Fir::kOutputs;
   const int64_t threads = groups * (job.channels / lanes);
-  const int64_t row_groups = (job.out_h + rows_per_thread - 1) / rows_per_thread;
+  const int64_t row_groups = (job.out_h + kRows - 1) / kRows;
   return {threads, (threads + kFirLanesBlock - 1) / kFirLanesBlock, job.batch * row_groups};
 }
 

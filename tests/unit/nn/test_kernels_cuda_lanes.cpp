@@ -90,7 +90,7 @@ bool run_lanes_on_host(HostLanes<Lanes>& host) {
   return cuda::with_fixed_fir(host.job, [&](auto fir) {
     using Fir = decltype(fir);
     const auto taps = cuda::load_fir_taps<Fir::kTaps>(host.job);
-    const cuda::FirLanesGrid grid = cuda::fir_lanes_grid(host.job, Lanes, Fir::kOutputs, cuda::lanes_rows<Fir>());
+    const cuda::FirLanesGrid grid = cuda::fir_lanes_grid<Fir>(host.job, Lanes);
     const auto read = [&](int32_t offset) { return host.read(offset); };
     const auto write = [&](int32_t offset, const cuda::FirLanes<Lanes>& v) { host.write(offset, v); };
     const auto threads = static_cast<int32_t>(grid.blocks_x * cuda::kFirLanesBlock);  // the last block's idle ones too
