@@ -3,10 +3,13 @@
 // communicator like nccl-tests.
 //   stylegan2_bench --config configs/bench-cpu-32.yaml
 //   mpirun -np 2 stylegan2_bench comm [--config configs/bench-cpu-32.yaml]
+//   mpirun -np 4 stylegan2_bench --config configs/bench-cpu-32.yaml --compute-alone --jsonl runs.jsonl
+#include "sg2/cli/bench_record.h"
 #include "sg2/cli/benchmark.h"
 #include "sg2/cli/command_line.h"
 #include "sg2/cli/ops_benchmark.h"
 #include "sg2/core/cli_parse.h"
+#include "sg2/core/error.h"
 #include "sg2/core/logging.h"
 #include "sg2/dist/comm_benchmark.h"
 #include "sg2/nn/ops.h"
@@ -14,41 +17,79 @@
 #include "sg2/train/out_of_memory.h"
 
 #include <iostream>
+#include <memory>
 
 namespace {
 
 using namespace sg2;
 
-int bench_training(const train::TrainConfig& requested, const cli::BenchOptions& bench, dist::Session& session) {
-  const std::string compute = cli::apply_compute_settings(requested, session.world());
-  if (session.world().is_root()) std::cout << "# compute: " << compute << "\n";
+// Where results go besides stdout: `--jsonl FILE`, and how the ranks run (`--compute-alone`).
+struct BenchOutput {
+  std::string jsonl;
+  bool compute_alone = false;
+};
+
+// --compute-alone: every rank trains its share of the global batch (train.batch / ranks) on a world
+// of its own, all at once, so the ranks share the nodes (cores, PCIe, memory) as in a distributed run
+// but send nothing; the times are the slowest rank's. The compute term of the scaling model.
+train::TrainConfig with_rank_share_of_batch(train::TrainConfig config, int ranks) {
+  SG2_CHECK(config.train.batch % ranks == 0,
+            "--compute-alone: train.batch = {} is not divisible by the {} ranks of this launch", config.train.batch,
+            ranks);
+  config.train.batch /= ranks;
+  config.dist.backend = "local";
+  return config;
+}
+
+int bench_training(const train::TrainConfig& requested, const cli::BenchOptions& bench, const BenchOutput& output,
+                   dist::Session& session) {
+  const dist::World& world = session.world();
+  const std::string compute = cli::apply_compute_settings(requested, world);
+  if (world.is_root()) std::cout << "# compute: " << compute << "\n";
   const std::string warning = cli::compute_settings_warning(session.comm().device());
-  if (session.world().is_root() && !warning.empty()) std::cout << "# warning: " << warning << "\n";
-  auto dataset = train::open_configured_dataset(requested);
+  if (world.is_root() && !warning.empty()) std::cout << "# warning: " << warning << "\n";
+  const std::unique_ptr<dist::Communicator> alone =
+      output.compute_alone ? dist::local_communicator(session.comm().device()) : nullptr;
+  dist::Communicator& comm = alone ? *alone : session.comm();
+  const train::TrainConfig per_comm = alone ? with_rank_share_of_batch(requested, world.size) : requested;
+  auto dataset = train::open_configured_dataset(per_comm);
   std::string batch_report;
-  const train::TrainConfig config = train::with_probed_batch_gpu(requested, dataset, session.comm().device(),
-                                                                 session.comm(), &batch_report);
-  if (session.world().is_root() && !batch_report.empty()) std::cout << "# " << batch_report << "\n";
-  train::Trainer trainer(config, dataset, session.comm().device(), &session.comm());
-  const cli::BenchResult result = cli::run_benchmark(trainer, bench);
-  if (session.world().is_root()) {
-    const dist::ReducerTimes& comm = result.step_allreduce;
-    std::cout << cli::format_benchmark(result, trainer);
-    const std::string times =
-        session.comm().host_waits_for_collectives()
-            ? fmt::format("allreduce per step busy {:.4f} s, exposed after backward {:.4f} s (overlap {:.0f}%)",
-                          comm.busy_seconds, comm.exposed_seconds,
-                          comm.busy_seconds > 0 ? 100 * std::max(0.0, 1 - comm.exposed_seconds / comm.busy_seconds)
-                                                : 0)
-            : "the allreduce runs on a GPU stream the host does not wait for: its times are not measured";
-    std::cout << fmt::format("# {} ranks, backend {}: {}, {:.1f} MB of gradients per rank\n", session.world().size,
-                             session.comm().backend(), times, comm.bytes / 1e6);
+  const train::TrainConfig config =
+      train::with_probed_batch_gpu(per_comm, dataset, comm.device(), comm, &batch_report);
+  if (world.is_root() && !batch_report.empty()) std::cout << "# " << batch_report << "\n";
+  train::Trainer trainer(config, dataset, comm.device(), &comm);
+  cli::BenchResult result = cli::run_benchmark(trainer, bench);
+  if (alone) cli::keep_slowest_rank(result, session.comm());
+  if (!world.is_root()) return 0;
+  if (alone) {
+    std::cout << fmt::format("# compute alone: each of {} ranks trained {} images a step with no communication, at "
+                             "the same time; the times are the slowest rank's, the table's img/s one rank's "
+                             "({:.2f} img/s in all)\n",
+                             world.size, config.train.batch,
+                             static_cast<double>(config.train.batch * world.size) / result.step_seconds);
+  }
+  const dist::ReducerTimes& reduced = result.step_allreduce;
+  std::cout << cli::format_benchmark(result, trainer);
+  const std::string times =
+      comm.host_waits_for_collectives()
+          ? fmt::format("allreduce per step busy {:.4f} s, exposed after backward {:.4f} s (overlap {:.0f}%)",
+                        reduced.busy_seconds, reduced.exposed_seconds,
+                        reduced.busy_seconds > 0 ? 100 * std::max(0.0, 1 - reduced.exposed_seconds / reduced.busy_seconds)
+                                                 : 0)
+          : "the allreduce runs on a GPU stream the host does not wait for: its times are not measured";
+  std::cout << fmt::format("# {} ranks, backend {}: {}, {:.1f} MB of gradients per rank\n", world.size,
+                           comm.backend(), times, reduced.bytes / 1e6);
+  if (!output.jsonl.empty()) {
+    const cli::BenchLaunch launch{alone ? cli::BenchMode::ComputeAlone : cli::BenchMode::Distributed, world.size,
+                                  world.size / std::max(1, world.local_size), comm.backend(),
+                                  config.train.batch * (alone ? world.size : 1)};
+    cli::append_json_line(output.jsonl, cli::training_bench_record(result, trainer, launch));
   }
   return 0;
 }
 
 int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::CommBenchOptions& options,
-               dist::Session& session) {
+               const BenchOutput& output, dist::Session& session) {
   dist::Communicator& comm = session.comm();
   const std::string rank_table = dist::gather_rank_table(comm);
   auto rows = dist::run_size_sweep(comm, options);
@@ -61,7 +102,10 @@ int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::C
       rows.insert(rows.end(), layout.begin(), layout.end());
     }
   }
-  if (session.world().is_root()) std::cout << rank_table << dist::format_comm_bench(rows, comm);
+  if (session.world().is_root()) {
+    std::cout << rank_table << dist::format_comm_bench(rows, comm);
+    if (!output.jsonl.empty()) cli::append_json_line(output.jsonl, cli::comm_bench_record(rows, comm));
+  }
   for (const auto& row : rows) {
     if (!row.verified) return 1;
   }
@@ -84,6 +128,12 @@ int main(int argc, char** argv) {
   app.add_option("--cycles", bench.step_cycles, "Timed cycles of lcm(reg intervals) steps")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  BenchOutput output;
+  app.add_option("--jsonl", output.jsonl,
+                 "Append the results to this file as one JSON object a run (rank 0), for scripts");
+  app.add_flag("--compute-alone", output.compute_alone,
+               "Every rank trains train.batch / ranks images a step at once with no communication; the times are "
+               "the slowest rank's (the scaling model's compute term)");
   bool no_ops = false, reference_ops = false;
   app.add_flag("--no-op-families", no_ops, "Skip the per-op-family breakdown");
   app.add_flag("--device-kernels", bench.device_kernels,
@@ -122,8 +172,8 @@ int main(int argc, char** argv) {
     }
     // As every multi-rank program: an error on one rank ends every rank, other options are refused.
     return cli::run_session_on_every_rank("stylegan2_bench", config, false, [&](dist::Session& session) {
-      if (comm->parsed()) return bench_comm(config, !config_options.config_file().empty(), comm_options, session);
-      return bench_training(config, bench, session);
+      if (comm->parsed()) return bench_comm(config, !config_options.config_file().empty(), comm_options, output, session);
+      return bench_training(config, bench, output, session);
     });
   }, sg2::train::message_of);
 }

@@ -10,16 +10,16 @@
 # the apps (installed as stylegan2_train and stylegan2_bench in a temp dir). train.sbatch runs it on
 # 2 ranks with srun --mpi=pmix and with mpirun (world size, MPI_Allreduce, the arguments passed
 # through), checks that the time-limit warning (SIGUSR1 to the batch shell) reaches the ranks as one
-# SIGTERM and no SIGKILL (exit 143), and that errors end the job non-zero; scaling_bench.sbatch runs
-# it on 1 and 2 ranks plus the comm run.
+# SIGTERM and no SIGKILL (exit 143), and that errors end the job non-zero.
 # Options:
 #   SG2_SLURM_TRAIN=0  skips run_training_job: stylegan2_train from BIN_DIR through train.sbatch on 2 ranks
 #                      (fashion32, 0.064 kimg): exit 0 and a network-snapshot-*.pt; then a run under
 #                      mpirun stopped by the time-limit warning (exit 143, snapshot) and resumed
 #                      under srun with --resume latest; srun --mpi=none refused (~15 s in all).
 #                      SG2_SLURM_DATA=DIR overrides the config's dataset.
-#   SG2_SLURM_BENCH=1  scaling_bench.sbatch with stylegan2_bench from BIN_DIR on 1 and 2 ranks
-#                      (arguments: SG2_SLURM_BENCH_ARGS, SG2_SLURM_COMM_ARGS; ~20 s).
+#   SG2_SLURM_STUDY=0  skips scaling_study.sbatch: the tiny preset with stylegan2_bench from BIN_DIR (1 and
+#                      2 ranks, strong and weak, distributed and compute alone), its table and plot
+#                      checked (tests/scripts/check_scaling_study.py); and its refusals of bad settings.
 #   SG2_SLURM_KEEP=1   keep the temp dir (logs, job outputs) for inspection.
 # Exit status: 0 passed, 1 failed, 77 skipped (no Slurm/munge/MPI tools, or not root). Every wait is
 # bounded; the daemons, jobs and temp dir go away on any exit (a watchdog covers SIGKILL).
@@ -225,13 +225,15 @@ build_preflight() {
   cp "$work/preflight-bin/stylegan2_train" "$work/preflight-bin/stylegan2_bench"
 }
 
-# submit NAME SCRIPT [sbatch options...]: a job on 2 tasks of the one node, no GPUs; its id in job_id,
-# its output in $work/NAME.out. (Not sbatch --wait: that polls after 2, 10 and 42 s.)
+# submit NAME SCRIPT [sbatch options...] [-- SCRIPT ARGS...]: a job on 2 tasks of the one node, no GPUs;
+# its id in job_id, its output in $work/NAME.out. (Not sbatch --wait: that polls after 2, 10 and 42 s.)
 submit() {
-  local name=$1 script=$2; shift 2
+  local name=$1 script=$2 options=() arguments=(); shift 2
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do options+=("$1"); shift; done
+  [ $# -gt 0 ] && { shift; arguments=("$@"); }
   job_id=$(sbatch --parsable --job-name="$name" --output="$work/$name.out" --chdir="$work" \
-    --nodes=1 --ntasks=2 --ntasks-per-node=2 --gpus-per-task=0 --time=10 "$@" "$script" 2> "$work/$name.sbatch") ||
-    fail_job "$name" "sbatch refused the job"
+    --nodes=1 --ntasks=2 --ntasks-per-node=2 --gpus-per-task=0 --time=10 "${options[@]}" "$script" \
+    "${arguments[@]}" 2> "$work/$name.sbatch") || fail_job "$name" "sbatch refused the job"
 }
 
 # wait_job NAME: until job_id has ended (job_timeout at most); its exit status in job_rc.
@@ -256,7 +258,7 @@ time_limit_warning() {
   scancel --batch --signal=USR1 "$job_id" || fail_job "$1" "scancel --batch --signal=USR1 $job_id failed"
 }
 
-# run_job NAME SCRIPT [sbatch options...]: submit and wait.
+# run_job NAME SCRIPT [sbatch options...] [-- SCRIPT ARGS...]: submit and wait.
 run_job() { submit "$@"; wait_job "$1"; }
 
 expect_rc() { [ "$job_rc" = "$2" ] || fail_job "$1" "exit status $job_rc, expected $2"; }
@@ -314,19 +316,6 @@ preflight_failures() {
   say "PASS train.sbatch failures: bad SG2_BIN -> exit 2, failing ranks -> exit 1"
 }
 
-preflight_bench() {
-  local name=preflight-bench
-  SG2_BIN=$work/preflight-bin SG2_TASK_COUNTS="1 2" SG2_RESULTS=$work/scaling.txt \
-    run_job "$name" "$src/scripts/slurm/scaling_bench.sbatch"
-  expect_rc "$name" 0
-  local line
-  for line in "## scaling ranks=1 status=0" "## scaling ranks=2 status=0" "## comm ranks=2 status=0" \
-    "argv: --config configs/bench-cpu-32.yaml\$" "argv: comm\$"; do
-    grep -qE -- "$line" "$work/scaling.txt" || { cat "$work/scaling.txt" >&2; fail_job "$name" "results lack /$line/"; }
-  done
-  say "PASS scaling_bench.sbatch: 1 and 2 ranks and comm, results file written"
-}
-
 # The real thing: stylegan2_train on 2 ranks (skipped with SG2_SLURM_TRAIN=0).
 train_args() {  # train_args OUTDIR
   echo "--kimg 0.064 --train.kimg_per_tick 0.032 --run.image_snapshot_ticks 0 --run.threads 1" \
@@ -381,15 +370,29 @@ run_training_stop_resume() {
   say "PASS training stopped under mpirun (exit 143, snapshot), resumed under srun up to $kimg kimg (exit 0)"
 }
 
-run_bench_job() {
-  local name=bench job_timeout=600
-  local bench_args="--config $src/configs/fashion32.yaml --warmup 1 --repeats 1 --no-op-families --run.threads 1"
-  SG2_BIN=$bin SG2_TASK_COUNTS="1 2" SG2_RESULTS=$work/scaling-real.txt \
-    SG2_BENCH_ARGS=${SG2_SLURM_BENCH_ARGS:-$bench_args} \
-    SG2_COMM_ARGS=${SG2_SLURM_COMM_ARGS:-comm --max-bytes 1048576 --iters 3} \
-    run_job "$name" "$src/scripts/slurm/scaling_bench.sbatch"
-  [ "$job_rc" = 0 ] || { cat "$work/scaling-real.txt" >&2; fail_job "$name" "exit status $job_rc"; }
-  say "PASS scaling benchmark with stylegan2_bench (results: $work/scaling-real.txt)"
+# The scaling study's tiny preset with the real stylegan2_bench through scaling_study.sbatch: strong and
+# weak sweeps on 1 and 2 ranks, each with its allreduce and computing alone; then its JSONL, table and
+# plot (tests/scripts/check_scaling_study.py says what each must hold).
+run_scaling_study_job() {
+  local name=scaling-study job_timeout=600 out=$work/study
+  SG2_BIN=$bin SG2_REPO=$src SG2_STUDY_OUT=$out run_job "$name" "$src/scripts/slurm/scaling_study.sbatch" -- tiny
+  expect_rc "$name" 0
+  python3 "$src/tests/scripts/check_scaling_study.py" "$out" || fail_job "$name" "the study's results are wrong"
+  say "PASS scaling study (tiny): $(wc -l < "$out/runs.jsonl") runs, table.md and scaling.png"
+}
+
+# Bad settings end the study before any run, naming what to change.
+scaling_study_failures() {
+  local name=scaling-study-too-big
+  SG2_BIN=$bin SG2_REPO=$src SG2_STUDY_OUT=$work/study-too-big run_job "$name" \
+    "$src/scripts/slurm/scaling_study.sbatch" -- table1
+  expect_rc "$name" 2
+  expect_out "$name" "preset table1 needs 4 nodes of 4 GPUs and the allocation has 1"
+  name=scaling-study-no-preset
+  SG2_BIN=$bin SG2_REPO=$src run_job "$name" "$src/scripts/slurm/scaling_study.sbatch" -- fig5
+  expect_rc "$name" 2
+  expect_out "$name" "unknown preset 'fig5'"
+  say "PASS scaling study failures: too small an allocation, an unknown preset -> exit 2"
 }
 
 main() {
@@ -425,7 +428,6 @@ main() {
   preflight_stop srun
   preflight_stop mpirun
   preflight_failures
-  preflight_bench
   if [ "${SG2_SLURM_TRAIN:-1}" = 1 ]; then
     run_training_job
     run_training_without_mpi_plugin
@@ -433,7 +435,12 @@ main() {
   else
     say "training job not run (SG2_SLURM_TRAIN=0)"
   fi
-  [ "${SG2_SLURM_BENCH:-0}" != 1 ] || run_bench_job
+  if [ "${SG2_SLURM_STUDY:-1}" = 1 ]; then
+    scaling_study_failures
+    run_scaling_study_job
+  else
+    say "scaling study not run (SG2_SLURM_STUDY=0)"
+  fi
   say "PASS ($((SECONDS - start)) s)"
 }
 
