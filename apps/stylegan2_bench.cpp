@@ -8,6 +8,7 @@
 #include "sg2/cli/benchmark.h"
 #include "sg2/cli/command_line.h"
 #include "sg2/cli/ops_benchmark.h"
+#include "sg2/cli/simulated_training.h"
 #include "sg2/core/cli_parse.h"
 #include "sg2/core/error.h"
 #include "sg2/core/logging.h"
@@ -88,6 +89,52 @@ int bench_training(const train::TrainConfig& requested, const cli::BenchOptions&
   return 0;
 }
 
+// simulate: the trainer's gradient allreduce over the preset's buckets (scaled), compute replaced by waits.
+struct SimulateOptions {
+  cli::SimulationOptions simulation;
+  std::vector<double> phase_ms;
+  int warmup = 2;
+  int cycles = 1;
+};
+
+int bench_simulated(const train::TrainConfig& config, SimulateOptions options, const BenchOutput& output,
+                    dist::Session& session) {
+  const dist::World& world = session.world();
+  SG2_CHECK(options.phase_ms.size() == 4, "simulate --phase-ms: expected 4 values (Gmain,Greg,Dmain,Dreg), got {}",
+            options.phase_ms.size());
+  for (size_t i = 0; i < 4; ++i) {
+    SG2_CHECK(options.phase_ms[i] >= 0, "simulate --phase-ms: value {} is {}: expected >= 0", i + 1, options.phase_ms[i]);
+    options.simulation.phase_seconds[i] = options.phase_ms[i] * 1e-3;
+  }
+  const std::unique_ptr<dist::Communicator> alone =
+      output.compute_alone ? dist::local_communicator(session.comm().device()) : nullptr;
+  dist::Communicator& comm = alone ? *alone : session.comm();
+  cli::SimulatedTraining simulation(config, comm, options.simulation);
+  cli::SimulationResult result = cli::run_simulation(simulation, options.warmup, options.cycles);
+  {  // computing alone, the slowest rank's step; the CPU time of every rank
+    const at::Tensor mine =
+        at::tensor(std::vector<double>{result.step_seconds, result.cpu_seconds}, at::kDouble).to(session.comm().device());
+    const at::Tensor all = session.comm().allgather(mine).cpu();  // [ranks, 2]
+    if (alone) result.step_seconds = all.select(1, 0).max().item<double>();
+    result.cpu_seconds = all.select(1, 1).sum().item<double>();
+  }
+  if (!world.is_root()) return 0;
+  std::cout << fmt::format("# simulated: {} ranks, backend {}, byte scale {}, {}\n", world.size, comm.backend(),
+                           options.simulation.byte_scale, alone ? "compute alone" : "distributed");
+  std::cout << cli::format_simulation(result, simulation);
+  if (!output.jsonl.empty()) {
+    const nlohmann::json launch = {{"mode", alone ? "compute_alone" : "distributed"},
+                                   {"ranks", world.size},
+                                   {"nodes", world.size / std::max(1, world.local_size)},
+                                   {"backend", comm.backend()},
+                                   {"overlap", config.dist.overlap},
+                                   {"bucket_mb", config.dist.bucket_mb},
+                                   {"preset", config.run.preset}};
+    cli::append_json_line(output.jsonl, cli::simulation_record(result, simulation, options.simulation, launch));
+  }
+  return 0;
+}
+
 int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::CommBenchOptions& options,
                const BenchOutput& output, dist::Session& session) {
   dist::Communicator& comm = session.comm();
@@ -150,6 +197,27 @@ int main(int argc, char** argv) {
   comm->add_option("--step-factor", comm_options.step_factor, "Size multiplier")->capture_default_str();
   comm->add_option("--iters", comm_options.iterations, "Timed calls per size")->capture_default_str();
   comm->add_option("--warmup", comm_options.warmup, "Untimed calls per size")->capture_default_str();
+  SimulateOptions simulate_options;
+  CLI::App* simulate = app.add_subcommand(
+      "simulate", "The training step's gradient allreduce over the preset's buckets, compute replaced by waits "
+                  "(the simulated cluster of docs/scaling.md); with --jsonl and --compute-alone as the training bench");
+  simulate->fallthrough();
+  simulate->add_option("--phase-ms", simulate_options.phase_ms, "Compute per call of Gmain,Greg,Dmain,Dreg (ms)")
+      ->delimiter(',')
+      ->required();
+  simulate->add_option("--byte-scale", simulate_options.simulation.byte_scale,
+                       "Parameters and buckets at 1/this of their bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e6));
+  simulate->add_option("--forward-share", simulate_options.simulation.forward_share,
+                       "Share of a phase before its backward")
+      ->capture_default_str();
+  simulate->add_option("--sim-warmup", simulate_options.warmup, "Untimed steps first")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  simulate->add_option("--sim-cycles", simulate_options.cycles, "Timed cycles of lcm(reg intervals) steps")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cli::OpsBenchOptions ops_options;
   CLI::App* ops = app.add_subcommand("ops", "upfirdn2d and bias_act at the preset's shapes at one resolution, both "
                                             "layouts: the CUDA kernels (specialised and generic) and the reference "
@@ -172,6 +240,7 @@ int main(int argc, char** argv) {
     }
     // As every multi-rank program: an error on one rank ends every rank, other options are refused.
     return cli::run_session_on_every_rank("stylegan2_bench", config, false, [&](dist::Session& session) {
+      if (simulate->parsed()) return bench_simulated(config, simulate_options, output, session);
       if (comm->parsed()) return bench_comm(config, !config_options.config_file().empty(), comm_options, output, session);
       return bench_training(config, bench, output, session);
     });

@@ -9,6 +9,11 @@
 # are TUN devices served by link_emulator (tools/link_emulator: the same egress RATE, then DELAY per
 # packet, in both directions, so a round trip takes 2 x DELAY), MTU 9000 (jumbo frames; MTU=...
 # changes it), the program found at $LINK_EMULATOR (default build/bin/link_emulator).
+# Two levels (with DELAY): HOSTS_PER_NODE=P groups the namespaces P at a time into nodes, linked
+# inside at RATE and DELAY; between nodes through one NIC a node at NODE_RATE, NODE_DELAY apart
+# (link_emulator --hosts-per-node). QUEUE_LIMIT (default 200ms) is the longest a packet waits before a
+# queue drops it. Every namespace has TCP's slow start after idle off (an InfiniBand or RoCE fabric
+# has none), so that a connection idle between phases sends at once at its window.
 # Each node's output goes to LOG_DIR/node<i>.log (default: a temporary directory, printed), the
 # emulator's to LOG_DIR/link_emulator.log; the exit code is non-zero when any node's is. Needs root
 # and network namespaces. RATE is a tc rate (1gbit, 10gbit, 25gbit) or "none" (unshaped).
@@ -72,7 +77,13 @@ emulated_links() {
   [ -x "$emulator" ] || { echo "netns_cluster: no link_emulator at '$emulator' (build it, or set LINK_EMULATOR)" >&2; exit 2; }
   local addresses=()
   for ((i = 0; i < nodes; i++)); do addresses+=("sg2emu$i=$subnet.$((i + 1))"); done
-  "$emulator" --rate "$rate" --delay "$delay" "${addresses[@]}" > "$log_dir/link_emulator.log" 2>&1 &
+  local levels=()
+  if [ "${HOSTS_PER_NODE:-0}" != 0 ]; then
+    levels=(--hosts-per-node "$HOSTS_PER_NODE" --node-rate "${NODE_RATE:?HOSTS_PER_NODE needs NODE_RATE}"
+      --node-delay "${NODE_DELAY:-0}")
+  fi
+  "$emulator" --rate "$rate" --delay "$delay" --queue-limit "${QUEUE_LIMIT:-200ms}" "${levels[@]}" "${addresses[@]}" \
+    > "$log_dir/link_emulator.log" 2>&1 &
   emulator_pid=$!
   for ((tries = 0; tries < 100; tries++)); do
     grep -q "link_emulator: ready" "$log_dir/link_emulator.log" && break
@@ -94,6 +105,7 @@ emulated_links() {
 for ((i = 0; i < nodes; i++)); do
   ip netns add "sg2emu$i"
   ip -n "sg2emu$i" link set lo up
+  ip netns exec "sg2emu$i" sysctl -qw net.ipv4.tcp_slow_start_after_idle=0 2>/dev/null || true
 done
 if [ -n "$delay" ]; then emulated_links; else bridged_links; fi
 

@@ -6,6 +6,7 @@ and the plot is a PNG.
 
   test_scaling_model.py SOURCE_DIR BIN_DIR
 """
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from importlib.machinery import SourceFileLoader
 
 SOURCE_DIR, BIN_DIR = sys.argv[1], sys.argv[2]
 model = SourceFileLoader("scaling_model", os.path.join(SOURCE_DIR, "scripts/bench/scaling_model")).load_module()
+import scaling_clusters as clusters  # noqa: E402 (on the path scaling_model put it on)
 BENCH = os.path.join(BIN_DIR, "stylegan2_bench")
 CONFIG = os.path.join(SOURCE_DIR, "configs/bench-cpu-32.yaml")
 
@@ -152,6 +154,82 @@ class Parsers(unittest.TestCase):
             with self.assertRaises(SystemExit) as raised:
                 model.parse_comm(f.name)
         self.assertIn(f.name, str(raised.exception))
+
+
+class SimulatedCluster(unittest.TestCase):
+    def test_gloo_cuts_a_message_in_at_least_two_segments_a_rank(self):
+        # 8 ranks, 160 KiB: 16 segments of 10 KiB, 14 rounds (reduce-scatter and allgather each send 14).
+        self.assertEqual(clusters.gloo_ring_rounds(160 * 1024, 8), (14, 10 * 1024))
+        # A message too small for 2 segments a rank still has 2 x ranks of them (some empty).
+        rounds, segment = clusters.gloo_ring_rounds(10, 4)
+        self.assertEqual((rounds, segment), (6, 4))
+
+    def test_a_round_blends_the_software_and_the_link_then_adds_the_delay(self):
+        size, ranks = 160 * 1024, 8  # 14 rounds of two 10 KiB segments
+        link = 10 * 1024 / 1e-3  # a segment a millisecond: 2 ms a round on the wire
+        inf = float("inf")
+        self.assertAlmostEqual(clusters.ring_seconds(size, ranks, 1e-3, link, 0, inf), 28e-3)  # the longer: the wire
+        self.assertAlmostEqual(clusters.ring_seconds(size, ranks, 3e-3, link, 0, inf), 42e-3)  # the longer: software
+        self.assertAlmostEqual(clusters.ring_seconds(size, ranks, 1e-3, link, 0, 1.0), 42e-3)  # the sum
+        self.assertAlmostEqual(clusters.ring_seconds(size, ranks, 1e-3, link, 0, 2.0), 14 * 5 ** 0.5 * 1e-3)
+        self.assertAlmostEqual(clusters.ring_seconds(size, ranks, 1e-3, link, 5e-4, inf), 35e-3)  # + the delay
+
+    def test_the_fit_recovers_alpha_bandwidth_and_blend(self):
+        alpha, bandwidth, delay, ranks, blend = 0.8e-3, 15e6, 1e-4, 8, 2.0
+        rows = [{"bytes": size, "seconds": clusters.ring_seconds(size, ranks, alpha, bandwidth, delay, blend),
+                 "size_sweep": True} for size in (16384 << k for k in range(9))]
+        fitted = clusters.fit_ring({"case": "test", "ranks": ranks, "rows": rows}, 16e6, delay)
+        self.assertAlmostEqual(fitted[0] / alpha, 1, delta=0.03)
+        self.assertAlmostEqual(fitted[1] / bandwidth, 1, delta=0.05)
+        self.assertEqual(fitted[2], blend)
+
+    def test_the_overhead_of_a_run_is_each_phase_exposed_once_per_interval(self):
+        record = {"overlap": False, "phases": [{"name": "Gmain", "s": 1.0, "every": 1}, {"name": "Dreg", "s": 1.0, "every": 16}],
+                  "buckets": {"G": {"bytes": [1, 1], "scheduled_ready": [0.5, 1.0]},
+                              "D": {"bytes": [1], "scheduled_ready": [1.0]}}}
+        self.assertAlmostEqual(clusters.simulated_overhead(record, lambda size: 0.25), 0.5 + 0.25 / 16)
+
+    @unittest.skipUnless(os.environ.get("SG2_WITH_MPI", "").upper() in ("ON", "TRUE", "1", "YES"), "built without MPI")
+    def test_two_ranks_simulate_a_step_and_record_it(self):
+        # The real reducer over MPI, compute as waits: the record holds what the model reads.
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        with tempfile.TemporaryDirectory() as directory:
+            jsonl = os.path.join(directory, "sim.jsonl")
+            for mode in ([], ["--compute-alone"]):
+                subprocess.run(["mpirun", "--oversubscribe", "-np", "2", BENCH, "simulate", "--config", CONFIG,
+                                "--run.threads", "1", "--data", "synthetic", "--data.resolution", "16",
+                                "--phase-ms", "20,30,10,40", "--byte-scale", "4", "--optim.G_reg_interval", "2",
+                                "--optim.D_reg_interval", "2", "--sim-warmup", "1", "--jsonl", jsonl, *mode],
+                               capture_output=True, text=True, env=env, check=True)
+            distributed, alone = model.read_jsonl(jsonl)
+        self.assertEqual((distributed["mode"], alone["mode"]), ("distributed", "compute_alone"))
+        self.assertEqual((distributed["backend"], alone["backend"]), ("mpi", "local"))
+        self.assertEqual([p["name"] for p in distributed["phases"]], ["Gmain", "Greg", "Dmain", "Dreg"])
+        # A step of the cycle waits 20 + 30/2 + 10 + 40/2 ms: computing alone takes no less.
+        self.assertGreaterEqual(alone["step_s"], 0.065)
+        self.assertGreater(distributed["allreduce"]["busy_s"], 0)
+        for net in ("G", "D"):
+            buckets = distributed["buckets"][net]
+            self.assertEqual(len(buckets["bytes"]), len(buckets["scheduled_ready"]))
+            self.assertTrue(all(0 < f <= 1 for f in buckets["scheduled_ready"]))
+            self.assertEqual(buckets["scheduled_ready"], sorted(buckets["scheduled_ready"]))
+
+    def test_the_paper_is_predicted_from_a_layout_record(self):
+        record = {"kind": "simulated", "byte_scale": 1,
+                  "buckets": {"G": {"bytes": [25 << 20] * 4 + [20 << 20], "scheduled_ready": [0.8, 0.9, 0.95, 1, 1]},
+                              "D": {"bytes": [25 << 20] * 4 + [15 << 20], "scheduled_ready": [0.4, 0.5, 0.6, 0.8, 1]}}}
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            output = subprocess.run([os.path.join(SOURCE_DIR, "scripts/bench/scaling_model"), "predict-paper", f.name],
+                                    capture_output=True, text=True, check=True).stdout
+        self.assertRegex(output, r"Table 1, global 32 \(fitted at 4\) +4 +28\.50 +100%")  # the fitted row
+        self.assertRegex(output, r"Fig\. 4 strong, global 64 +32 +\d+\.\d+ +\d+% +63%")
+        layout = {net: (b["bytes"], b["scheduled_ready"]) for net, b in record["buckets"].items()}
+        v100 = clusters.v100_cluster(layout)
+        with_overlap, _ = clusters.cluster_step(v100, layout, 16, 2)
+        without, _ = clusters.cluster_step(v100, layout, 16, 2, overlap=False)
+        self.assertLess(with_overlap, without)  # overlap hides part of the allreduce
 
 
 class Plot(unittest.TestCase):

@@ -42,10 +42,11 @@ struct NodeCounts {
 
 class Emulator {
  public:
-  Emulator(std::vector<TunDevice> devices, std::vector<std::uint32_t> addresses, LinkParameters link)
+  Emulator(std::vector<TunDevice> devices, std::vector<std::uint32_t> addresses, LinkParameters link,
+           Topology topology)
       : devices_(std::move(devices)),
         addresses_(std::move(addresses)),
-        schedule_(static_cast<int>(devices_.size()), link),
+        schedule_(static_cast<int>(devices_.size()), link, topology),
         counts_(devices_.size()),
         signals_(stop_signals()) {}
 
@@ -127,7 +128,7 @@ class Emulator {
         ++counts.unroutable;
         continue;
       }
-      const auto arrival = schedule_.arrival(from, packet_bytes, monotonic_now());
+      const auto arrival = schedule_.arrival(from, to, packet_bytes, monotonic_now());
       if (!arrival) {
         ++counts.queue_drops;
         continue;
@@ -180,16 +181,26 @@ std::pair<std::string, std::uint32_t> parse_node(const std::string& text) {
 int run(int argc, char** argv) {
   CLI::App app{"Emulated links between network namespaces: a bandwidth and a one-way latency per node"};
   std::string rate = "none", delay = "0", queue_limit = "200ms", device = "eth0";
+  std::string node_rate = "none", node_delay = "0";
+  int hosts_per_node = 0;
   std::vector<std::string> nodes;
   app.add_option("--rate", rate, "each node's egress rate: 1gbit, 200mbit, ... or none");
   app.add_option("--delay", delay, "one-way delay of every packet: 500us, 0.1ms, ... or 0");
   app.add_option("--queue-limit", queue_limit, "the longest a packet waits for its egress before it is dropped");
+  app.add_option("--hosts-per-node", hosts_per_node,
+                 "two levels: the namespaces in groups of this many (a node of GPUs), linked at --rate and --delay; "
+                 "between groups through one NIC a group at --node-rate, --node-delay apart (0: one level)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--node-rate", node_rate, "two levels: each node's NIC rate, in and out");
+  app.add_option("--node-delay", node_delay, "two levels: one-way delay between nodes");
   app.add_option("--device", device, "the TUN device's name in every namespace");
   app.add_option("nodes", nodes, "NETNS=ADDRESS of each node (at least two)")->required();
   CLI11_PARSE(app, argc, argv);
   if (nodes.size() < 2) throw std::invalid_argument("an emulated network needs at least two nodes");
 
   const LinkParameters link{parse_rate(rate), parse_duration(delay), parse_duration(queue_limit)};
+  const Topology topology{hosts_per_node,
+                          LinkParameters{parse_rate(node_rate), parse_duration(node_delay), parse_duration(queue_limit)}};
   std::vector<TunDevice> devices;
   std::vector<std::uint32_t> addresses;
   for (const std::string& node : nodes) {
@@ -197,8 +208,13 @@ int run(int argc, char** argv) {
     devices.emplace_back(netns, device);
     addresses.push_back(address);
   }
-  Emulator emulator(std::move(devices), std::move(addresses), link);
-  std::printf("link_emulator: ready, %zu nodes, rate %s, one-way delay %s\n", nodes.size(), rate.c_str(), delay.c_str());
+  Emulator emulator(std::move(devices), std::move(addresses), link, topology);
+  std::printf("link_emulator: ready, %zu nodes, rate %s, one-way delay %s", nodes.size(), rate.c_str(), delay.c_str());
+  if (hosts_per_node > 0) {
+    std::printf("; %d a group, between groups %s, one-way delay %s", hosts_per_node, node_rate.c_str(),
+                node_delay.c_str());
+  }
+  std::printf("\n");
   std::fflush(stdout);
   emulator.run();
   emulator.print_counts(stderr);

@@ -65,19 +65,44 @@ std::uint32_t parse_ipv4(const std::string& text) {
   return address.s_addr;
 }
 
-LinkSchedule::LinkSchedule(int nodes, LinkParameters link) : link_(link), egress_free_at_(nodes, 0) {}
-
-Nanoseconds LinkSchedule::serialization(std::size_t bytes) const {
-  if (link_.bits_per_second <= 0) return 0;
-  return std::llround(static_cast<double>(bytes) * 8e9 / link_.bits_per_second);
+LinkSchedule::LinkSchedule(int hosts, LinkParameters link, Topology topology)
+    : link_(link), topology_(topology), egress_free_at_(hosts, 0) {
+  if (topology.hosts_per_node < 0) throw std::invalid_argument("hosts per node must be 0 (one level) or more");
+  const int nodes = topology.hosts_per_node > 0 ? (hosts + topology.hosts_per_node - 1) / topology.hosts_per_node : 0;
+  nic_out_free_at_.assign(nodes, 0);
+  nic_in_free_at_.assign(nodes, 0);
 }
 
-std::optional<Nanoseconds> LinkSchedule::arrival(int from, std::size_t bytes, Nanoseconds now) {
+Nanoseconds LinkSchedule::serialization(std::size_t bytes, const LinkParameters& link) {
+  if (link.bits_per_second <= 0) return 0;
+  return std::llround(static_cast<double>(bytes) * 8e9 / link.bits_per_second);
+}
+
+std::optional<Nanoseconds> LinkSchedule::arrival(int from, int to, std::size_t bytes, Nanoseconds now) {
+  if (topology_.hosts_per_node > 0 && node_of(from) != node_of(to)) {
+    return between_nodes(node_of(from), node_of(to), bytes, now);
+  }
   Nanoseconds& free_at = egress_free_at_.at(from);
   const Nanoseconds start = std::max(now, free_at);
   if (start - now > link_.queue_limit) return std::nullopt;
   free_at = start + serialization(bytes);
   return free_at + link_.one_way_delay;
+}
+
+// Out through the source node's NIC; in through the destination's as the bits arrive (cut through),
+// after the packets it is still receiving.
+std::optional<Nanoseconds> LinkSchedule::between_nodes(int from_node, int to_node, std::size_t bytes, Nanoseconds now) {
+  const LinkParameters& nic = topology_.between;
+  const Nanoseconds wire = serialization(bytes, nic);
+  Nanoseconds& out_free = nic_out_free_at_.at(from_node);
+  const Nanoseconds start = std::max(now, out_free);
+  if (start - now > nic.queue_limit) return std::nullopt;
+  out_free = start + wire;
+  Nanoseconds& in_free = nic_in_free_at_.at(to_node);
+  const Nanoseconds in_start = std::max(start + nic.one_way_delay, in_free);
+  if (in_start - (start + nic.one_way_delay) > nic.queue_limit) return std::nullopt;
+  in_free = in_start + wire;
+  return in_free;
 }
 
 int destination_node(const std::uint8_t* packet, std::size_t size, const std::vector<std::uint32_t>& node_addresses) {

@@ -1,9 +1,15 @@
 #pragma once
-// The timing and routing of the emulated network of scripts/bench/netns_cluster.sh: every node has
+// The timing and routing of the emulated network of scripts/bench/netns_cluster.sh: every host has
 // one full-duplex link to a switch; its egress sends at a fixed rate, one packet after the other,
 // and each packet reaches its destination a fixed one-way delay after its last bit left. A packet
 // that would wait longer than the queue limit behind the ones already queued is dropped (a tail-drop
 // queue, as tc's tbf with "latency"). Pure arithmetic, no I/O: link_emulator.cpp does the I/O.
+//
+// Two levels (Topology::hosts_per_node > 0), as GPUs in nodes: hosts i and j share a node when
+// i / hosts_per_node == j / hosts_per_node, and talk over their own links as above. Between nodes a
+// packet leaves through its node's NIC and enters through the destination node's (each full duplex at
+// the topology's rate, shared by the node's hosts), cut through a non-blocking switch: it arrives the
+// topology's delay after its last bit left, later only when the destination's NIC is still busy.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -28,18 +34,30 @@ Nanoseconds parse_duration(const std::string& text);
 // A dotted IPv4 address ("10.78.0.1") in network byte order.
 std::uint32_t parse_ipv4(const std::string& text);
 
-// When each packet arrives, given when it was sent and its node's earlier packets.
+struct Topology {
+  int hosts_per_node = 0;  // 0: one level (every host on the switch)
+  LinkParameters between;  // the nodes' NICs: rate, one-way delay and queue limit between nodes
+};
+
+// When each packet arrives, given when it was sent and its host's (and node's) earlier packets.
 class LinkSchedule {
  public:
-  LinkSchedule(int nodes, LinkParameters link);
+  LinkSchedule(int hosts, LinkParameters link, Topology topology = {});
 
-  // The arrival time of `bytes` sent by node `from` at `now`, or nothing when the queue drops it.
-  std::optional<Nanoseconds> arrival(int from, std::size_t bytes, Nanoseconds now);
-  Nanoseconds serialization(std::size_t bytes) const;
+  // The arrival time of `bytes` sent by host `from` to host `to` at `now`, or nothing when a queue
+  // drops it.
+  std::optional<Nanoseconds> arrival(int from, int to, std::size_t bytes, Nanoseconds now);
+  Nanoseconds serialization(std::size_t bytes) const { return serialization(bytes, link_); }
+  static Nanoseconds serialization(std::size_t bytes, const LinkParameters& link);
+  int node_of(int host) const { return topology_.hosts_per_node > 0 ? host / topology_.hosts_per_node : host; }
 
  private:
+  std::optional<Nanoseconds> between_nodes(int from_node, int to_node, std::size_t bytes, Nanoseconds now);
   LinkParameters link_;
-  std::vector<Nanoseconds> egress_free_at_;  // [node]: when its last queued packet has left
+  Topology topology_;
+  std::vector<Nanoseconds> egress_free_at_;       // [host]: when its last queued packet has left
+  std::vector<Nanoseconds> nic_out_free_at_;      // [node]: when its NIC has sent its last packet
+  std::vector<Nanoseconds> nic_in_free_at_;       // [node]: when its NIC has received its last packet
 };
 
 // The node an IPv4 packet is for (node_addresses[node], network byte order), or -1 when the packet

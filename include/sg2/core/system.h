@@ -15,6 +15,7 @@ namespace sg2 {
 bool limit_blas_threads();
 
 double peak_rss_gib();     // peak resident set size of this process
+double process_cpu_seconds();  // user + system CPU time of this process so far, all its threads
 double current_rss_gib();  // resident set size now
 std::string hostname();  // this machine's host name ("?" where it cannot be read)
 double unix_time();  // seconds since the epoch (wall clock), for timestamps in logs and files

@@ -47,27 +47,50 @@ TEST(LinkSchedule, EachPacketLeavesAfterTheOnesBeforeItThenTakesTheDelay) {
   // 1 Gbit/s: 1250 bytes take 10 us on the wire; one-way delay 1 ms.
   LinkSchedule schedule(2, LinkParameters{1e9, kMillisecond});
   EXPECT_EQ(schedule.serialization(1250), 10'000);
-  EXPECT_EQ(schedule.arrival(0, 1250, 0), 10'000 + kMillisecond);
-  EXPECT_EQ(schedule.arrival(0, 1250, 0), 20'000 + kMillisecond);    // queued behind the first
-  EXPECT_EQ(schedule.arrival(0, 1250, 5'000), 30'000 + kMillisecond);  // still behind
-  EXPECT_EQ(schedule.arrival(1, 1250, 0), 10'000 + kMillisecond);    // another node's egress is free
-  EXPECT_EQ(schedule.arrival(0, 1250, 100'000), 110'000 + kMillisecond);  // the egress was idle again
+  EXPECT_EQ(schedule.arrival(0, 1, 1250, 0), 10'000 + kMillisecond);
+  EXPECT_EQ(schedule.arrival(0, 1, 1250, 0), 20'000 + kMillisecond);    // queued behind the first
+  EXPECT_EQ(schedule.arrival(0, 1, 1250, 5'000), 30'000 + kMillisecond);  // still behind
+  EXPECT_EQ(schedule.arrival(1, 0, 1250, 0), 10'000 + kMillisecond);    // another node's egress is free
+  EXPECT_EQ(schedule.arrival(0, 1, 1250, 100'000), 110'000 + kMillisecond);  // the egress was idle again
 }
 
 TEST(LinkSchedule, AnUnshapedLinkOnlyDelays) {
   LinkSchedule schedule(2, LinkParameters{0, 250'000});
-  EXPECT_EQ(schedule.arrival(0, 65536, 7), 250'007);
-  EXPECT_EQ(schedule.arrival(0, 65536, 7), 250'007);
+  EXPECT_EQ(schedule.arrival(0, 1, 65536, 7), 250'007);
+  EXPECT_EQ(schedule.arrival(0, 1, 65536, 7), 250'007);
 }
 
 TEST(LinkSchedule, ThePacketThatWouldWaitPastTheQueueLimitIsDropped) {
   // 8 Mbit/s: a 1000-byte packet occupies the egress 1 ms; the queue holds 2.5 ms of waiting.
   LinkSchedule schedule(1, LinkParameters{8e6, 0, 2'500'000});
-  EXPECT_EQ(schedule.arrival(0, 1000, 0), 1 * kMillisecond);  // waits 0 ms
-  EXPECT_EQ(schedule.arrival(0, 1000, 0), 2 * kMillisecond);  // waits 1 ms
-  EXPECT_EQ(schedule.arrival(0, 1000, 0), 3 * kMillisecond);  // waits 2 ms
-  EXPECT_EQ(schedule.arrival(0, 1000, 0), std::nullopt);      // would wait 3 ms
-  EXPECT_EQ(schedule.arrival(0, 1000, kMillisecond), 4 * kMillisecond);  // room again a millisecond later
+  EXPECT_EQ(schedule.arrival(0, 1, 1000, 0), 1 * kMillisecond);  // waits 0 ms
+  EXPECT_EQ(schedule.arrival(0, 1, 1000, 0), 2 * kMillisecond);  // waits 1 ms
+  EXPECT_EQ(schedule.arrival(0, 1, 1000, 0), 3 * kMillisecond);  // waits 2 ms
+  EXPECT_EQ(schedule.arrival(0, 1, 1000, 0), std::nullopt);      // would wait 3 ms
+  EXPECT_EQ(schedule.arrival(0, 1, 1000, kMillisecond), 4 * kMillisecond);  // room again a millisecond later
+}
+
+TEST(LinkSchedule, TwoLevelsSendInsideANodeOnTheHostsLinksAndBetweenNodesThroughOneNicANode) {
+  // 4 hosts, 2 a node. Inside: 1 Gbit/s (1250 bytes in 10 us), 1 ms. Between: 100 Mbit/s (100 us), 5 ms.
+  LinkSchedule schedule(4, LinkParameters{1e9, kMillisecond}, Topology{2, LinkParameters{1e8, 5 * kMillisecond}});
+  EXPECT_EQ(schedule.node_of(1), 0);
+  EXPECT_EQ(schedule.node_of(2), 1);
+  EXPECT_EQ(schedule.arrival(0, 1, 1250, 0), 10'000 + kMillisecond);  // host 0 to 1: inside node 0
+  // Host 0 to node 1: its NIC sends 100 us, the bits arrive 5 ms after they leave (cut through).
+  EXPECT_EQ(schedule.arrival(0, 2, 1250, 0), 100'000 + 5 * kMillisecond);
+  // Host 1 shares node 0's NIC: behind host 0's packet; its own link (busy with nothing) does not count.
+  EXPECT_EQ(schedule.arrival(1, 3, 1250, 0), 200'000 + 5 * kMillisecond);
+  // Inside node 0 again: host 0's own link was free all along.
+  EXPECT_EQ(schedule.arrival(0, 1, 1250, 20'000), 30'000 + kMillisecond);
+  // Node 1 to node 0 uses the other direction of both NICs: nothing queued there.
+  EXPECT_EQ(schedule.arrival(2, 0, 1250, 0), 100'000 + 5 * kMillisecond);
+}
+
+TEST(LinkSchedule, TwoNodesSendingToAThirdQueueAtItsNic) {
+  // 3 nodes of 1 host, NICs at 100 Mbit/s (1250 bytes in 100 us), no delay, a hosts' link unshaped.
+  LinkSchedule schedule(3, LinkParameters{0, 0}, Topology{1, LinkParameters{1e8, 0}});
+  EXPECT_EQ(schedule.arrival(0, 2, 1250, 0), 100'000);
+  EXPECT_EQ(schedule.arrival(1, 2, 1250, 0), 200'000);  // node 2's NIC receives one packet after the other
 }
 
 TEST(LinkSchedule, PacketsGoToTheNodeOfTheirIpv4Destination) {
