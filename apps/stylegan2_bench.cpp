@@ -197,6 +197,10 @@ int main(int argc, char** argv) {
   comm->add_option("--step-factor", comm_options.step_factor, "Size multiplier")->capture_default_str();
   comm->add_option("--iters", comm_options.iterations, "Timed calls per size")->capture_default_str();
   comm->add_option("--warmup", comm_options.warmup, "Untimed calls per size")->capture_default_str();
+  comm->add_option("--idle-seconds", comm_options.idle_seconds,
+                   "Time each call alone, started from idle after this long a wait (as a phase's first allreduce)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
   SimulateOptions simulate_options;
   CLI::App* simulate = app.add_subcommand(
       "simulate", "The training step's gradient allreduce over the preset's buckets, compute replaced by waits "

@@ -11,8 +11,19 @@
 
 namespace {
 
+// 0 (keep) or a power of two from 4 to 16384: what a StyleGAN2 network can be trained at.
+const CLI::Validator kResolution(
+    [](const std::string& text) -> std::string {
+      const int64_t r = std::stoll(text);
+      if (r == 0 || (r >= 4 && r <= 16384 && (r & (r - 1)) == 0)) return "";
+      return "must be 0 (keep the size) or a power of two from 4 to 16384, not " + text;
+    },
+    "0|POWER_OF_TWO");
+
 void add_source_options(CLI::App& command, sg2::data::SourceOptions& source) {
-  command.add_option("--max-images", source.max_images, "Use only the first N images (0: all)")->capture_default_str();
+  command.add_option("--max-images", source.max_images, "Use only the first N images (0: all)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   command.add_option("--split", source.split, "Fashion-MNIST source: train, test or all")->capture_default_str();
 }
 
@@ -29,12 +40,16 @@ int main(int argc, char** argv) {
                          "directory or Fashion-MNIST IDX directory")->required();
   create_cmd->add_option("--dest", create.dest, "Output: a directory (TFRecords, all levels) or a .zip path")->required();
   create_cmd->add_option("--resolution", create.source.transform.resolution,
-                         "Center-crop and resize images to RxR (0: keep; images must then be square powers of two)");
-  create_cmd->add_option("--channels", create.source.transform.channels, "Convert to 1 (gray) or 3 (RGB) channels");
+                         "Center-crop and resize images to RxR (0: keep; images must then be square powers of two)")
+      ->check(kResolution);
+  create_cmd->add_option("--channels", create.source.transform.channels, "Convert to 1 (gray) or 3 (RGB) channels")
+      ->check(CLI::IsMember({0, 1, 3}));
   create_cmd->add_option("--filter", filter, "Resize filter: box or lanczos")->capture_default_str();
   create_cmd->add_flag("!--no-shuffle", create.shuffle, "Keep the source order (default: the original's seeded shuffle)");
   create_cmd->add_flag("!--no-labels", create.labels, "Do not write the source's labels");
-  create_cmd->add_option("--workers", create.workers, "Threads decoding and encoding")->capture_default_str();
+  create_cmd->add_option("--workers", create.workers, "Threads decoding and encoding")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
   create_cmd->add_flag("--overwrite", create.overwrite, "Replace an existing ZIP destination");
   add_source_options(*create_cmd, create.source);
 
@@ -56,16 +71,21 @@ int main(int argc, char** argv) {
   CLI::App* export_cmd = app.add_subcommand("export", "Write the images of a dataset as PNG files");
   export_cmd->add_option("path", export_source.path, "Dataset")->required();
   export_cmd->add_option("--outdir", outdir, "Output directory")->required();
-  export_cmd->add_option("--level", export_source.level, "TFRecords: resolution of the level (0: full)");
+  export_cmd->add_option("--level", export_source.level, "TFRecords: resolution of the level (0: full)")
+      ->check(kResolution);
   add_source_options(*export_cmd, export_source);
 
   sg2::data::LoaderBenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time the training loader: read + verify + decode + batch");
   bench_cmd->add_option("path", bench.path, "Dataset")->required();
-  bench_cmd->add_option("--workers", bench.workers, "Loader threads")->capture_default_str();
-  bench_cmd->add_option("--batch", bench.batch, "Images per batch")->capture_default_str();
-  bench_cmd->add_option("--batches", bench.batches, "Batches timed")->capture_default_str();
-  bench_cmd->add_option("--prefetch", bench.prefetch, "Batches decoded ahead")->capture_default_str();
+  bench_cmd->add_option("--workers", bench.workers, "Loader threads (0: in the calling thread)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  bench_cmd->add_option("--batch", bench.batch, "Images per batch")->capture_default_str()->check(CLI::Range(1, 65536));
+  bench_cmd->add_option("--batches", bench.batches, "Batches timed")->capture_default_str()->check(CLI::Range(1, 1000000));
+  bench_cmd->add_option("--prefetch", bench.prefetch, "Batches decoded ahead")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
 
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
   return sg2::run_reporting_errors("stylegan2_dataset", [&] {

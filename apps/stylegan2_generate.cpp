@@ -23,15 +23,18 @@ int main(int argc, char** argv) {
       ->excludes(seeds_option);
   app.add_option("--mix-columns", columns, "Style mixing: column seeds whose styles replace the rows'");
   app.add_option("--styles", styles, "Style mixing: ws indices taken from the columns (default 0-6)");
-  app.add_option("--interpolate", options.interpolation_frames, "Frames between consecutive seeds (linear in W)");
+  app.add_option("--interpolate", options.interpolation_frames, "Frames between consecutive seeds (linear in W)")
+      ->check(CLI::Range(0, 100000));
   app.add_option("--trunc", options.truncation_psi, "Truncation psi")->capture_default_str();
-  app.add_option("--trunc-cutoff", options.truncation_cutoff, "Truncate only the first N ws (-1: all)")->capture_default_str();
+  app.add_option("--trunc-cutoff", options.truncation_cutoff, "Truncate only the first N ws (-1: all)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1 << 20));
   app.add_option("--noise-mode", noise_mode, "Noise: const, random or none")->capture_default_str();
   app.add_option("--class", options.class_index, "Class index for conditional networks");
   app.add_option("--which", options.which, "Network in the snapshot: G_ema or G")->capture_default_str();
   app.add_option("--outdir", options.outdir, "Output directory")->capture_default_str();
   app.add_option("--device", options.device, "auto, cpu or cuda")->capture_default_str();
-  app.add_option("--batch", options.batch, "Images per forward pass")->capture_default_str();
+  app.add_option("--batch", options.batch, "Images per forward pass")->capture_default_str()->check(CLI::Range(1, 65536));
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
   return sg2::run_reporting_errors("stylegan2_generate", [&] {
     if (options.latents_file.empty()) options.seeds = sg2::parse_index_list(seeds, "--seeds");
@@ -40,7 +43,7 @@ int main(int argc, char** argv) {
     options.noise_mode = sg2::nn::parse_noise_mode(noise_mode);
     sg2::limit_blas_threads();
     const auto written = sg2::cli::generate_images(options);
-    std::cout << "Wrote " << written.size() << " files: " << written.front()
+    std::cout << "Wrote " << written.size() << (written.size() == 1 ? " file: " : " files: ") << written.front()
               << (written.size() > 1 ? " ... " + written.back() : std::string()) << "\n";
     return 0;
   }, sg2::train::message_of);

@@ -29,7 +29,7 @@ trap 'rm -f "$train_log"' EXIT
   tee "$train_log"
 run_dir=$(sed -n 's/^Run directory: //p' "$train_log" | head -n 1)
 [ -d "$run_dir" ] || { echo "quickstart: stylegan2_train named no run directory" >&2; exit 1; }
-snapshot=$(ls "$run_dir"/network-snapshot-*.pt | sort | tail -n 1)
+snapshot=$(ls "$run_dir"/network-snapshot-*.pt | sort -V | tail -n 1)
 "$bin/stylegan2_generate" --network "$snapshot" --seeds 0-63 --trunc 1 --outdir "$run_dir/generated"
 scripts/plot_stats "$run_dir" --out "$run_dir/plots" > /dev/null
 fid=$(tail -n 1 "$run_dir/metric-fid5k_full.jsonl" | sed -E 's/.*"fid5k_full":([0-9.eE+-]+).*/\1/')
@@ -37,7 +37,7 @@ fid=$(tail -n 1 "$run_dir/metric-fid5k_full.jsonl" | sed -E 's/.*"fid5k_full":([
 echo
 echo "Run directory: $run_dir"
 echo "  sample grids: $(cd "$run_dir" && ls fakes*.png | tr '\n' ' ')"
-echo "  final grid:   $run_dir/$(cd "$run_dir" && ls fakes[0-9]*.png | sort | tail -n 1)"
+echo "  final grid:   $run_dir/$(cd "$run_dir" && ls fakes[0-9]*.png | sort -V | tail -n 1)"
 echo "  64 seeds:     $run_dir/generated/grid.png"
 echo "  plots:        $run_dir/plots/ (losses, fid5k_full, timing)"
 echo "  fid5k_full:   $fid (built-in Fashion-MNIST detector $detector; every value in $run_dir/metric-fid5k_full.jsonl)"

@@ -94,7 +94,7 @@ step cpu_suite run_cpu_suite "$build"
 metrics="$build/bin/stylegan2_metrics"
 step train_detector "$metrics" train-detector --data /usr/share/datasets/fashion-mnist --epochs 1 --max-images 10000 \
     --out "$work/detector.pt"
-step fid_matches_cpu fid_matches_cpu "$metrics" "$(ls "$run_dir"/network-snapshot-*.pt 2>/dev/null | tail -n 1)" \
+step fid_matches_cpu fid_matches_cpu "$metrics" "$(ls "$run_dir"/network-snapshot-*.pt 2>/dev/null | sort -V | tail -n 1)" \
     "$work/detector.pt" "$device" "$work"
 # The same with the reduced-precision blocks channels_last (run.channels_last reduced), as the log says.
 step train_channels_last says "channels_last in $precision" "$trainer" "${mixed[@]}" --outdir "$work/runs-nhwc" \

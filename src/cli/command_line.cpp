@@ -23,6 +23,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 namespace sg2::cli {
@@ -123,9 +124,12 @@ void TrainCommand::add_to(CLI::App& app) {
 
 namespace {
 
+// A snapshot in a run directory (one with config.yaml) continues there; one outside any (copied,
+// downloaded) continues in a new run directory under run.outdir, not beside the file.
 std::string new_or_resumed_run_dir(const TrainConfig& config, const data::Dataset& dataset,
                                    const std::string& snapshot_path, bool is_root) {
-  if (!snapshot_path.empty()) return fs::path(snapshot_path).parent_path().string();
+  const fs::path snapshot_dir = fs::path(snapshot_path).parent_path();
+  if (!snapshot_path.empty() && fs::exists(snapshot_dir / "config.yaml")) return snapshot_dir.string();
   if (!is_root) return "";  // only rank 0 writes files
   const std::string desc = config.run.desc.empty() ? dataset.name() + "-" + config.run.preset : config.run.desc;
   return create_run_dir(config.run.outdir, desc);
@@ -186,12 +190,17 @@ int run_session_on_every_rank(const char* program, const TrainConfig& config, bo
 int TrainCommand::print_dry_run(const TrainConfig& config, dist::Session& session) {
   const dist::World& world = session.world();
   validate(config, world.size);
+  const auto dataset = train::open_configured_dataset(config);  // a dataset that cannot be read fails here
   if (!world.is_root()) return 0;
   const std::string mbstd_warning = mbstd_group_warning(config, world.size);
   std::cout << train_schema().to_yaml_string(config)
             << fmt::format("# world: {} processes ({} per node), launcher {}, backend {}, device of rank 0 {}\n",
                            world.size, world.local_size, dist::to_string(dist::detect_launcher()),
                            session.comm().backend(), session.comm().device().str())
+            << fmt::format("# dataset: {} ({}, {}x{}x{}, {})\n", dataset->name(), counted(dataset->size(), "image"),
+                           dataset->shape().channels, dataset->resolution(), dataset->resolution(),
+                           dataset->label_dim() > 0 ? "labels of " + counted(dataset->label_dim(), "value")
+                                                    : "no labels used")
             << fmt::format("# per step: {} images = {} processes x {} rounds x {} images\n", config.train.batch,
                            world.size, rounds_per_step(config, world.size), batch_per_round(config, world.size))
             << (mbstd_warning.empty() ? "" : "# warning: " + mbstd_warning + "\n")
@@ -221,6 +230,8 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
   // Every rank logs its warnings and errors to the run's log.txt where the directory is shared.
   const std::string run_dir =
       session.comm().broadcast_bytes(new_or_resumed_run_dir(config, *dataset, continued, world.is_root()), 0);
+  std::optional<RunDirLock> run_dir_lock;  // held until the run ends: no second run writes here meanwhile
+  if (world.is_root()) run_dir_lock.emplace(run_dir);
   if (!world.is_root() && fs::is_directory(run_dir)) add_log_file(run_dir + "/log.txt");
   if (world.is_root()) {
     add_log_file(run_dir + "/log.txt");
@@ -238,8 +249,9 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
                batch_per_round(config, world.size));
   const std::string mbstd_warning = mbstd_group_warning(config, world.size);
   if (world.is_root() && !mbstd_warning.empty()) spdlog::warn(mbstd_warning);
-  spdlog::info("Dataset: {} ({} images, {}x{}x{}, {} labels), device {}", dataset->name(), dataset->size(),
-               dataset->shape().channels, dataset->resolution(), dataset->resolution(), dataset->label_dim(),
+  spdlog::info("Dataset: {} ({}, {}x{}x{}, {}), device {}", dataset->name(), counted(dataset->size(), "image"),
+               dataset->shape().channels, dataset->resolution(), dataset->resolution(),
+               dataset->label_dim() > 0 ? "labels of " + counted(dataset->label_dim(), "value") : "no labels used",
                device.str());
   spdlog::info("Compute: {}", compute);
   if (!batch_report.empty()) spdlog::info(batch_report);

@@ -1,5 +1,7 @@
 #include "sg2/cli/generate.h"
 
+#include "sg2/core/progress.h"
+
 #include "sg2/core/error.h"
 #include "sg2/core/rng.h"
 #include "sg2/data/image_io.h"
@@ -45,6 +47,9 @@ at::Tensor latents_from_file(const std::string& path, int64_t z_dim) {
   const data::FloatMatrix m = data::read_npy_float32(path, "latents [N, z_dim]");
   SG2_CHECK(m.cols == z_dim && m.rows > 0, "'{}' holds latents [{}, {}], the network needs [N, {}]", path, m.rows,
             m.cols, z_dim);
+  const auto bad = std::find_if(m.values.begin(), m.values.end(), [](float v) { return !std::isfinite(v); });
+  SG2_CHECK(bad == m.values.end(), "'{}': latent {} holds {} (every value must be a finite number)", path,
+            (bad - m.values.begin()) / m.cols, *bad);
   return at::tensor(m.values).view({m.rows, m.cols}).clone();
 }
 
@@ -117,6 +122,7 @@ at::Tensor render_in_batches(Renderer& renderer, int64_t count,
                              const std::function<std::string(int64_t)>& path_of, std::vector<std::string>& paths,
                              bool keep) {
   std::vector<at::Tensor> kept;
+  ProgressMeter progress("generate", count, "img");
   for (int64_t start = 0; start < count; start += renderer.batch()) {
     const int64_t n = std::min(renderer.batch(), count - start);
     const at::Tensor images = renderer.images_of(ws_for(start, n));  // [n, C, R, R]
@@ -125,7 +131,9 @@ at::Tensor render_in_batches(Renderer& renderer, int64_t count,
     write_each(images, batch_paths);
     paths.insert(paths.end(), batch_paths.begin(), batch_paths.end());
     if (keep) kept.push_back(images);
+    progress.update(start + n);
   }
+  progress.finish();
   return keep ? at::cat(kept) : at::Tensor();
 }
 
@@ -156,9 +164,9 @@ std::vector<std::string> render_style_mixing(Renderer& renderer, const GenerateO
   const at::Tensor col_ws = renderer.ws_of(latents_for_seeds(o.mix_columns, z_dim));  // [C, num_ws, w]
   const int64_t rows = row_ws.size(0), cols = col_ws.size(0), num_ws = row_ws.size(1);
   std::vector<int64_t> styles = o.mix_styles.empty() ? std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6} : o.mix_styles;
-  for (int64_t s : styles) SG2_CHECK(s >= 0, "--styles {}: ws indices start at 0", s);
-  styles.erase(std::remove_if(styles.begin(), styles.end(), [&](int64_t s) { return s >= num_ws; }), styles.end());
-  SG2_CHECK(!styles.empty(), "--styles selects none of the network's {} ws", num_ws);
+  if (o.mix_styles.empty()) {  // the default 0-6, on a network of fewer ws: those it has
+    styles.erase(std::remove_if(styles.begin(), styles.end(), [&](int64_t s) { return s >= num_ws; }), styles.end());
+  }
   const at::Tensor style_index = at::tensor(styles, at::kLong).to(row_ws.device());
   at::Tensor mixed = row_ws.unsqueeze(1).repeat({1, cols, 1, 1});  // [R, C, num_ws, w]
   mixed.index_copy_(2, style_index, col_ws.index_select(1, style_index).unsqueeze(0).expand({rows, -1, -1, -1}));
@@ -207,6 +215,12 @@ std::vector<std::string> generate_images(const GenerateOptions& o) {
             o.interpolation_frames);
   SG2_CHECK(o.batch >= 1, "--batch {}: must be >= 1", o.batch);
   Renderer renderer(o);
+  // Everything a user gave that only the network can check, before anything is written.
+  const int64_t num_ws = renderer.G().synthesis->num_ws;
+  for (int64_t s : o.mix_styles) {
+    SG2_CHECK(s >= 0 && s < num_ws, "--styles {}: the network has {} ws, 0 to {}", s, num_ws, num_ws - 1);
+  }
+  if (!o.latents_file.empty()) latents_from_file(o.latents_file, renderer.G().options.z_dim);
   std::filesystem::create_directories(o.outdir);
   if (!o.mix_columns.empty()) return render_style_mixing(renderer, o);
   if (o.interpolation_frames > 0) return render_interpolation(renderer, o);

@@ -52,6 +52,20 @@ at::Device device_of(const nn::Generator& G) {
 
 }  // namespace
 
+namespace {
+
+// The image count of a metric's name ("50" and "k" of fid50k): at most 10^9 images, so that it
+// neither overflows nor asks for years of generation.
+int64_t metric_image_count(const std::string& name, const std::string& digits, bool thousands) {
+  constexpr int64_t kMaxImages = 1'000'000'000;
+  const bool fits = digits.size() <= 10 && std::stoll(digits) <= kMaxImages / (thousands ? 1000 : 1);
+  SG2_CHECK(fits, "metric '{}': {}{} images is more than the {} a metric may generate", name, digits,
+            thousands ? "k" : "", kMaxImages);
+  return std::stoll(digits) * (thousands ? 1000 : 1);
+}
+
+}  // namespace
+
 MetricSpec parse_metric(const std::string& name) {
   static const std::regex distance_pattern("(fid|kid)([0-9]+)(k?)(_full)?");
   static const std::regex precision_recall_pattern("pr([0-9]+)(k?)([1-9])(_full)?");
@@ -60,11 +74,11 @@ MetricSpec parse_metric(const std::string& name) {
   spec.name = name;
   if (std::regex_match(name, match, distance_pattern)) {
     spec.kind = match[1] == "fid" ? MetricSpec::Kind::FID : MetricSpec::Kind::KID;
-    spec.num_fakes = std::stoll(match[2]) * (match[3].length() > 0 ? 1000 : 1);
+    spec.num_fakes = metric_image_count(name, match[2], match[3].length() > 0);
     spec.max_reals = match[4].length() > 0 ? 0 : spec.num_fakes;
   } else if (std::regex_match(name, match, precision_recall_pattern)) {
     spec.kind = MetricSpec::Kind::PR;
-    spec.num_fakes = std::stoll(match[1]) * (match[2].length() > 0 ? 1000 : 1);
+    spec.num_fakes = metric_image_count(name, match[1], match[2].length() > 0);
     spec.nhood = std::stoll(match[3]);
     spec.max_reals = match[4].length() > 0 ? kPrecisionRecallMaxReals : spec.num_fakes;
   } else {

@@ -203,7 +203,11 @@ void validate(const TrainConfig& c, int world_size) {
             "loss.style_mixing_prob = {}: must lie in [0, 1]", c.loss.style_mixing_prob);
   SG2_CHECK(c.data.resolution == 0 || (c.data.resolution >= 8 && (c.data.resolution & (c.data.resolution - 1)) == 0),
             "data.resolution = {}: must be 0 (the dataset's) or a power of two >= 8", c.data.resolution);
-  SG2_CHECK(c.run.threads >= 0, "run.threads = {}: must be >= 0", c.run.threads);
+  // Thread pools beyond these sizes only exhaust the process (creating them hangs or aborts).
+  SG2_CHECK(c.run.threads >= 0 && c.run.threads <= 1024, "run.threads = {}: must be 0 (the node's cores divided by "
+            "its processes) to 1024", c.run.threads);
+  SG2_CHECK(c.data.workers >= 0 && c.data.workers <= 256, "data.workers = {}: must be 0 (load in the training "
+            "thread) to 256", c.data.workers);
   SG2_CHECK(c.run.grid_w >= 0 && c.run.grid_w <= 128 && c.run.grid_h >= 0 && c.run.grid_h <= 128,
             "run.grid_w = {}, run.grid_h = {}: each must be 0 (as the reference) to 128", c.run.grid_w, c.run.grid_h);
   SG2_CHECK(c.data.max_images >= 0, "data.max_images = {}: must be >= 0 (0: all)", c.data.max_images);

@@ -1,10 +1,18 @@
 #include "sg2/train/run_dir.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/system.h"
 #include "sg2/data/atomic_file.h"
 
-#include <nlohmann/json.hpp>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -22,11 +30,12 @@ int64_t run_id(const std::string& name) {
   return std::regex_match(name, match, pattern) ? std::stoll(match[1]) : -1;
 }
 
-// Image count of "network-snapshot-000123.pt", or -1.
-int64_t snapshot_kimg(const std::string& name) {
-  static const std::regex pattern("^network-snapshot-(\\d+)\\.pt$");
+// Images shown of "network-snapshot-000123.pt" (123,000) or "network-snapshot-000000.512.pt" (512), or -1.
+int64_t snapshot_nimg(const std::string& name) {
+  static const std::regex pattern("^network-snapshot-(\\d+)(?:\\.(\\d{3}))?\\.pt$");
   std::smatch match;
-  return std::regex_match(name, match, pattern) ? std::stoll(match[1]) : -1;
+  if (!std::regex_match(name, match, pattern) || match[1].length() > 12) return -1;
+  return std::stoll(match[1]) * 1000 + (match[2].matched ? std::stoll(match[2]) : 0);
 }
 
 }  // namespace
@@ -42,16 +51,24 @@ std::string create_run_dir(const std::string& outdir, const std::string& desc) {
   return dir.string();
 }
 
-std::string snapshot_name(int64_t cur_nimg) { return fmt::format("network-snapshot-{:06d}.pt", cur_nimg / 1000); }
+std::string kimg_label(int64_t cur_nimg, int64_t previous_tick_nimg) {
+  const int64_t kimg = cur_nimg / 1000, images = cur_nimg % 1000;
+  const bool first_in_its_kimg = previous_tick_nimg < 0 || previous_tick_nimg / 1000 < kimg;
+  return first_in_its_kimg || images == 0 ? fmt::format("{:06d}", kimg) : fmt::format("{:06d}.{:03d}", kimg, images);
+}
+
+std::string snapshot_name(int64_t cur_nimg, int64_t previous_tick_nimg) {
+  return "network-snapshot-" + kimg_label(cur_nimg, previous_tick_nimg) + ".pt";
+}
 
 std::string latest_snapshot_in(const std::string& run_dir) {
   std::string best;
-  int64_t best_kimg = -1;
+  int64_t best_nimg = -1;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(run_dir, error)) {
-    const int64_t kimg = snapshot_kimg(entry.path().filename().string());
-    if (kimg > best_kimg) {
-      best_kimg = kimg;
+    const int64_t nimg = snapshot_nimg(entry.path().filename().string());
+    if (nimg > best_nimg) {
+      best_nimg = nimg;
       best = entry.path().string();
     }
   }
@@ -97,6 +114,31 @@ std::string resolve_resume(const std::string& spec, const std::string& outdir) {
   }
   SG2_CHECK(fs::is_regular_file(spec), "--resume '{}': no such snapshot file or run directory", spec);
   return fs::absolute(spec).lexically_normal().string();
+}
+
+RunDirLock::RunDirLock(const std::string& run_dir) {
+  const std::string path = run_dir + "/.lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  SG2_CHECK(fd_ >= 0, "cannot open '{}' to lock the run directory: {}", path, std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    std::string holder(256, '\0');
+    const ssize_t n = ::pread(fd_, holder.data(), holder.size(), 0);
+    holder.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    ::close(fd_);
+    fd_ = -1;
+    SG2_CHECK(error != EWOULDBLOCK, "run directory '{}' is in use by another run ({}): wait for it to end, or "
+              "resume a copy of its snapshot into another --outdir", run_dir, holder.empty() ? "pid unknown" : holder);
+    SG2_FAIL("cannot lock '{}': {}", path, std::strerror(error));
+  }
+  const std::string me = fmt::format("pid {} on {}", ::getpid(), hostname());
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    spdlog::warn("could not write the holder into '{}': {}", path, std::strerror(errno));
+  }
+}
+
+RunDirLock::~RunDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
 }
 
 }  // namespace sg2::train

@@ -18,20 +18,6 @@ namespace sg2::train {
 
 namespace {
 
-// argv of this process, from /proc/self/cmdline (NUL-separated).
-std::vector<std::string> command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> args;
-  for (size_t start = 0; start < raw.size();) {
-    const size_t end = raw.find('\0', start);
-    args.push_back(raw.substr(start, end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return args;
-}
-
 std::string cuda_version() {
   const CudaRuntimeInfo cuda = query_cuda_runtime();
   if (!cuda.compiled) return "none";
@@ -53,7 +39,7 @@ nlohmann::json library_versions() {
 
 nlohmann::json run_record(const RunStart& start) {
   return {{"timestamp", unix_time()},
-          {"command_line", command_line()},
+          {"command_line", own_command_line()},
           {"git_commit", source_commit()},
           {"world_size", start.world_size},
           {"backend", start.backend},

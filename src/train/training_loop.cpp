@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -62,6 +63,25 @@ void TrainingLoop::write_initial_images() {
 
 int64_t images_of_kimg(double kimg) { return static_cast<int64_t>(std::ceil(kimg * 1000 - 1e-6)); }
 
+int64_t steps_to_next_stop_vote(double seconds_per_step) {
+  if (!(seconds_per_step > 0)) return 1;
+  return std::clamp<int64_t>(static_cast<int64_t>(kStopVoteSeconds / seconds_per_step), 1, kStopVoteSteps);
+}
+
+// A signal may reach the ranks at different steps, or one rank only. The ranks vote (a host round
+// trip that waits for the device) at steps they agree on: each proposes when to vote next from its
+// own step time, and the earliest proposal wins, so a vote comes about every kStopVoteSeconds.
+void TrainingLoop::vote_on_stopping() {
+  dist::Communicator& comm = trainer_.comm();
+  const int64_t step = trainer_.progress().batch_idx;
+  const double now = run_clock_.seconds();
+  stop_signal_ = static_cast<int>(comm.max_over_ranks(sg2::stop_signal()));
+  const double seconds_per_step = step > last_vote_step_ ? (now - last_vote_time_) / double(step - last_vote_step_) : 0;
+  next_vote_step_ = step - comm.max_over_ranks(-steps_to_next_stop_vote(seconds_per_step));  // the earliest
+  last_vote_step_ = step;
+  last_vote_time_ = now;
+}
+
 bool TrainingLoop::run() {
   const TrainConfig& c = trainer_.config();
   Progress& p = trainer_.progress();
@@ -77,18 +97,18 @@ bool TrainingLoop::run() {
   p.tick_start_nimg = resumed_ ? p.tick_start_nimg : p.cur_nimg;
   tick_start_time_ = run_clock_.seconds();
   maintenance_seconds_ = tick_start_time_;
+  last_vote_step_ = p.batch_idx;
+  last_vote_time_ = tick_start_time_;
+  next_vote_step_ = p.batch_idx + 1;
   reset_device_peak_memory(trainer_.device());
   const int64_t tick_nimg = images_of_kimg(c.train.kimg_per_tick);
   for (;;) {
     trainer_.step();
     const bool done = p.cur_nimg >= total_nimg;
     const bool tick_ends = p.cur_tick == 0 || p.cur_nimg >= p.tick_start_nimg + tick_nimg;
-    // A signal may reach the ranks at different steps, or one rank only. The ranks vote (a host
-    // round trip that waits for the device) at tick ends and every kStopVoteSteps steps, the same
-    // steps everywhere, so they stop together, all naming the signal.
-    if (done || tick_ends || p.batch_idx % kStopVoteSteps == 0) {
-      stop_signal_ = static_cast<int>(trainer_.comm().max_over_ranks(sg2::stop_signal()));
-    }
+    // The ranks vote on stopping at tick ends and at the steps their last vote agreed on, so they
+    // stop together, all naming the signal.
+    if (done || tick_ends || p.batch_idx >= next_vote_step_) vote_on_stopping();
     const bool stopping = stop_signal_ != 0;
     if (!done && !stopping && !tick_ends) continue;
     end_tick(done, stopping);
@@ -103,6 +123,7 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
   const double tick_end = run_clock_.seconds();
   const int64_t tick = p.cur_tick;
   const bool last = done || stopping;
+  previous_tick_nimg_ = tick == 0 ? -1 : p.tick_start_nimg;  // names this tick's files
   report_tick(tick_end);
   if (c.run.image_snapshot_ticks > 0 && (last || tick % c.run.image_snapshot_ticks == 0)) write_sample_grid();
   const bool periodic_snapshot = c.run.network_snapshot_ticks > 0 && tick % c.run.network_snapshot_ticks == 0;
@@ -155,7 +176,7 @@ void TrainingLoop::report_tick(double tick_end) {
 void TrainingLoop::write_sample_grid() {
   if (!is_rank0()) return;
   const Progress& p = trainer_.progress();
-  const std::string path = fmt::format("{}/fakes{:06d}.png", run_dir_, p.cur_nimg / 1000);
+  const std::string path = fmt::format("{}/fakes{}.png", run_dir_, kimg_label(p.cur_nimg, previous_tick_nimg_));
   const data::Image grid = save_grid_png(render_fakes(trainer_, grid_), grid_, path);
   events_->add_png("fakes", data::encode_png(grid), grid.height, grid.width, grid.channels, p.cur_nimg);
 }
@@ -166,7 +187,7 @@ std::string TrainingLoop::write_snapshot() {
   const Progress& p = trainer_.progress();
   trainer_.check_replicas(fmt::format("before the snapshot at {:.1f} kimg", p.cur_nimg / 1e3));
   const std::vector<at::Tensor> rank_states = trainer_.gather_step_rng_states();
-  const std::string name = snapshot_name(p.cur_nimg);
+  const std::string name = snapshot_name(p.cur_nimg, previous_tick_nimg_);
   if (is_rank0()) {
     save_snapshot(run_dir_ + "/" + name, trainer_, rank_states);
     spdlog::info("Wrote {}", run_dir_ + "/" + name);

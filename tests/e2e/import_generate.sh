@@ -29,10 +29,13 @@ grep -q "no G_ema.\* tensors: G_ema is a copy of G" "$work/import.log" || fail "
 generate() { "$bin/stylegan2_generate" --network "$work/imported.pt" "$@" > /dev/null; }
 generate --seeds 1,2,3,7,8 --outdir "$work/grids/seeds"
 generate --seeds 1,2,3 --mix-columns 7,8 --styles 0-3 --outdir "$work/grids/mix"
-generate --seeds 1,2,3 --mix-columns 7,8 --styles 0-63 --outdir "$work/grids/mix-all"
+resolution=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["G"]["img_resolution"])' "$fixture_json")
+num_ws=$(python3 -c "import math; print(2 * int(math.log2($resolution)) - 2)")
+generate --seeds 1,2,3 --mix-columns 7,8 --styles "0-$((num_ws - 1))" --outdir "$work/grids/mix-all"  # every w
+rc=0; generate --seeds 1,2,3 --mix-columns 7,8 --styles "0-$num_ws" --outdir "$work/grids/none" 2> "$work/styles.log" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "the network has $num_ws ws" "$work/styles.log" || fail "a style past the last w was not refused"
 generate --seeds 1,2,3 --interpolate 4 --outdir "$work/grids/frames"
 [ "$(ls "$work/grids/frames"/frame*.png | wc -l)" -eq 9 ] || fail "interpolation wrote $(ls "$work/grids/frames" | wc -l) frames, not 9"
-resolution=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["G"]["img_resolution"])' "$fixture_json")
 /usr/bin/python3 "$(dirname "$0")/check_generate_grids.py" "$work/grids" "$resolution" 1,2,3 7,8 4 ||
   fail "style mixing or interpolation shows other images than the seeds'"
 

@@ -90,10 +90,12 @@ first_ticks=$(wc -l < "$run_dir/stats.jsonl")
 echo partial > "$run_dir/network-snapshot-000000.pt.tmp999999"
 # Resume the latest run with a longer schedule: same run directory, more ticks, a later snapshot.
 "$bin/stylegan2_train" --resume latest --outdir "$work/runs" --kimg 0.064 > "$work/second.log"
-grep -q "Resumed from $run_dir/network-snapshot-000000.pt" "$work/second.log" || fail "did not resume"
+# Ticks of 16 images: the first (8 images) has the reference's name, the last (32) its images.
+[ -s "$run_dir/network-snapshot-000000.032.pt" ] || fail "the last tick's snapshot is not network-snapshot-000000.032.pt"
+grep -q "Resumed from $run_dir/network-snapshot-000000\.032\.pt" "$work/second.log" || fail "did not resume"
 grep -q "resuming at 0.0 kimg" "$work/second.log" || fail "resume did not report its position"
 [ "$(wc -l < "$run_dir/run.jsonl")" -eq 2 ] || fail "run.jsonl should have a line per start"
-tail -n 1 "$run_dir/run.jsonl" | grep -q '"resumed_from":".*network-snapshot-000000.pt"' || fail "run.jsonl lacks the resume"
+tail -n 1 "$run_dir/run.jsonl" | grep -q '"resumed_from":".*network-snapshot-000000\.032\.pt"' || fail "run.jsonl lacks the resume"
 [ "$(wc -l < "$run_dir/stats.jsonl")" -gt "$first_ticks" ] || fail "resumed run wrote no ticks"
 [ -z "$(ls -d "$work"/runs/00001-* 2>/dev/null)" ] || fail "resume created a new run directory"
 grep -q "batch: 8" "$run_dir/config.yaml" || fail "resumed config lost the batch"
@@ -101,6 +103,14 @@ grep -q "batch: 8" "$run_dir/config.yaml" || fail "resumed config lost the batch
 grep -q "Removed '.*network-snapshot-000000.pt.tmp999999', left by a write that was interrupted" "$run_dir/log.txt" ||
   fail "log.txt does not say what was removed"
 
+# A snapshot outside any run directory (copied, downloaded) continues in a new run directory under
+# --outdir, not beside the file.
+mkdir "$work/loose" && cp "$run_dir/network-snapshot-000000.pt" "$work/loose/"
+"$bin/stylegan2_train" --resume "$work/loose/network-snapshot-000000.pt" --outdir "$work/runs-loose" --kimg 0.032 \
+    > "$work/loose.log"
+[ "$(ls -A "$work/loose")" = network-snapshot-000000.pt ] || fail "resuming a loose snapshot wrote beside it"
+grep -q "Resumed from $work/loose/network-snapshot-000000.pt" "$work"/runs-loose/00000-*/log.txt ||
+  fail "the loose snapshot's run is not under --outdir"
 "$bin/stylegan2_generate" --network "$run_dir/network-snapshot-000000.pt" --seeds 0-5 --outdir "$work/gen" > /dev/null
 [ -s "$work/gen/seed0005.png" ] && [ -s "$work/gen/grid.png" ] || fail "generate wrote no images"
 # Truncation applies to the first --trunc-cutoff ws only: a cutoff of 0 truncates none.
@@ -130,10 +140,16 @@ grep -q "Precision: G float32, conv_clamp off; D float32, conv_clamp off" "$work
 "$bin/stylegan2_train" "${tiny[@]}" --kimg 100 --outdir "$work/runs-int" > "$work/int.log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do grep -q "^tick 1 " "$work/int.log" && break; sleep 0.1; done
+# While it trains, its run directory is its own: a resume of it is refused before it writes anything.
+int_run=$(ls -d "$work"/runs-int/0*)
+rc=0; "$bin/stylegan2_train" "${tiny[@]}" --kimg 100 --resume "$int_run" > "$work/locked.log" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] && grep -q "run directory '$int_run' is in use by another run (pid $pid on " "$work/locked.log" ||
+  { cat "$work/locked.log"; fail "a second run resumed a run directory in use"; }
+grep -q "Resumed from" "$int_run/log.txt" && fail "the refused resume wrote to the run's log.txt"
 kill -INT "$pid"
 rc=0; wait "$pid" || rc=$?
 [ "$rc" -eq 130 ] || { cat "$work/int.log"; fail "SIGINT: exit $rc, not 130"; }
-tail -n 2 "$work/int.log" | head -n 1 | grep -q "^Wrote .*/network-snapshot-[0-9]*.pt$" ||
+tail -n 2 "$work/int.log" | head -n 1 | grep -q "^Wrote .*/network-snapshot-[0-9]*\(\.[0-9][0-9][0-9]\)\?\.pt$" ||
   { cat "$work/int.log"; fail "SIGINT: no snapshot written at the stop"; }
 grep -q "^Stopped by signal 2 at .* kimg; resume with --resume $work/runs-int/" "$work/int.log" ||
   fail "SIGINT: no stop message"
@@ -144,7 +160,7 @@ expect_error() {  # expect_error PATTERN COMMAND...
   "$@" > "$work/err.log" 2>&1 || rc=$?
   [ "$rc" -ne 0 ] || fail "expected failure: $*"
   [ "$rc" -eq 1 ] || { cat "$work/err.log"; fail "exit status $rc, not 1: $*"; }
-  grep -q "$pattern" "$work/err.log" || { cat "$work/err.log"; fail "message lacks '$pattern'"; }
+  grep -q -- "$pattern" "$work/err.log" || { cat "$work/err.log"; fail "message lacks '$pattern'"; }
 }
 expect_error "did you mean 'G.z_dim'" "$bin/stylegan2_train" "${tiny[@]}" --G.zdim 3
 expect_error "train.batch_gpu = 7 does not divide the per-process batch 30" "$bin/stylegan2_train" "${tiny[@]}" --batch 30 --train.batch_gpu 7
@@ -201,6 +217,13 @@ grep -q "# world: 1 processes" "$work/dry.log" || fail "--dry-run did not print 
 grep -q "^# warning: D.mbstd_group_size = 4 but a round holds 2 images" "$work/dry-groups.log" ||
   fail "--dry-run did not warn of mbstd groups of 2"
 grep -q '# versions: {.*"libtorch"' "$work/dry.log" || fail "--dry-run did not print the versions"
+grep -q "^# dataset: fashion-mnist (512 images, 1x32x32, no labels used)" "$work/dry.log" ||
+  { cat "$work/dry.log"; fail "--dry-run did not report the dataset"; }
+expect_error "data.path '/nonexistent' does not exist" "$bin/stylegan2_train" "${tiny[@]}" --data /nonexistent --dry-run
+# No arguments: usage and examples, not a run of the defaults.
+mkdir "$work/no-arguments"
+(cd "$work/no-arguments" && expect_error "^usage: stylegan2_train --config PRESET.yaml --data DATASET" "$bin/stylegan2_train")
+[ -z "$(ls "$work/no-arguments")" ] || fail "stylegan2_train without arguments wrote into its directory"
 
 # Damaged data: info names the file, record and offset and exits non-zero; so does training.
 cp -r "$work/fashion-mnist" "$work/damaged"
@@ -226,4 +249,35 @@ expect_error "holds 16x16 images with 1 channel(s) but the network .* makes 32x3
 rm "$work/damaged/fashion-mnist-r03.tfrecords"
 expect_error "level r03 is missing" "$bin/stylegan2_dataset" info "$work/damaged"
 expect_error "data.resolution = 64 but the dataset" "$bin/stylegan2_train" "${tiny[@]}" --data.resolution 64
+# Numbers out of range: refused at once by name (no hang creating 100000 threads, no abort, no
+# silent wrap-around or negative rate).
+expect_error "run.threads = 100000: must be 0" timeout 20 "$bin/stylegan2_train" "${tiny[@]}" --run.threads 100000
+expect_error "--workers: Value 100000 not in range" "$bin/stylegan2_dataset" create --source "$work/fashion.zip" \
+    --dest "$work/never.zip" --workers 100000
+expect_error "--resolution: must be 0 (keep the size) or a power of two from 4 to 16384, not -32" \
+    "$bin/stylegan2_dataset" create --source "$work/fashion.zip" --dest "$work/never.zip" --resolution -32
+expect_error "not 1048576" "$bin/stylegan2_dataset" create --source "$work/fashion.zip" --dest "$work/never.zip" \
+    --resolution 1048576
+expect_error "--max-images: Value -5 not in range 0 to" "$bin/stylegan2_dataset" create \
+    --source "$work/fashion.zip" --dest "$work/never.zip" --max-images -5
+[ ! -e "$work/never.zip" ] || fail "a refused create wrote its destination"
+expect_error "--batch: Value 0 not in range" "$bin/stylegan2_dataset" bench "$work/fashion-mnist" --batch 0
+expect_error "--batches: Value -1 not in range" "$bin/stylegan2_dataset" bench "$work/fashion-mnist" --batches -1
+snapshot=$run_dir/network-snapshot-000000.pt
+expect_error "--trunc-cutoff: Value -5 not in range" "$bin/stylegan2_generate" --network "$snapshot" --trunc-cutoff -5
+expect_error "--styles 8: the network has 8 ws, 0 to 7" "$bin/stylegan2_generate" --network "$snapshot" --seeds 1,2 \
+    --mix-columns 3 --styles 0-100 --outdir "$work/never"
+python3 - "$work/nan.npy" <<'PY'
+import struct, sys
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 32), }"
+header += " " * (118 - len(header)) + "\n"
+with open(sys.argv[1], "wb") as f:  # a latent of the tiny network (z_dim 32) whose first value is NaN
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+    f.write(struct.pack("<f", float("nan")) + bytes(4 * 31))
+PY
+expect_error "nan.npy': latent 0 holds nan" "$bin/stylegan2_generate" --network "$snapshot" --latents "$work/nan.npy" \
+    --outdir "$work/never"
+[ ! -e "$work/never" ] || fail "a refused generate wrote images"
+expect_error "metric 'fid9223372036854776k': 9223372036854776k images is more than" "$bin/stylegan2_metrics" \
+    --network "$snapshot" --metrics fid9223372036854776k --no-log
 echo "e2e: all checks passed"

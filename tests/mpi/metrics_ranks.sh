@@ -33,7 +33,7 @@ metric_options=(--metrics "$(IFS=,; echo "${metrics[*]}")" --detector "$work/det
     --kimg 0.064 --train.kimg_per_tick 0.032 --run.image_snapshot_ticks 1 --run.threads 1 --data.workers 0 \
     --run.grid_w 4 --run.grid_h 2 > "$work/train.log" 2>&1 || { cat "$work/train.log"; fail "training with metrics"; }
 run_dir=$(ls -d "$work"/runs/*/)
-snapshot=$(ls "$run_dir"/network-snapshot-*.pt | sort | tail -n 1)
+snapshot=$(ls "$run_dir"/network-snapshot-*.pt | sort -V | tail -n 1)
 for metric in "${metrics[@]}"; do
   [ "$(wc -l < "$run_dir/metric-$metric.jsonl")" -ge 2 ] || fail "metric-$metric.jsonl has fewer than 2 lines"
 done

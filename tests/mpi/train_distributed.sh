@@ -56,7 +56,7 @@ max_tolerance=5e-2 rms_tolerance=1e-3
 common=(--config "$src/configs/fashion32.yaml" --dist.rng global --train.batch 16 --train.batch_gpu 4
         --kimg 0.064 --train.kimg_per_tick 0.032 --run.image_snapshot_ticks 0 --run.threads 1
         --data.workers 0 --data.max_images 512 --run.grid_w 4 --run.grid_h 2)
-snapshot_of() { ls "$work/$1"/*/network-snapshot-000000.pt; }
+snapshot_of() { ls "$work/$1"/*/network-snapshot-*.pt | sort -V | tail -n 1; }  # the run's last
 same_weights() {  # same_weights RUN_A RUN_B MAX_TOLERANCE [RMS_TOLERANCE]
   "$tests_bin/snapshot_diff" "$(snapshot_of "$1")" "$(snapshot_of "$2")" --tolerance "$3" --rms-tolerance "${4:--1}" \
       --prefixes G.,D.,G_ema.,loss.pl_mean > "$work/diff.log" || { cat "$work/diff.log"; fail "$1 and $2 differ"; }
@@ -208,7 +208,7 @@ failure() {
   start_long_job killed
   expect_job_failure "kill -9 of one rank" 30 kill_rank1
   local run_dir="$work/killed/00000-fashion-mnist-fashion32" last
-  last=$(ls "$run_dir"/network-snapshot-*.pt | tail -1)
+  last=$(ls "$run_dir"/network-snapshot-*.pt | sort -V | tail -1)
   # Resume on one process (another world size) from the last snapshot the killed job wrote.
   "$bin/stylegan2_train" --resume "$run_dir" --kimg 0.096 --train.kimg_per_tick 0.016 > "$work/resume.log" 2>&1 ||
     { cat "$work/resume.log"; fail "resume after the kill"; }

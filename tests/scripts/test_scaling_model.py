@@ -183,6 +183,15 @@ class SimulatedCluster(unittest.TestCase):
         self.assertAlmostEqual(fitted[1] / bandwidth, 1, delta=0.05)
         self.assertEqual(fitted[2], blend)
 
+    def test_between_the_sizes_it_measured_an_allreduce_costs_what_the_comm_bench_measured(self):
+        comm = {"rows": [{"bytes": 1000, "seconds": 1.0, "size_sweep": True},
+                         {"bytes": 4000, "seconds": 3.0, "size_sweep": True},
+                         {"bytes": 2000, "seconds": 9.0, "size_sweep": False}]}  # a bucket row: not the sweep's
+        cost = clusters.measured_cost(comm, lambda size: -1.0)
+        self.assertAlmostEqual(cost(2000), 2.0)  # halfway in the logarithm of the size
+        self.assertAlmostEqual(cost(4000), -1.0)  # at and beyond the ends: the fitted ring
+        self.assertAlmostEqual(cost(500), -1.0)
+
     def test_the_overhead_of_a_run_is_each_phase_exposed_once_per_interval(self):
         record = {"overlap": False, "phases": [{"name": "Gmain", "s": 1.0, "every": 1}, {"name": "Dreg", "s": 1.0, "every": 16}],
                   "buckets": {"G": {"bytes": [1, 1], "scheduled_ready": [0.5, 1.0]},
@@ -223,8 +232,9 @@ class SimulatedCluster(unittest.TestCase):
             f.flush()
             output = subprocess.run([os.path.join(SOURCE_DIR, "scripts/bench/scaling_model"), "predict-paper", f.name],
                                     capture_output=True, text=True, check=True).stdout
-        self.assertRegex(output, r"Table 1, global 32 \(fitted at 4\) +4 +28\.50 +100%")  # the fitted row
+        self.assertRegex(output, r"Table 1, global 32 +4 +28\.50 +100% +28\.5 s/kimg \(fitted to\)")  # the fitted row
         self.assertRegex(output, r"Fig\. 4 strong, global 64 +32 +\d+\.\d+ +\d+% +63%")
+        self.assertRegex(output, r"Table 1, global 32, overlap off +16 +\d+\.\d+ +\d+% +9\.3 s/kimg, 77%")
         layout = {net: (b["bytes"], b["scheduled_ready"]) for net, b in record["buckets"].items()}
         v100 = clusters.v100_cluster(layout)
         with_overlap, _ = clusters.cluster_step(v100, layout, 16, 2)

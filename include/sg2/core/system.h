@@ -14,11 +14,22 @@ namespace sg2 {
 // it changed anything.
 bool limit_blas_threads();
 
+// Debian 12's OpenBLAS (0.3.21) runs its SkylakeX or Cooperlake kernels on AVX-512 CPUs, and their
+// float32 products leave the reference's parity tolerance (the parity fixtures' gradients off by up
+// to 4e-3 relative where its Haswell kernels stay within 1e-4). Whether this process has them: every
+// program of the project then starts itself again, before main(), with OPENBLAS_CORETYPE=Haswell
+// (openblas_guard.cpp); a user's own OPENBLAS_CORETYPE is respected.
+bool openblas_kernels_known_inexact();
+
 double peak_rss_gib();     // peak resident set size of this process
 double process_cpu_seconds();  // user + system CPU time of this process so far, all its threads
 double current_rss_gib();  // resident set size now
 std::string hostname();  // this machine's host name ("?" where it cannot be read)
+std::vector<std::string> own_command_line();  // argv of this process (/proc/self/cmdline; empty where unreadable)
 double unix_time();  // seconds since the epoch (wall clock), for timestamps in logs and files
+
+// "1 channel", "3 channels": a count and its noun, plural with an s where the count is not 1.
+std::string counted(int64_t count, const std::string& noun);
 
 // "12s", "3m 04s", "2h 05m 06s", "1d 02h 03m" (as the reference's status lines).
 std::string format_duration(double seconds);

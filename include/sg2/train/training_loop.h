@@ -4,8 +4,8 @@
 // TensorBoard events (scalars at step = images shown, the fake grids),
 // sample grids every image_snapshot_ticks, snapshots every network_snapshot_ticks and at the end,
 // metrics (metric-<name>.jsonl) every metric.ticks or at each snapshot.
-// SIGINT/SIGTERM to any rank stop every rank within kStopVoteSteps steps (at the same step), write a
-// snapshot and return.
+// SIGINT/SIGTERM to any rank stop every rank within about kStopVoteSeconds (at the same step, so
+// never within a step: a step that takes longer ends first), write a snapshot and return.
 
 #include "sg2/core/timer.h"
 #include "sg2/train/event_writer.h"
@@ -24,8 +24,14 @@ namespace sg2::train {
 // 2007.0000000000002 is 2007), not truncated as a cast does.
 int64_t images_of_kimg(double kimg);
 
-// Steps between the ranks' votes on stopping (each waits for the device: not every step).
+// How often the ranks vote on stopping: about every kStopVoteSeconds, in whole steps (each vote
+// waits for the device: not every step where steps are short), at most kStopVoteSteps apart.
+constexpr double kStopVoteSeconds = 2.0;
 constexpr int64_t kStopVoteSteps = 16;
+
+// The steps until the next vote, given the seconds a step took since the last: every step where
+// steps take kStopVoteSeconds or more.
+int64_t steps_to_next_stop_vote(double seconds_per_step);
 
 class TrainingLoop {
  public:
@@ -61,6 +67,11 @@ class TrainingLoop {
   double tick_start_time_ = 0;
   double maintenance_seconds_ = 0;
   int stop_signal_ = 0;
+  int64_t previous_tick_nimg_ = -1;  // where the tick before the ending one ended (-1: none)
+  int64_t next_vote_step_ = 1;     // the batch index of the next stop vote (the same on every rank)
+  int64_t last_vote_step_ = 0;
+  double last_vote_time_ = 0;
+  void vote_on_stopping();
 };
 
 }  // namespace sg2::train

@@ -144,6 +144,13 @@ TEST(MetricNames, ParseCountsAndRealSets) {
   EXPECT_EQ(kid.max_reals, 500);
   EXPECT_NE(test::error_message([] { parse_metric("fid50k_ful"); }).find("fid<N>[k][_full]"), std::string::npos);
   EXPECT_NE(test::error_message([] { parse_metric("is50k"); }), "");
+  // Counts that would overflow, or generate for years, are refused by name, not wrapped around.
+  EXPECT_NE(test::error_message([] { parse_metric("fid9223372036854776k"); }).find("is more than the 1000000000"),
+            std::string::npos);
+  EXPECT_NE(test::error_message([] { parse_metric("fid99999999999999999999k"); }).find("fid99999999999999999999k"),
+            std::string::npos);
+  EXPECT_NE(test::error_message([] { parse_metric("pr2000000k3"); }).find("is more than"), std::string::npos);
+  EXPECT_EQ(parse_metric("fid1000000k").num_fakes, 1'000'000'000);
 }
 
 }  // namespace

@@ -56,6 +56,9 @@ TEST(TrainConfig, OutOfRangeValuesNameTheirKey) {
       {[](TrainConfig& c) { c.optim.eps = 0; }, "optim.eps = 0: must be > 0"},
       {[](TrainConfig& c) { c.optim.G_lr = std::numeric_limits<double>::infinity(); }, "optim.G_lr = inf"},
       {[](TrainConfig& c) { c.dist.timeout_seconds = 3e6; }, "dist.timeout = 3000000: must be > 0 and at most"},
+      {[](TrainConfig& c) { c.run.threads = 100000; }, "run.threads = 100000: must be 0"},
+      {[](TrainConfig& c) { c.data.workers = -1; }, "data.workers = -1: must be 0"},
+      {[](TrainConfig& c) { c.data.workers = 2000; }, "data.workers = 2000: must be 0"},
   };
   for (const Case& test_case : cases) {
     TrainConfig c;

@@ -47,8 +47,12 @@ TEST(TrainingLoop, WritesGridsStatsAndSnapshots) {
   EXPECT_EQ(reals.height, 2 * 32);
   EXPECT_EQ(reals.channels, 1);
   EXPECT_TRUE(fs::exists(run_dir + "/fakes_init.png"));
+  // Ticks shorter than a kimg: the first's files have the reference's names, the later ones' their images.
   EXPECT_TRUE(fs::exists(run_dir + "/fakes000000.png"));
-  EXPECT_EQ(latest_snapshot_in(run_dir), run_dir + "/" + snapshot_name(48));
+  EXPECT_TRUE(fs::exists(run_dir + "/fakes000000.040.png"));
+  EXPECT_TRUE(fs::exists(run_dir + "/network-snapshot-000000.pt"));
+  EXPECT_TRUE(fs::exists(run_dir + "/network-snapshot-000000.040.pt"));
+  EXPECT_EQ(latest_snapshot_in(run_dir), run_dir + "/network-snapshot-000000.048.pt");
   EXPECT_EQ(load_snapshot(latest_snapshot_in(run_dir)).integer("progress.cur_tick"), 4);
   EXPECT_EQ(resolve_resume("latest", dir.path()), latest_snapshot_in(run_dir));
   EXPECT_EQ(resolve_resume(run_dir, dir.path()), latest_snapshot_in(run_dir));
@@ -58,7 +62,7 @@ TEST(TrainingLoop, WritesGridsStatsAndSnapshots) {
   // is the run directory (not "", which would put the run's files at /).
   const fs::path caller_dir = fs::current_path();
   fs::current_path(run_dir);
-  const std::string bare = resolve_resume(snapshot_name(48), dir.path());
+  const std::string bare = resolve_resume("network-snapshot-000000.048.pt", dir.path());
   fs::current_path(caller_dir);
   EXPECT_EQ(bare, latest_snapshot_in(run_dir));
   EXPECT_EQ(fs::path(bare).parent_path(), fs::path(run_dir));
@@ -86,6 +90,30 @@ TEST(TrainingLoop, KimgCountsImagesRoundedUpNotTruncated) {
   EXPECT_EQ(images_of_kimg(2.007), 2007);  // 2007.0000000000002
   EXPECT_EQ(images_of_kimg(0.0015), 2);
   EXPECT_EQ(images_of_kimg(25000), 25000000);
+}
+
+TEST(RunDir, FilesOfTicksShorterThanAKimgKeepTheirOwnNames) {
+  EXPECT_EQ(snapshot_name(8), "network-snapshot-000000.pt");  // a run's first tick
+  EXPECT_EQ(snapshot_name(48, 24), "network-snapshot-000000.048.pt");  // a later tick in the same kimg
+  EXPECT_EQ(snapshot_name(1016, 992), "network-snapshot-000001.pt");  // the first to end in its kimg
+  EXPECT_EQ(snapshot_name(123456, 123000), "network-snapshot-000123.456.pt");
+  EXPECT_EQ(snapshot_name(123000, 122000), "network-snapshot-000123.pt");  // the reference's, tick after tick
+  test::TempDir dir;
+  for (const char* name : {"network-snapshot-000000.pt", "network-snapshot-000000.512.pt", "network-snapshot-000000.048.pt",
+                           "network-snapshot-000000.pt.tmp12", "network-snapshot-0.5.pt"}) {
+    std::ofstream(dir.file(name)) << "x";
+  }
+  EXPECT_EQ(latest_snapshot_in(dir.path()), dir.file("network-snapshot-000000.512.pt"));  // by images, not by name
+  std::ofstream(dir.file("network-snapshot-000001.pt")) << "x";
+  EXPECT_EQ(latest_snapshot_in(dir.path()), dir.file("network-snapshot-000001.pt"));
+}
+
+TEST(TrainingLoop, StopVotesComeAboutEveryTwoSecondsInWholeSteps) {
+  EXPECT_EQ(steps_to_next_stop_vote(45.0), 1);    // config-f on a CPU: every step
+  EXPECT_EQ(steps_to_next_stop_vote(2.0), 1);
+  EXPECT_EQ(steps_to_next_stop_vote(0.5), 4);
+  EXPECT_EQ(steps_to_next_stop_vote(0.001), kStopVoteSteps);  // not more than kStopVoteSteps apart
+  EXPECT_EQ(steps_to_next_stop_vote(0.0), 1);     // no step timed yet
 }
 
 TEST(Generate, LatentsAreNumpyCompatible) {
