@@ -197,10 +197,6 @@ int main(int argc, char** argv) {
   comm->add_option("--step-factor", comm_options.step_factor, "Size multiplier")->capture_default_str();
   comm->add_option("--iters", comm_options.iterations, "Timed calls per size")->capture_default_str();
   comm->add_option("--warmup", comm_options.warmup, "Untimed calls per size")->capture_default_str();
-  comm->add_option("--idle-seconds", comm_options.idle_seconds,
-                   "Time each call alone, started from idle after this long a wait (as a phase's first allreduce)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 10.0));
   SimulateOptions simulate_options;
   CLI::App* simulate = app.add_subcommand(
       "simulate", "The training step's gradient allreduce over the preset's buckets, compute replaced by waits "
@@ -245,6 +241,7 @@ int main(int argc, char** argv) {
     // As every multi-rank program: an error on one rank ends every rank, other options are refused.
     return cli::run_session_on_every_rank("stylegan2_bench", config, false, [&](dist::Session& session) {
       if (simulate->parsed()) return bench_simulated(config, simulate_options, output, session);
+      SG2_CHECK(!output.compute_alone || !comm->parsed(), "--compute-alone times training steps, not the comm bench");
       if (comm->parsed()) return bench_comm(config, !config_options.config_file().empty(), comm_options, output, session);
       return bench_training(config, bench, output, session);
     });

@@ -14,7 +14,8 @@ namespace {
 // 0 (keep) or a power of two from 4 to 16384: what a StyleGAN2 network can be trained at.
 const CLI::Validator kResolution(
     [](const std::string& text) -> std::string {
-      const int64_t r = std::stoll(text);
+      int64_t r = -1;
+      if (!CLI::detail::lexical_cast(text, r)) r = -1;  // not a number: refused below
       if (r == 0 || (r >= 4 && r <= 16384 && (r & (r - 1)) == 0)) return "";
       return "must be 0 (keep the size) or a power of two from 4 to 16384, not " + text;
     },

@@ -9,15 +9,19 @@ from scaling_core import exposed_seconds, fail, read_jsonl
 SIMULATED_TOLERANCE = 0.20
 
 
+GLOO_MAX_SEGMENT_BYTES = 1 << 20  # Gloo's default maxSegmentSize (kMaxSegmentSize)
+
+
 def gloo_ring_rounds(size, ranks):
-    """(rounds, segment bytes) of Gloo's ring allreduce of `size` bytes (its allreduce.cc): segments of
-    about size / (2 ranks), at least 2 x ranks of them and a multiple of ranks; the reduce-scatter and
-    the allgather each send all but two, two in flight at a time, so a round sends two."""
-    segment = -(-size // (2 * ranks))
+    """(rounds, segment bytes) of Gloo's ring allreduce of `size` float32 bytes (its allreduce.cc):
+    segments of about size / (2 ranks), at most 1 MiB, at least 2 x ranks of them and a multiple of
+    ranks; the reduce-scatter and the allgather each send all but one rank's share of them, two in
+    flight at a time, so a round sends two."""
+    segment = min(-(-size // (2 * ranks)), GLOO_MAX_SEGMENT_BYTES)
     segment = -(-segment // 4) * 4
     segments = max(-(-size // segment), 2 * ranks)
     segments = -(-segments // ranks) * ranks
-    return segments - 2, segment
+    return segments - segments // ranks, segment
 
 
 def ring_seconds(size, ranks, alpha, bandwidth, delay, blend=1.0):
@@ -145,7 +149,7 @@ def command_validate_simulated(args):
 # ---- the paper's clusters, predicted for this project's reducer ----------------------------------
 
 # Phase shares of a step, per call of Gmain, Greg, Dmain, Dreg (config-f on the GPU we measured:
-# docs/performance.md); scripts/bench/simulated_cluster waits by the same shares.
+# docs/PERFORMANCE.md); scripts/bench/simulated_cluster waits by the same shares.
 PHASE_SHARES = {"Gmain": 0.371, "Greg": 0.703, "Dmain": 0.431, "Dreg": 0.350}
 
 

@@ -6,10 +6,8 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
-#include <thread>
 
 namespace sg2::dist {
 
@@ -56,22 +54,10 @@ CommBenchRow time_allreduce(Communicator& comm, const std::vector<at::Tensor>& t
   for (int i = 0; i < o.warmup; ++i) run_once();
   settle(tensors);
   comm.barrier();
-  double seconds = 0;
-  if (o.idle_seconds > 0) {
-    for (int i = 0; i < o.iterations; ++i) {
-      comm.barrier();
-      std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_seconds));
-      const Stopwatch watch;
-      run_once();
-      seconds += watch.seconds();
-    }
-  } else {
-    const Stopwatch watch;
-    for (int i = 0; i < o.iterations; ++i) run_once();
-    seconds = watch.seconds();
-  }
+  const Stopwatch watch;
+  for (int i = 0; i < o.iterations; ++i) run_once();
   settle(tensors);
-  row.seconds = slowest_rank(comm, seconds / std::max(o.iterations, 1));
+  row.seconds = slowest_rank(comm, watch.seconds() / std::max(o.iterations, 1));
   const int n = comm.size();
   row.algbw_gbps = row.bytes / row.seconds / 1e9;
   row.busbw_gbps = row.algbw_gbps * (n > 1 ? 2.0 * (n - 1) / n : 0.0);

@@ -256,6 +256,8 @@ expect_error "--workers: Value 100000 not in range" "$bin/stylegan2_dataset" cre
     --dest "$work/never.zip" --workers 100000
 expect_error "--resolution: must be 0 (keep the size) or a power of two from 4 to 16384, not -32" \
     "$bin/stylegan2_dataset" create --source "$work/fashion.zip" --dest "$work/never.zip" --resolution -32
+expect_error "not abc" "$bin/stylegan2_dataset" create --source "$work/fashion.zip" --dest "$work/never.zip" \
+    --resolution abc
 expect_error "not 1048576" "$bin/stylegan2_dataset" create --source "$work/fashion.zip" --dest "$work/never.zip" \
     --resolution 1048576
 expect_error "--max-images: Value -5 not in range 0 to" "$bin/stylegan2_dataset" create \

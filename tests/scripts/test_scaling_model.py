@@ -163,6 +163,8 @@ class SimulatedCluster(unittest.TestCase):
         # A message too small for 2 segments a rank still has 2 x ranks of them (some empty).
         rounds, segment = clusters.gloo_ring_rounds(10, 4)
         self.assertEqual((rounds, segment), (6, 4))
+        # Segments of at most 1 MiB: 25 MiB on 4 ranks is 28 of them (7 a rank), 21 rounds.
+        self.assertEqual(clusters.gloo_ring_rounds(25 << 20, 4), (21, 1 << 20))
 
     def test_a_round_blends_the_software_and_the_link_then_adds_the_delay(self):
         size, ranks = 160 * 1024, 8  # 14 rounds of two 10 KiB segments

@@ -17,9 +17,6 @@ struct CommBenchOptions {
   int64_t step_factor = 4;
   int warmup = 3;
   int iterations = 20;
-  // > 0: every timed call starts from idle, after a barrier and this long a wait (as a training
-  // phase's first allreduce follows its compute), and is timed alone; 0: the calls back to back.
-  double idle_seconds = 0;
   at::ScalarType dtype = at::kFloat;
 };
 
