@@ -28,11 +28,16 @@ void restart_with_safe_openblas_kernels() {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr || !openblas_kernels_known_inexact()) return;
   const std::vector<std::string> arguments = own_command_line();
   if (arguments.empty()) return;
+  // The program's own path, not /proc/self/exe: its name (ps, pkill -x) stays the program's.
+  std::string program(4096, '\0');
+  const ssize_t length = readlink("/proc/self/exe", program.data(), program.size() - 1);
+  if (length <= 0) return;
+  program.resize(static_cast<size_t>(length));
   std::vector<char*> argv;
   for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
   argv.push_back(nullptr);
   if (setenv("OPENBLAS_CORETYPE", "Haswell", 1) != 0) return;
-  execv("/proc/self/exe", argv.data());
+  execv(program.c_str(), argv.data());
   unsetenv("OPENBLAS_CORETYPE");  // execv failed: carry on with the kernels loaded
 }
 

@@ -51,7 +51,11 @@ mpirun_n() { local n=$1; shift; mpirun --oversubscribe -np "$n" "$@"; }
 #    learning-rate steps. After 4 steps: RMS 2.7e-7 (max 5e-5) with LibTorch 1.13, RMS 1.9e-4 (max
 #    1.4e-2) with 2.11, whose CPU convolutions round differently; per-rank randomness, the control,
 #    is RMS 5e-3 with both. So: RMS 1e-3 and max 5e-2 (twenty learning-rate steps).
-exact_max=1e-4 exact_rms=1e-6
+# One Adam step with beta1 = 0 moves a weight by lr x g / (|g| + eps): a gradient element within a few
+# eps (1e-8) of zero moves a fraction of lr that its rounding decides (up to about 4e-4 here, on
+# D.b16.conv0.weight, with OpenBLAS's AVX2 kernels), so the largest difference is bounded by that;
+# the RMS over every weight stays at rounding.
+exact_max=1e-3 exact_rms=2e-6
 max_tolerance=5e-2 rms_tolerance=1e-3
 common=(--config "$src/configs/fashion32.yaml" --dist.rng global --train.batch 16 --train.batch_gpu 4
         --kimg 0.064 --train.kimg_per_tick 0.032 --run.image_snapshot_ticks 0 --run.threads 1
