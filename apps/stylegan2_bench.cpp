@@ -112,9 +112,7 @@ int bench_simulated(const train::TrainConfig& config, SimulateOptions options, c
   cli::SimulatedTraining simulation(config, comm, options.simulation);
   cli::SimulationResult result = cli::run_simulation(simulation, options.warmup, options.cycles);
   {  // computing alone, the slowest rank's step; the CPU time of every rank
-    const at::Tensor mine =
-        at::tensor(std::vector<double>{result.step_seconds, result.cpu_seconds}, at::kDouble).to(session.comm().device());
-    const at::Tensor all = session.comm().allgather(mine).cpu();  // [ranks, 2]
+    const at::Tensor all = cli::values_of_every_rank({result.step_seconds, result.cpu_seconds}, session.comm());  // [ranks, 2]
     if (alone) result.step_seconds = all.select(1, 0).max().item<double>();
     result.cpu_seconds = all.select(1, 1).sum().item<double>();
   }

@@ -79,11 +79,14 @@ void append_json_line(const std::string& path, const nlohmann::json& record) {
   SG2_CHECK(out.good(), "--jsonl {}: writing the record failed (disk full?)", path);
 }
 
+at::Tensor values_of_every_rank(const std::vector<double>& values, dist::Communicator& comm) {
+  return comm.allgather(at::tensor(values, at::kDouble).to(comm.device())).cpu();
+}
+
 void keep_slowest_rank(BenchResult& result, dist::Communicator& comm) {
   std::vector<double> seconds{result.step_seconds};
   for (const auto& phase : result.phases) seconds.push_back(phase.seconds);
-  const at::Tensor mine = at::tensor(seconds, at::kDouble).to(comm.device());
-  const at::Tensor slowest = std::get<0>(comm.allgather(mine).max(0)).cpu();  // [1 + phases]
+  const at::Tensor slowest = std::get<0>(values_of_every_rank(seconds, comm).max(0));  // [1 + phases]
   const auto* values = slowest.data_ptr<double>();
   result.step_seconds = values[0];
   for (size_t i = 0; i < result.phases.size(); ++i) result.phases[i].seconds = values[i + 1];

@@ -137,10 +137,10 @@ at::Tensor render_in_batches(Renderer& renderer, int64_t count,
   return keep ? at::cat(kept) : at::Tensor();
 }
 
-std::vector<std::string> render_images(Renderer& renderer, const GenerateOptions& o) {
+// z: [N, z_dim], the --latents file's or the seeds'.
+std::vector<std::string> render_images(Renderer& renderer, const GenerateOptions& o, const at::Tensor& z) {
   const bool from_file = !o.latents_file.empty();
   const nn::GeneratorOptions& g = renderer.G().options;
-  const at::Tensor z = from_file ? latents_from_file(o.latents_file, g.z_dim) : latents_for_seeds(o.seeds, g.z_dim);
   const int64_t count = z.size(0);
   const bool grid = count * g.img_channels * g.img_resolution * g.img_resolution <= kMaxGridBytes;
   std::vector<std::string> paths;
@@ -220,11 +220,12 @@ std::vector<std::string> generate_images(const GenerateOptions& o) {
   for (int64_t s : o.mix_styles) {
     SG2_CHECK(s >= 0 && s < num_ws, "--styles {}: the network has {} ws, 0 to {}", s, num_ws, num_ws - 1);
   }
-  if (!o.latents_file.empty()) latents_from_file(o.latents_file, renderer.G().options.z_dim);
+  const int64_t z_dim = renderer.G().options.z_dim;
+  const at::Tensor file_latents = o.latents_file.empty() ? at::Tensor() : latents_from_file(o.latents_file, z_dim);
   std::filesystem::create_directories(o.outdir);
   if (!o.mix_columns.empty()) return render_style_mixing(renderer, o);
   if (o.interpolation_frames > 0) return render_interpolation(renderer, o);
-  return render_images(renderer, o);
+  return render_images(renderer, o, file_latents.defined() ? file_latents : latents_for_seeds(o.seeds, z_dim));
 }
 
 }  // namespace sg2::cli

@@ -98,9 +98,12 @@ SimulatedTraining::SimulatedTraining(const train::TrainConfig& config, dist::Com
   if (config.loss.r1_gamma != 0) phases_.push_back({"Dreg", 1, config.optim.D_reg_interval, s[3]});
 }
 
-void SimulatedTraining::step() {
+void SimulatedTraining::step(const std::function<void(size_t, double)>& timed) {
   for (size_t i = 0; i < phases_.size(); ++i) {
-    if (batch_idx_ % phases_[i].interval == 0) run_phase(i);
+    if (batch_idx_ % phases_[i].interval != 0) continue;
+    const Stopwatch watch;
+    run_phase(i);
+    if (timed) timed(i, watch.seconds());
   }
   ++batch_idx_;
 }
@@ -169,14 +172,10 @@ SimulationResult run_simulation(SimulatedTraining& simulation, int warmup_steps,
   const Stopwatch watch;
   const double cpu_before = process_cpu_seconds();
   for (int64_t s = 0; s < result.timed_steps; ++s) {
-    for (size_t i = 0; i < simulation.phases().size(); ++i) {
-      if (simulation.batch_idx() % simulation.phases()[i].interval != 0) continue;
-      const Stopwatch phase_watch;
-      simulation.run_phase(i);
-      phase_total[i] += phase_watch.seconds();
-      ++phase_calls[i];
-    }
-    simulation.step_without_phases();
+    simulation.step([&](size_t phase, double seconds) {
+      phase_total[phase] += seconds;
+      ++phase_calls[phase];
+    });
   }
   const auto steps = static_cast<double>(result.timed_steps);
   result.step_seconds = watch.seconds() / steps;

@@ -38,6 +38,9 @@ nlohmann::json comm_bench_record(const std::vector<dist::CommBenchRow>& rows, co
 // Appends `record` as one line to `path` (created if missing); an error names the file.
 void append_json_line(const std::string& path, const nlohmann::json& record);
 
+// Every rank's `values`, as [ranks, values.size()] on the host (collective).
+at::Tensor values_of_every_rank(const std::vector<double>& values, dist::Communicator& comm);
+
 // Every rank's phase and step times replaced by the slowest rank's (collective): a compute-alone
 // run's step is its slowest rank's, as the gradient allreduce would make every rank wait for it.
 void keep_slowest_rank(BenchResult& result, dist::Communicator& comm);

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,9 +53,9 @@ struct SimulatedPhase {
 class SimulatedTraining {
  public:
   SimulatedTraining(const train::TrainConfig& config, dist::Communicator& comm, const SimulationOptions& options);
-  void step();  // every phase due at this step, as Trainer::step
+  // Every phase due at this step, as Trainer::step; `timed` (if any) gets each phase's index and seconds.
+  void step(const std::function<void(size_t, double)>& timed = {});
   void run_phase(size_t index);
-  void step_without_phases() { ++batch_idx_; }  // after running the due phases one by one
 
   const std::vector<SimulatedPhase>& phases() const { return phases_; }
   dist::GradientReducer& reducer(int network) { return *reducers_.at(network); }
