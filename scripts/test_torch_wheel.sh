@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # Before the wheel's 800 MB download: without the toolkit nothing of this can build.
 [ -x /usr/local/cuda/bin/nvcc ] || {
   echo "test_torch_wheel: the CUDA toolkit (/usr/local/cuda/bin/nvcc, with cuDNN and NCCL) is missing: this" \
-    "build compiles every CUDA source against it (README, 'The two commands')" >&2
+    "build compiles every CUDA source against it (docs/building.md)" >&2
   exit 1
 }
 wheel_dir=$(scripts/torch_wheel.sh)

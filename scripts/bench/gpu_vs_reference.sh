@@ -9,7 +9,7 @@
 # Then, where the budget allows, the reference in one round of the whole batch (batch_gpu = batch, as
 # `train.py --batch 32 --gpus 1` would run it): the speed its defaults leave unused on one GPU, and
 # the comparison at an equal per-round batch for our probed one. Each ratio is to the reference at
-# its defaults; the summary then says whether issue 13's goals are met (the best of ours at 2x the
+# its defaults; the summary then says whether the speed goals are met (the best of ours at 2x the
 # reference's img/s; config-f at 5 s/kimg or less, in the reference's float16 settings).
 # Prints every table and a summary of img/s, s/kimg, peak memory, the host's ms a step (how long it
 # took to issue the steps: well under the step's time, the GPU bounds it; stylegan2_bench's README
