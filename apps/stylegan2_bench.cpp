@@ -159,11 +159,19 @@ int bench_comm(const train::TrainConfig& config, bool with_layout, const dist::C
 
 }  // namespace
 
+// 64 GiB: more than any GPU's memory for one allreduce buffer, so larger is a typo.
+constexpr int64_t kMaxMessageBytes = int64_t{1} << 36;
+
 int main(int argc, char** argv) {
   CLI::App app{"Benchmark StyleGAN2 training phases on a preset (img/s, s/kimg, peak memory, op families)."};
   cli::ConfigOptions config_options;
   cli::BenchOptions bench;
   config_options.add_to(app);
+  app.footer("Examples:\n"
+             "  stylegan2_bench --config configs/bench-cpu-32.yaml\n"
+             "  stylegan2_bench --config configs/config-f.yaml --run.device cuda --batch 32 --jsonl bench.jsonl\n"
+             "  mpirun -np 2 stylegan2_bench comm --min-bytes 16384 --max-bytes 67108864\n"
+             "stylegan2_bench COMMAND --help lists a command's options (comm, simulate, ops, ...).");
   app.add_option("--warmup", bench.warmup_steps, "Untimed steps first")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -190,11 +198,21 @@ int main(int argc, char** argv) {
   CLI::App* comm = app.add_subcommand("comm", "Allreduce sweep over message sizes (and, with --config, the "
                                               "preset's gradient buckets), verified, with algbw and busbw");
   comm->fallthrough();  // --config and the other training flags may follow "comm"
-  comm->add_option("--min-bytes", comm_options.min_bytes, "Smallest message")->capture_default_str();
-  comm->add_option("--max-bytes", comm_options.max_bytes, "Largest message")->capture_default_str();
-  comm->add_option("--step-factor", comm_options.step_factor, "Size multiplier")->capture_default_str();
-  comm->add_option("--iters", comm_options.iterations, "Timed calls per size")->capture_default_str();
-  comm->add_option("--warmup", comm_options.warmup, "Untimed calls per size")->capture_default_str();
+  comm->add_option("--min-bytes", comm_options.min_bytes, "Smallest message")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{4}, kMaxMessageBytes));
+  comm->add_option("--max-bytes", comm_options.max_bytes, "Largest message")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{4}, kMaxMessageBytes));
+  comm->add_option("--step-factor", comm_options.step_factor, "Size multiplier")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1024));
+  comm->add_option("--iters", comm_options.iterations, "Timed calls per size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  comm->add_option("--warmup", comm_options.warmup, "Untimed calls per size")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
   SimulateOptions simulate_options;
   CLI::App* simulate = app.add_subcommand(
       "simulate", "The training step's gradient allreduce over the preset's buckets, compute replaced by waits "
@@ -202,14 +220,16 @@ int main(int argc, char** argv) {
   simulate->fallthrough();
   simulate->add_option("--phase-ms", simulate_options.phase_ms, "Compute per call of Gmain,Greg,Dmain,Dreg (ms)")
       ->delimiter(',')
-      ->required();
+      ->required()
+      ->check(CLI::Range(0.0, 1e7));
   simulate->add_option("--byte-scale", simulate_options.simulation.byte_scale,
                        "Parameters and buckets at 1/this of their bytes")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1e6));
   simulate->add_option("--forward-share", simulate_options.simulation.forward_share,
                        "Share of a phase before its backward")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   simulate->add_option("--sim-warmup", simulate_options.warmup, "Untimed steps first")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -221,11 +241,17 @@ int main(int argc, char** argv) {
                                             "layouts: the CUDA kernels (specialised and generic) and the reference "
                                             "ops, against a device copy");
   ops->fallthrough();
-  ops->add_option("--resolution", ops_options.resolution, "Resolution whose shapes are timed")->capture_default_str();
-  ops->add_option("--ops-batch", ops_options.batch, "Batch of the timed tensors")->capture_default_str();
+  ops->add_option("--resolution", ops_options.resolution, "Resolution whose shapes are timed")
+      ->capture_default_str()
+      ->check(CLI::Range(4, 4096));
+  ops->add_option("--ops-batch", ops_options.batch, "Batch of the timed tensors")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   ops->add_option("--dtype", ops_options.dtype, "auto (float16 on CUDA, float32 on the CPU), float16, bfloat16, float32")
       ->capture_default_str();
-  ops->add_option("--ops-repeats", ops_options.repeats, "Calls per timing (best of three)")->capture_default_str();
+  ops->add_option("--ops-repeats", ops_options.repeats, "Calls per timing (best of three)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
   bench.op_families = !no_ops;
   const nn::ops::ImplScope ops_impl(reference_ops ? nn::ops::Impl::Reference : nn::ops::Impl::Fast);

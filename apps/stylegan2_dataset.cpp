@@ -31,8 +31,15 @@ void add_source_options(CLI::App& command, sg2::data::SourceOptions& source) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"StyleGAN2 datasets: TFRecord directories (the original's) and stylegan2-ada ZIPs."};
+  CLI::App app{"StyleGAN2 datasets: TFRecord directories (the original's), stylegan2-ada ZIPs and image folders, "
+               "made from image folders, ZIPs, TFRecords or Fashion-MNIST's IDX files."};
   app.require_subcommand(1);
+  app.footer("Examples:\n"
+             "  stylegan2_dataset create --source /usr/share/datasets/fashion-mnist --dest data/fashion-mnist\n"
+             "  stylegan2_dataset create --source photos/ --dest data/faces.zip --resolution 256 --channels 3\n"
+             "  stylegan2_dataset info data/faces.zip\n"
+             "  stylegan2_dataset export data/fashion-mnist --outdir pngs --max-images 100\n"
+             "stylegan2_dataset COMMAND --help lists a command's options.");
   std::string filter = "lanczos";
 
   sg2::data::CreateOptions create;
@@ -75,6 +82,8 @@ int main(int argc, char** argv) {
   export_cmd->add_option("--level", export_source.level, "TFRecords: resolution of the level (0: full)")
       ->check(kResolution);
   add_source_options(*export_cmd, export_source);
+  bool export_overwrite = false;
+  export_cmd->add_flag("--overwrite", export_overwrite, "Write into a non-empty --outdir (never inside the source)");
 
   sg2::data::LoaderBenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time the training loader: read + verify + decode + batch");
@@ -103,7 +112,7 @@ int main(int argc, char** argv) {
     } else if (*info_cmd) {
       return sg2::data::print_dataset_info(info_path, !skip_verify) ? 0 : 1;
     } else if (*export_cmd) {
-      sg2::data::export_pngs(export_source, outdir);
+      sg2::data::export_pngs(export_source, outdir, export_overwrite);
     } else if (*bench_cmd) {
       sg2::data::bench_loader(bench);
     }

@@ -33,8 +33,13 @@ int main(int argc, char** argv) {
   app.add_option("--class", options.class_index, "Class index for conditional networks");
   app.add_option("--which", options.which, "Network in the snapshot: G_ema or G")->capture_default_str();
   app.add_option("--outdir", options.outdir, "Output directory")->capture_default_str();
+  app.add_flag("--overwrite", options.overwrite, "Replace images an earlier run wrote to --outdir");
   app.add_option("--device", options.device, "auto, cpu or cuda")->capture_default_str();
   app.add_option("--batch", options.batch, "Images per forward pass")->capture_default_str()->check(CLI::Range(1, 65536));
+  app.footer("Examples:\n"
+             "  stylegan2_generate --network runs/00000-x/network-snapshot-000030.pt --seeds 0-63 --trunc 0.7 --outdir out\n"
+             "  stylegan2_generate --network N.pt --seeds 85,100,75 --mix-columns 55,821,1789 --styles 0-6 --outdir mix\n"
+             "  stylegan2_generate --network N.pt --seeds 1,2,3,1 --interpolate 30 --outdir frames");
   SG2_PARSE_COMMAND_LINE(app, argc, argv);
   return sg2::run_reporting_errors("stylegan2_generate", [&] {
     if (options.latents_file.empty()) options.seeds = sg2::parse_index_list(seeds, "--seeds");

@@ -13,7 +13,10 @@
 int main(int argc, char** argv) {
   CLI::App app{"Starts N copies of a program with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK, "
                "MASTER_ADDR and MASTER_PORT set; when one fails, stops the others."};
-  app.footer("Everything after -- is the program and its arguments.");
+  app.footer("Everything after -- is the program and its arguments. Examples:\n"
+             "  stylegan2_launch --nproc-per-node 8 -- stylegan2_train --config configs/config-f.yaml --data /data/ffhq.zip\n"
+             "  stylegan2_launch --nproc-per-node 8 --nnodes 2 --node-rank 1 --master-addr node0 -- stylegan2_train ...\n"
+             "  stylegan2_launch --nproc-per-node 2 --log-dir logs -- stylegan2_metrics --network snap.pt --metrics fid50k_full");
   sg2::dist::LaunchOptions options;
   app.add_option("--nproc-per-node", options.nproc_per_node, "Processes (ranks) on this node")->required();
   app.add_option("--nnodes", options.nnodes, "Nodes in the job")->capture_default_str();

@@ -11,6 +11,14 @@ int main(int argc, char** argv) {
   CLI::App app{"Evaluate FID, KID or precision/recall of a StyleGAN2 snapshot (any number of ranks), or train the built-in detector."};
   sg2::cli::MetricsCommand metrics;
   metrics.add_to(app);
+  app.footer("Examples:\n"
+             "  stylegan2_metrics --network runs/00000-fashion-mnist-fashion32/network-snapshot-000024.pt "
+             "--metrics fid10k_full\n"
+             "  mpirun -np 8 stylegan2_metrics --network snap.pt --metrics fid50k_full,kid50k_full "
+             "--detector inception-2015-12-05.pt --data /data/ffhq.zip\n"
+             "  stylegan2_metrics train-detector --data /usr/share/datasets/fashion-mnist --heldout-split test "
+             "--out fmnist.pt\n"
+             "Training keys (G.*, D.*, train.*, ...) are accepted but not listed: the snapshot's config gives them.");
   sg2::cli::DetectorCommand detector;
   CLI::App* train_detector = app.add_subcommand("train-detector", "Train the built-in CNN feature detector");
   train_detector->allow_extras(false);  // created after the main command's allow_extras(), whose setting it copies

@@ -11,6 +11,7 @@ the original StyleGAN2.
 """
 import argparse
 import json
+import os
 import sys
 
 
@@ -56,7 +57,13 @@ def main():
     parser.add_argument("--repo", help="stylegan2-ada-pytorch checkout (added to sys.path)")
     parser.add_argument("--pkl", required=True, help="network pickle (.pkl) with G, D and G_ema")
     parser.add_argument("--out", required=True, help="output prefix: writes OUT.pt and OUT.json")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing OUT.pt or OUT.json")
     args = parser.parse_args()
+    existing = [path for path in (args.out + ".pt", args.out + ".json") if os.path.exists(path)]
+    if existing and not args.overwrite:
+        sys.exit(f"export_pkl: {existing[0]} exists; pass --overwrite to replace it, or choose another --out")
+    if os.path.abspath(args.out + ".pt") == os.path.abspath(args.pkl):
+        sys.exit(f"export_pkl: --out {args.out} would write over the pickle it reads")
     if args.repo:
         sys.path.insert(0, args.repo)
     import torch

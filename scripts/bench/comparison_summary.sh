@@ -24,5 +24,5 @@ h100_bandwidth_ratio() {  # h100_bandwidth_ratio GPU_NAME (nvidia-smi's); nothin
 }
 # KIMG + (RATIO - 1) * OTHER_MS / BATCH: the s/kimg with every non-matrix kernel RATIO times as long
 # and the convolutions and matrix products as long as before (a kernel's extra time can delay a step
-# by no more than itself): docs/PERFORMANCE.md, fourth run, says what that assumes.
+# by no more than itself): docs/performance.md, "An H100 SXM, estimated", says what that assumes.
 slowed_kimg() { awk -v k="$1" -v r="$2" -v o="$3" -v b="$4" 'BEGIN {printf "%.2f", k + (r - 1) * o / b}'; }

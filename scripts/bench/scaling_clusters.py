@@ -149,7 +149,7 @@ def command_validate_simulated(args):
 # ---- the paper's clusters, predicted for this project's reducer ----------------------------------
 
 # Phase shares of a step, per call of Gmain, Greg, Dmain, Dreg (config-f on the GPU we measured:
-# docs/PERFORMANCE.md); scripts/bench/simulated_cluster waits by the same shares.
+# docs/performance.md, conv2d_gradfix); scripts/bench/simulated_cluster waits by the same shares.
 PHASE_SHARES = {"Gmain": 0.371, "Greg": 0.703, "Dmain": 0.431, "Dreg": 0.350}
 
 

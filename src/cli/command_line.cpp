@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -32,7 +33,18 @@ using namespace train;  // the command layer drives the training library
 
 namespace fs = std::filesystem;
 
-void ConfigOptions::add_to(CLI::App& app) {
+namespace {
+
+bool key_shown(const std::string& key, const std::vector<std::string>& shown) {
+  if (shown.empty()) return true;
+  return std::any_of(shown.begin(), shown.end(), [&](const std::string& s) {
+    return key == s || (!s.empty() && s.back() == '.' && key.rfind(s, 0) == 0);
+  });
+}
+
+}  // namespace
+
+void ConfigOptions::add_to(CLI::App& app, const std::vector<std::string>& shown) {
   app.add_option("--config", config_file_, "YAML preset or config file (configs/*.yaml)")->check(CLI::ExistingFile);
   const TrainConfig defaults;
   config::add_cli_options(train_schema(), app, cli_, defaults);
@@ -44,17 +56,43 @@ void ConfigOptions::add_to(CLI::App& app) {
                                                                                  {"--detector", "metric.detector"}}) {
     config::add_cli_alias(train_schema(), app, cli_, flag, key);
   }
+  for (const auto& binding : cli_.bindings) {
+    if (!key_shown(binding.key, shown)) binding.option->group("");  // accepted, not listed
+  }
   app.allow_extras();  // unknown --keys get a suggestion in resolve()
   app_ = &app;
 }
+
+namespace {
+
+// An existing file or directory as an absolute path, so that a snapshot's config names it from any
+// directory; anything else (synthetic, a path that does not exist) as given.
+std::string absolute_if_exists(const std::string& path) {
+  std::error_code error;
+  if (path.empty() || !fs::exists(path, error)) return path;
+  const fs::path absolute = fs::absolute(path, error);
+  return error ? path : absolute.lexically_normal().string();
+}
+
+}  // namespace
 
 TrainConfig ConfigOptions::resolve(const std::string& snapshot_yaml) const {
   const auto& schema = train_schema();
   if (app_ != nullptr) config::reject_extras(schema, app_->remaining());
   TrainConfig config;
   if (!snapshot_yaml.empty()) config = schema.from_yaml_string(snapshot_yaml, "snapshot config");
+  const std::string snapshot_data = config.data.path;
   if (!config_file_.empty()) schema.read_yaml_file(config, config_file_);
   config::apply_cli(schema, config, cli_);
+  std::error_code error;
+  const bool data_from_snapshot = !snapshot_yaml.empty() && config.data.path == snapshot_data;
+  SG2_CHECK(!data_from_snapshot || config.data.path.empty() || config.data.path == "synthetic" ||
+                fs::exists(config.data.path, error),
+            "data.path '{}', the snapshot's training data, does not exist here (from {}): pass the dataset with "
+            "--data PATH", config.data.path, fs::current_path(error).string());
+  for (std::string* path : {&config.data.path, &config.metric.detector, &config.metric.pr_detector}) {
+    *path = absolute_if_exists(*path);
+  }
   return config;
 }
 
@@ -215,14 +253,21 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
   const std::string compute = apply_compute_settings(requested, world);
   if (const std::string warning = compute_settings_warning(device); !warning.empty()) spdlog::warn("{}", warning);
   auto dataset = open_configured_dataset(requested);
+  std::optional<Snapshot> snapshot;
+  if (!snapshot_path.empty()) {
+    snapshot = load_snapshot(snapshot_path);
+    const nn::GeneratorOptions g = nn::generator_options_from_json(snapshot->networks.at("G"));
+    check_network_fits_dataset(g, snapshot_path, *dataset, requested.data.path);
+    SG2_CHECK(g.c_dim > 0 || dataset->label_dim() == 0, "'{}' is unconditional, but data.use_labels gives it {} "
+              "label values: resume with --data.use_labels false", snapshot_path, dataset->label_dim());
+  }
   std::string batch_report;
   const TrainConfig config = with_probed_batch_gpu(requested, dataset, device, session.comm(), &batch_report);
   Trainer trainer(config, dataset, device, &session.comm());
   bool imported = false;
-  if (!snapshot_path.empty()) {
-    const Snapshot snapshot = load_snapshot(snapshot_path);
-    restore_trainer(trainer, snapshot);
-    imported = snapshot.imported();
+  if (snapshot) {
+    restore_trainer(trainer, *snapshot);
+    imported = snapshot->imported();
     trainer.broadcast_from_rank0();
   }
   // An imported network starts a new run (fine-tuning); a training snapshot continues its own.

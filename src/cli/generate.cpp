@@ -3,6 +3,7 @@
 #include "sg2/core/progress.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/files.h"
 #include "sg2/core/rng.h"
 #include "sg2/data/image_io.h"
 #include "sg2/data/npy.h"
@@ -137,28 +138,27 @@ at::Tensor render_in_batches(Renderer& renderer, int64_t count,
   return keep ? at::cat(kept) : at::Tensor();
 }
 
-// z: [N, z_dim], the --latents file's or the seeds'.
-std::vector<std::string> render_images(Renderer& renderer, const GenerateOptions& o, const at::Tensor& z) {
-  const bool from_file = !o.latents_file.empty();
-  const nn::GeneratorOptions& g = renderer.G().options;
+// Whether the images of render_images also go into grid.png.
+bool writes_grid(const nn::GeneratorOptions& g, int64_t count) {
+  return count * g.img_channels * g.img_resolution * g.img_resolution <= kMaxGridBytes;
+}
+
+// z: [N, z_dim], the --latents file's or the seeds'; names: the files, the grid's last when drawn.
+std::vector<std::string> render_images(Renderer& renderer, const at::Tensor& z, const std::vector<std::string>& names) {
   const int64_t count = z.size(0);
-  const bool grid = count * g.img_channels * g.img_resolution * g.img_resolution <= kMaxGridBytes;
+  const bool grid = writes_grid(renderer.G().options, count);
   std::vector<std::string> paths;
   const at::Tensor images = render_in_batches(
       renderer, count, [&](int64_t start, int64_t n) { return renderer.ws_of(z.narrow(0, start, n)); },
-      [&](int64_t i) {
-        return from_file ? fmt::format("{}/latent{:04d}.png", o.outdir, i)
-                         : fmt::format("{}/seed{:04d}.png", o.outdir, o.seeds[static_cast<size_t>(i)]);
-      },
-      paths, grid);
+      [&](int64_t i) { return names[static_cast<size_t>(i)]; }, paths, grid);
   if (grid) {
     const auto columns = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(count))));
-    paths.push_back(write_grid(images, columns, o.outdir + "/grid.png"));
+    paths.push_back(write_grid(images, columns, names.back()));
   }
   return paths;
 }
 
-std::vector<std::string> render_style_mixing(Renderer& renderer, const GenerateOptions& o) {
+std::string render_style_mixing(Renderer& renderer, const GenerateOptions& o, const std::string& name) {
   const int64_t z_dim = renderer.G().options.z_dim;
   const at::Tensor row_ws = renderer.ws_of(latents_for_seeds(o.seeds, z_dim));        // [R, num_ws, w]
   const at::Tensor col_ws = renderer.ws_of(latents_for_seeds(o.mix_columns, z_dim));  // [C, num_ws, w]
@@ -177,14 +177,18 @@ std::vector<std::string> render_style_mixing(Renderer& renderer, const GenerateO
     tiles.push_back(row_images.narrow(0, r, 1));
     tiles.push_back(mixed_images.narrow(0, r * cols, cols));
   }
-  return {write_grid(at::cat(tiles), cols + 1, o.outdir + "/stylemix.png")};
+  return write_grid(at::cat(tiles), cols + 1, name);
+}
+
+int64_t interpolation_frame_count(const GenerateOptions& o) {
+  return (static_cast<int64_t>(o.seeds.size()) - 1) * o.interpolation_frames + 1;
 }
 
 // Frame i lies between keys i / F and i / F + 1 (F frames per step), the last frame on the last key.
-std::vector<std::string> render_interpolation(Renderer& renderer, const GenerateOptions& o) {
-  SG2_CHECK(o.seeds.size() >= 2, "interpolation needs at least two seeds, got {}", o.seeds.size());
+std::vector<std::string> render_interpolation(Renderer& renderer, const GenerateOptions& o,
+                                              const std::vector<std::string>& names) {
   const at::Tensor keys = renderer.ws_of(latents_for_seeds(o.seeds, renderer.G().options.z_dim));  // [K, num_ws, w]
-  const int64_t steps = o.interpolation_frames, count = (keys.size(0) - 1) * steps + 1;
+  const int64_t steps = o.interpolation_frames, count = interpolation_frame_count(o);
   const auto frame_ws = [&](int64_t start, int64_t n) {
     std::vector<at::Tensor> frames;
     for (int64_t i = start; i < start + n; ++i) {
@@ -196,9 +200,39 @@ std::vector<std::string> render_interpolation(Renderer& renderer, const Generate
   };
   std::vector<std::string> paths;
   render_in_batches(
-      renderer, count, frame_ws, [&](int64_t i) { return fmt::format("{}/frame{:05d}.png", o.outdir, i); }, paths,
-      false);
+      renderer, count, frame_ws, [&](int64_t i) { return names[static_cast<size_t>(i)]; }, paths, false);
   return paths;
+}
+
+// The files a run of `o` writes, in order; image_count: the latents' count in images mode.
+std::vector<std::string> output_paths(const GenerateOptions& o, const nn::GeneratorOptions& g, int64_t image_count) {
+  const auto in_outdir = [&](const std::string& name) { return (std::filesystem::path(o.outdir) / name).string(); };
+  if (!o.mix_columns.empty()) return {in_outdir("stylemix.png")};
+  std::vector<std::string> paths;
+  if (o.interpolation_frames > 0) {
+    for (int64_t i = 0; i < interpolation_frame_count(o); ++i) paths.push_back(in_outdir(fmt::format("frame{:05d}.png", i)));
+    return paths;
+  }
+  for (int64_t i = 0; i < image_count; ++i) {
+    paths.push_back(in_outdir(o.latents_file.empty() ? fmt::format("seed{:04d}.png", o.seeds[static_cast<size_t>(i)])
+                                                     : fmt::format("latent{:04d}.png", i)));
+  }
+  if (writes_grid(g, image_count)) paths.push_back(in_outdir("grid.png"));
+  return paths;
+}
+
+// Earlier images are not replaced unless asked for.
+void check_outputs_are_new(const std::vector<std::string>& paths, bool overwrite) {
+  if (overwrite) return;
+  const auto existing = std::count_if(paths.begin(), paths.end(), [](const std::string& p) {
+    return std::filesystem::exists(p);
+  });
+  const auto first = std::find_if(paths.begin(), paths.end(), [](const std::string& p) {
+    return std::filesystem::exists(p);
+  });
+  SG2_CHECK(existing == 0, "{} of the {} file{} to write exist{} already (first '{}'); pass --overwrite to replace "
+            "them, or choose another --outdir", existing, paths.size(), paths.size() == 1 ? "" : "s",
+            existing == 1 ? "s" : "", existing == 0 ? "" : *first);
 }
 
 }  // namespace
@@ -214,6 +248,8 @@ std::vector<std::string> generate_images(const GenerateOptions& o) {
   SG2_CHECK(o.interpolation_frames >= 0 && o.interpolation_frames <= 100000, "--interpolate {}: must be 0-100000",
             o.interpolation_frames);
   SG2_CHECK(o.batch >= 1, "--batch {}: must be >= 1", o.batch);
+  SG2_CHECK(o.interpolation_frames == 0 || o.seeds.size() >= 2, "interpolation needs at least two seeds, got {}",
+            o.seeds.size());
   Renderer renderer(o);
   // Everything a user gave that only the network can check, before anything is written.
   const int64_t num_ws = renderer.G().synthesis->num_ws;
@@ -222,10 +258,13 @@ std::vector<std::string> generate_images(const GenerateOptions& o) {
   }
   const int64_t z_dim = renderer.G().options.z_dim;
   const at::Tensor file_latents = o.latents_file.empty() ? at::Tensor() : latents_from_file(o.latents_file, z_dim);
-  std::filesystem::create_directories(o.outdir);
-  if (!o.mix_columns.empty()) return render_style_mixing(renderer, o);
-  if (o.interpolation_frames > 0) return render_interpolation(renderer, o);
-  return render_images(renderer, o, file_latents.defined() ? file_latents : latents_for_seeds(o.seeds, z_dim));
+  const at::Tensor z = file_latents.defined() ? file_latents : latents_for_seeds(o.seeds, z_dim);
+  const std::vector<std::string> outputs = output_paths(o, renderer.G().options, z.size(0));
+  check_outputs_are_new(outputs, o.overwrite);
+  create_output_directory(o.outdir, "--outdir");
+  if (!o.mix_columns.empty()) return {render_style_mixing(renderer, o, outputs.front())};
+  if (o.interpolation_frames > 0) return render_interpolation(renderer, o, outputs);
+  return render_images(renderer, z, outputs);
 }
 
 }  // namespace sg2::cli

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 namespace sg2::cli {
@@ -30,6 +31,13 @@ nlohmann::json read_json(const std::string& path) {
   }
 }
 
+// The tensors of a state dict; one of our snapshots is verified against its checksum first.
+nn::TensorMap read_state_dict(const std::string& path) {
+  const auto dict = read_pickled_dict(path);
+  if (is_snapshot_dict(dict)) verify_snapshot_checksum(dict, path);
+  return nn::to_tensor_map(c10::IValue(dict), path);
+}
+
 }  // namespace
 
 TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::DiscriminatorOptions& d) {
@@ -45,7 +53,14 @@ TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::Discrim
 }
 
 ImportResult import_reference_networks(const std::string& state_dict_path, const std::string& config_path,
-                                       const std::string& out_path) {
+                                       const std::string& out_path, bool overwrite) {
+  for (const std::string& input : {state_dict_path, config_path}) {
+    std::error_code error;
+    SG2_CHECK(!std::filesystem::equivalent(input, out_path, error), "--out '{}' is an input of the import; "
+              "write the snapshot to a new path", out_path);
+  }
+  SG2_CHECK(overwrite || !std::filesystem::exists(out_path),
+            "--out '{}' exists; pass --overwrite to replace it, or choose a new path", out_path);
   const nlohmann::json config = read_json(config_path);
   SG2_CHECK(config.contains("G") && config.contains("D"), "'{}' needs \"G\" and \"D\" network options", config_path);
   std::vector<std::string> unknown;
@@ -54,7 +69,7 @@ ImportResult import_reference_networks(const std::string& state_dict_path, const
   // A dropped option such as conv_clamp changes no tensor shape: the import would render otherwise.
   SG2_CHECK(unknown.empty(), "'{}': unknown network option(s) {} (the G.* and D.* keys of stylegan2_train, as "
             "scripts/export_pkl.py writes them)", config_path, fmt::join(unknown, ", "));
-  const nn::TensorMap tensors = nn::load_tensor_file(state_dict_path);
+  const nn::TensorMap tensors = read_state_dict(state_dict_path);
   SG2_CHECK(has_prefix(tensors, "G.") || has_prefix(tensors, "G_ema."),
             "'{}' holds no G.<name> or G_ema.<name> tensors (a state dict saved as {{'G.' + k: v}})", state_dict_path);
   ImportResult result;

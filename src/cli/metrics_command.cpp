@@ -21,20 +21,6 @@ using namespace train;  // the command layer drives the training library
 
 namespace {
 
-// The metrics compare reals with fakes of one shape; a conditional G draws its labels from the reals.
-void check_reals_fit_generator(const data::Dataset& reals, const std::string& data_path, const nn::GeneratorOptions& g,
-                               const std::string& network) {
-  const data::ImageShape s = reals.shape();
-  SG2_CHECK(s.height == g.img_resolution && s.width == g.img_resolution && s.channels == g.img_channels,
-            "the dataset '{}' holds {}x{} images with {} channel(s) but the network '{}' makes {}x{} with {}; pass the "
-            "network's training data with --data (data.resolution and data.channels convert on the fly)",
-            data_path, s.width, s.height, s.channels, network, g.img_resolution, g.img_resolution, g.img_channels);
-  SG2_CHECK(g.c_dim == 0 || reals.label_dim() == g.c_dim,
-            "the network '{}' is conditioned on {} label values but the dataset '{}' has {} (data.use_labels: true "
-            "and a labelled dataset are needed)",
-            network, g.c_dim, data_path, reals.label_dim());
-}
-
 // {"metric", "results": {name: value, ...}, "seconds", "num_fakes", "world_size", "snapshot"}, and
 // "value" where the metric has one (fid, kid).
 nlohmann::json result_line(const metrics::MetricResult& result, int world_size, const std::string& snapshot) {
@@ -49,7 +35,9 @@ nlohmann::json result_line(const metrics::MetricResult& result, int world_size, 
 void MetricsCommand::add_to(CLI::App& app) {
   app.add_option("--network", network_, "Snapshot file (network-snapshot-*.pt); its G_ema is evaluated")
       ->check(CLI::ExistingFile);
-  config_.add_to(app);  // --metrics, --detector, --data, --metric.batch, --metric.seed, --metric.cache_dir, ...
+  // Listed: what an evaluation reads (--metrics, --detector, --data, metric.*, the device and the
+  // launch); the training keys are accepted (a snapshot's config carries them) but not listed.
+  config_.add_to(app, {"metrics", "metric.", "data.", "run.device", "run.threads", "dist."});
   app.add_flag("--no-log", no_log_, "Do not append to metric-<name>.jsonl beside the snapshot");
   app.add_flag("-v,--verbose", verbose_, "More log output");
 }
@@ -67,7 +55,7 @@ int MetricsCommand::run() {
     G->to(device);
     spdlog::info("Precision: G {}", G->options.precision.describe(G->options.img_resolution));
     const std::shared_ptr<data::Dataset> reals = open_configured_dataset(config);
-    check_reals_fit_generator(*reals, config.data.path, G->options, network_);
+    check_network_fits_dataset(G->options, network_, *reals, config.data.path);
     TrainingMetrics metrics(config, reals, session.comm(), device);
     const std::string run_dir = std::filesystem::path(network_).parent_path().string();
     const std::string snapshot_file = std::filesystem::path(network_).filename().string();
@@ -87,16 +75,21 @@ void DetectorCommand::add_to(CLI::App& app) {
   app.add_option("--split", split_, "Split to train on (Fashion-MNIST: train, test, all)")->capture_default_str();
   app.add_option("--heldout-split", heldout_split_, "Split of the same path to report accuracy on (e.g. test)");
   app.add_option("--out", out_, "Detector file to write (TorchScript)")->required();
-  app.add_option("--epochs", epochs_, "Passes over the data")->capture_default_str();
-  app.add_option("--batch", batch_, "Images per step")->capture_default_str();
-  app.add_option("--lr", learning_rate_, "Adam learning rate")->capture_default_str();
-  app.add_option("--max-images", max_images_, "Images per epoch (0: all)")->capture_default_str();
-  app.add_option("--seed", seed_, "Initialisation and shuffling seed")->capture_default_str();
-  app.add_option("--threads", threads_, "CPU threads (0: all cores)")->capture_default_str();
+  app.add_flag("--overwrite", overwrite_, "Replace an existing --out file");
+  app.add_option("--epochs", epochs_, "Passes over the data")->capture_default_str()->check(CLI::Range(1, 100000));
+  app.add_option("--batch", batch_, "Images per step")->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--lr", learning_rate_, "Adam learning rate")->capture_default_str()->check(CLI::Range(1e-9, 10.0));
+  app.add_option("--max-images", max_images_, "Images per epoch (0: all)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--seed", seed_, "Initialisation and shuffling seed")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", threads_, "CPU threads (0: all cores)")->capture_default_str()->check(CLI::Range(0, 1024));
 }
 
 int DetectorCommand::run() {
   init_logging(0, false);
+  SG2_CHECK(overwrite_ || !std::filesystem::exists(out_),
+            "--out '{}' exists; pass --overwrite to replace it, or choose a new path", out_);
   if (threads_ > 0) at::set_num_threads(threads_);
   limit_blas_threads();
   data::DatasetOptions options;
@@ -125,7 +118,7 @@ int DetectorCommand::run() {
                train->label_dim());
   const auto result = metrics::train_builtin_detector(*train, heldout.get(), training, out_);
   std::cout << nlohmann::json{{"detector", out_}, {"loss", result.final_loss}, {"train_accuracy", result.train_accuracy},
-                              {"heldout_accuracy", result.heldout_accuracy}}
+                              {"heldout_accuracy", heldout ? nlohmann::json(result.heldout_accuracy) : nlohmann::json(nullptr)}}
                    .dump()
             << std::endl;
   return 0;

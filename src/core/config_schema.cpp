@@ -156,6 +156,15 @@ void check_choice(const std::string& value, const std::vector<std::string>& allo
 }
 
 void fail_unknown_key(const std::string& key, const std::string& source, const std::vector<std::string>& known_keys) {
+  std::vector<std::string> members;  // a section given a value ("train: 5") has keys below it
+  for (const auto& k : known_keys) {
+    if (k.rfind(key + ".", 0) == 0) members.push_back(k);
+  }
+  if (!members.empty()) {
+    throw Error(fmt::format("{}: '{}' is a section ({}{}), not a value: give it as a mapping of its keys, e.g. "
+                            "'{}: {{{}: ...}}'", source, key, members.front(), members.size() > 1 ? ", ..." : "",
+                            key, members.front().substr(key.size() + 1)));
+  }
   std::string best;
   size_t best_distance = SIZE_MAX;
   for (const auto& k : known_keys) {

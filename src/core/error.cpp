@@ -24,3 +24,13 @@ namespace sg2 {
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 }  // namespace sg2
+
+namespace sg2 {
+
+std::string without_location(const std::string& message) {
+  const size_t open = message.rfind(" [");
+  if (open == std::string::npos || message.back() != ']' || message.find(':', open) == std::string::npos) return message;
+  return message.substr(0, open);
+}
+
+}  // namespace sg2

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 namespace sg2 {
@@ -27,5 +28,19 @@ void read_whole_file(const std::string& path, std::vector<Byte>& out) {
 void read_file_into(const std::string& path, std::vector<char>& out) { read_whole_file(path, out); }
 
 void read_file_into(const std::string& path, std::vector<uint8_t>& out) { read_whole_file(path, out); }
+
+void create_output_directory(const std::string& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::create_directories(path, error);
+  if (!error && fs::is_directory(path)) return;
+  // The first part of the path that exists and is not a directory blocks it.
+  for (fs::path part = fs::path(path); !part.empty() && part != part.root_path(); part = part.parent_path()) {
+    if (fs::exists(part) && !fs::is_directory(part)) {
+      SG2_FAIL("cannot create {} '{}': a file '{}' is in the way", what, path, part.string());
+    }
+  }
+  SG2_FAIL("cannot create {} '{}': {}", what, path, error ? error.message() : "it is not a directory");
+}
 
 }  // namespace sg2

@@ -12,7 +12,8 @@ namespace sg2::data {
 
 int64_t Dataset::resolution() const {
   const ImageShape s = shape();
-  SG2_CHECK(s.height == s.width, "dataset '{}' has non-square images ({}x{})", name(), s.height, s.width);
+  SG2_CHECK(s.height == s.width, "dataset '{}' has non-square images ({}x{}, width x height); resize them "
+            "(stylegan2_dataset create --resolution R)", name(), s.width, s.height);
   return s.height;
 }
 

@@ -1,6 +1,7 @@
 #include "sg2/data/dataset_tool.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/files.h"
 #include "sg2/core/progress.h"
 #include "sg2/core/system.h"
 #include "sg2/core/timer.h"
@@ -11,6 +12,7 @@
 #include "sg2/data/prefetch_loader.h"
 #include "sg2/data/tfrecord_dataset.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace sg2::data {
@@ -97,6 +99,24 @@ void check_destination(const CreateOptions& options) {
   }
 }
 
+// Whether `inner` is `outer` or lies inside it (both as they would resolve, existing or not).
+bool path_within(const fs::path& inner, const fs::path& outer) {
+  const fs::path in = fs::weakly_canonical(inner), out = fs::weakly_canonical(outer);
+  const auto mismatch = std::mismatch(out.begin(), out.end(), in.begin(), in.end());
+  return mismatch.first == out.end();
+}
+
+// PNGs never go into the source (a folder source would grow by its own export), nor over files
+// already there unless overwrite.
+void check_export_destination(const std::string& source, const std::string& outdir, bool overwrite) {
+  SG2_CHECK(!path_within(outdir, source), "--outdir '{}' is inside the source '{}': the export would add to the "
+            "dataset it reads; choose a directory elsewhere", outdir, source);
+  SG2_CHECK(!fs::exists(outdir) || fs::is_directory(outdir), "--outdir '{}' exists and is not a directory", outdir);
+  SG2_CHECK(overwrite || !fs::exists(outdir) || fs::is_empty(outdir),
+            "--outdir '{}' is not empty; pass --overwrite to write over the files there, or choose a new directory",
+            outdir);
+}
+
 }  // namespace
 
 std::shared_ptr<Dataset> open_source(const SourceOptions& options) {
@@ -111,7 +131,9 @@ std::shared_ptr<Dataset> open_source(const SourceOptions& options) {
     dataset = std::make_shared<FashionMnistDataset>(path, options.split, true, options.max_images);
   } else if (ImageFiles::looks_like(path)) {
     auto images = std::make_shared<ImageArchiveDataset>(path, false, options.max_images, options.transform);
-    const bool labelled = images->available_label_dim() > 0;
+    SG2_CHECK(images->label_error().empty() || options.ignore_labels,
+              "{}; fix or remove it{}", images->label_error(), options.ignore_labels_hint);
+    const bool labelled = images->available_label_dim() > 0 && !options.ignore_labels;
     dataset = labelled ? std::make_shared<ImageArchiveDataset>(path, true, options.max_images, options.transform) : images;
   }
   SG2_CHECK(dataset != nullptr,
@@ -123,7 +145,10 @@ std::shared_ptr<Dataset> open_source(const SourceOptions& options) {
 
 void create_dataset(const CreateOptions& options) {
   check_destination(options);
-  const std::shared_ptr<Dataset> source = open_source(options.source);
+  SourceOptions source_options = options.source;
+  source_options.ignore_labels = !options.labels;
+  source_options.ignore_labels_hint = ", or pass --no-labels to make a dataset without labels";
+  const std::shared_ptr<Dataset> source = open_source(source_options);
   const ImageShape s = source->shape();
   const int64_t labels = source->label_dim();
   fmt::print("Source: {} ({}, {}x{}, {}, {})\n", options.source.path, counted(source->size(), "image"), s.width,
@@ -162,10 +187,13 @@ bool print_dataset_info(const std::string& path, bool verify) {
   return verify_tfrecord_levels(layout);
 }
 
-void export_pngs(const SourceOptions& options, const std::string& outdir) {
-  const std::shared_ptr<Dataset> dataset = open_source(options);
+void export_pngs(const SourceOptions& options, const std::string& outdir, bool overwrite) {
+  check_export_destination(options.path, outdir, overwrite);
+  SourceOptions images_only = options;
+  images_only.ignore_labels = true;  // PNGs carry no labels
+  const std::shared_ptr<Dataset> dataset = open_source(images_only);
   const ImageShape s = dataset->shape();
-  fs::create_directories(outdir);
+  create_output_directory(outdir, "--outdir");
   std::vector<uint8_t> chw(size_t(s.bytes()));
   for (int64_t i = 0; i < dataset->size(); ++i) {
     dataset->read_image(i, chw.data());

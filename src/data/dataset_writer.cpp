@@ -1,6 +1,7 @@
 #include "sg2/data/dataset_writer.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/files.h"
 #include "sg2/core/rng.h"
 #include "sg2/data/example.h"
 #include "sg2/data/image_io.h"
@@ -107,7 +108,7 @@ void write_tfrecord_dataset(const Dataset& source, const std::string& directory,
             "TFRecord datasets need square power-of-two images of at least 4x4; the source is {}x{} "
             "(use --resolution to resize)",
             shape.width, shape.height);
-  fs::create_directories(directory);
+  create_output_directory(directory, "the destination");
   const std::string name = fs::path(directory).lexically_normal().filename().string();
   SG2_CHECK(!name.empty() && name != "." && name != "..", "cannot derive a dataset name from '{}'", directory);
   std::vector<std::unique_ptr<TFRecordWriter>> writers;  // [0] = full resolution
@@ -148,7 +149,7 @@ void write_zip_dataset(const Dataset& source, const std::string& zip_path, const
   const ImageShape shape = source.shape();
   SG2_CHECK(shape.channels == 1 || shape.channels == 3, "ZIP datasets hold gray or RGB PNGs; the source has {} channels",
             shape.channels);
-  if (fs::path(zip_path).has_parent_path()) fs::create_directories(fs::path(zip_path).parent_path());
+  if (fs::path(zip_path).has_parent_path()) create_output_directory(fs::path(zip_path).parent_path().string(), "the destination's directory");
   ZipWriter zip(zip_path);
   nlohmann::json labels = nlohmann::json::array();
   const int64_t dim = options.labels ? source.label_dim() : 0;

@@ -1,6 +1,7 @@
 #include "sg2/data/image_archive_dataset.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/system.h"
 #include "sg2/data/zip_archive.h"
 
 #include <nlohmann/json.hpp>
@@ -92,8 +93,9 @@ ImageArchiveDataset::ImageArchiveDataset(const std::string& path, bool use_label
   } else {
     try {  // only to report whether labels exist (available_label_dim); unused labels are not checked
       load_labels();
-    } catch (const Error&) {
-      labels_.cols = 0;
+    } catch (const Error& e) {
+      labels_ = {};
+      label_error_ = without_location(e.what());
     }
   }
   SG2_CHECK(!use_labels || labels_.cols > 0,
@@ -110,11 +112,15 @@ Image ImageArchiveDataset::decode(int64_t index) const {
 
 void ImageArchiveDataset::read_image(int64_t index, uint8_t* out) const {
   const Image image = decode(index);
-  SG2_CHECK(image.channels == shape_.channels && image.height == shape_.height && image.width == shape_.width,
-            "'{}/{}' is {}x{} with {} channels but the dataset's first image is {}x{} with {}; all images must match "
-            "(stylegan2_dataset create --resolution R resizes them)",
-            files_.path(), files_.names()[size_t(index)], image.width, image.height, image.channels, shape_.width,
-            shape_.height, shape_.channels);
+  const bool same_size = image.height == shape_.height && image.width == shape_.width;
+  const bool same_channels = image.channels == shape_.channels;
+  SG2_CHECK(same_size && same_channels,
+            "'{}/{}' is {}x{} with {} but the dataset's first image is {}x{} with {}; all images must match "
+            "(stylegan2_dataset create {})",
+            files_.path(), files_.names()[size_t(index)], image.width, image.height, counted(image.channels, "channel"),
+            shape_.width, shape_.height, counted(shape_.channels, "channel"),
+            same_size ? "--channels 1 or 3 converts them" : same_channels ? "--resolution R resizes them"
+                                                          : "--resolution R --channels 1 or 3 converts them");
   image_to_chw(image, out);
 }
 

@@ -77,14 +77,16 @@ std::shared_ptr<Rendezvous> serve_or_join_libtorch_store(const EnvRendezvous& en
 
 std::shared_ptr<Rendezvous> connect_tcp_store(const EnvRendezvous& env, double timeout_seconds) {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+  const auto start = std::chrono::steady_clock::now();
   try {
     if (!env.agent_store) return serve_or_join_libtorch_store(env, timeout);
     auto client = std::make_unique<TcpStoreClient>(env.master_addr, env.master_port, timeout);
     return std::make_shared<AgentStoreRendezvous>(std::move(client), fmt::format("sg2/attempt_{}/", env.restart_count));
   } catch (const std::exception& e) {
-    SG2_FAIL("rank {} of {}: rendezvous at MASTER_ADDR={} MASTER_PORT={}{} failed within {:.0f} s: {}", env.world.rank,
-             env.world.size, env.master_addr, env.master_port, env.agent_store ? " (torchrun's agent store)" : "",
-             timeout_seconds, e.what());
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    SG2_FAIL("rank {} of {}: rendezvous at MASTER_ADDR={} MASTER_PORT={}{} failed after {:.1f} s (timeout {:.0f} s): {}",
+             env.world.rank, env.world.size, env.master_addr, env.master_port,
+             env.agent_store ? " (torchrun's agent store)" : "", elapsed, timeout_seconds, e.what());
   }
 }
 

@@ -86,7 +86,7 @@ void FeatureStats::save(const std::string& path, const std::string& key) const {
   }
   if (capture_all_) dict.insert("features", all());
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  if (!parent.empty()) create_output_directory(parent.string(), "the statistics' directory");
   const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
   data::write_file_atomically(path, bytes.data(), bytes.size());
 }

@@ -111,14 +111,14 @@ bool has_prefix(const TensorMap& tensors, const std::string& prefix) {
   return first != tensors.end() && first->first.rfind(prefix, 0) == 0;
 }
 
-TensorMap load_tensor_file(const std::string& path) {
-  c10::IValue value;
+c10::IValue read_torch_save_file(const std::string& path) {
   try {
-    value = torch::pickle_load(read_file_bytes<char>(path));
+    return torch::pickle_load(read_file_bytes<char>(path));
   } catch (const c10::Error& e) {
-    SG2_FAIL("{}: not a readable torch.save file ({})", path, e.what_without_backtrace());
+    SG2_FAIL("'{}' is not a readable snapshot or torch.save file ({})", path, e.what_without_backtrace());
   }
-  return to_tensor_map(value, path);
 }
+
+TensorMap load_tensor_file(const std::string& path) { return to_tensor_map(read_torch_save_file(path), path); }
 
 }  // namespace sg2::nn

@@ -1,6 +1,7 @@
 #include "sg2/train/run_dir.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/files.h"
 #include "sg2/core/system.h"
 #include "sg2/data/atomic_file.h"
 
@@ -41,7 +42,7 @@ int64_t snapshot_nimg(const std::string& name) {
 }  // namespace
 
 std::string create_run_dir(const std::string& outdir, const std::string& desc) {
-  fs::create_directories(outdir);
+  create_output_directory(outdir, "the output directory (--outdir)");
   int64_t next = 0;
   for (const auto& entry : fs::directory_iterator(outdir)) {
     if (entry.is_directory()) next = std::max(next, run_id(entry.path().filename().string()) + 1);

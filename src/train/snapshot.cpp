@@ -4,6 +4,7 @@
 #include "sg2/core/files.h"
 #include "sg2/core/rng.h"
 #include "sg2/data/atomic_file.h"
+#include "sg2/data/crc32c.h"
 #include "sg2/train/trainer.h"
 
 #include <ATen/core/Dict.h>
@@ -31,9 +32,80 @@ Dict snapshot_dict(const std::string& config_yaml, const TrainingState& state) {
   return dict;
 }
 
-void write_snapshot_dict(const std::string& path, const Dict& dict) {
+namespace {
+
+constexpr const char* kChecksumKey = "checksum";
+
+uint32_t crc_of_value(const c10::IValue& value, uint32_t crc) {
+  const auto add = [&crc](const void* data, size_t size) { crc = data::crc32c(data, size, crc); };
+  if (value.isTensor()) {
+    const at::Tensor t = value.toTensor().detach().cpu().contiguous();
+    const auto dtype = static_cast<int8_t>(t.scalar_type());
+    add(&dtype, sizeof(dtype));
+    add(t.sizes().data(), t.sizes().size() * sizeof(int64_t));
+    add(t.data_ptr(), t.numel() * t.element_size());
+  } else if (value.isInt()) {
+    const int64_t v = value.toInt();
+    add(&v, sizeof(v));
+  } else if (value.isDouble()) {
+    const double v = value.toDouble();
+    add(&v, sizeof(v));
+  } else if (value.isString()) {
+    add(value.toStringRef().data(), value.toStringRef().size());
+  } else {
+    const std::string kind = value.tagKind();
+    add(kind.data(), kind.size());
+  }
+  return crc;
+}
+
+}  // namespace
+
+uint32_t snapshot_checksum(const Dict& dict) {
+  std::map<std::string, c10::IValue> entries;  // sorted: the sum does not depend on the dict's order
+  for (const auto& item : dict) {
+    if (item.key().isString() && item.key().toStringRef() != kChecksumKey) entries.emplace(item.key().toStringRef(), item.value());
+  }
+  uint32_t crc = 0;
+  for (const auto& [key, value] : entries) {
+    crc = data::crc32c(key.c_str(), key.size() + 1, crc);  // with its NUL: "ab"+"c" differs from "a"+"bc"
+    crc = crc_of_value(value, crc);
+  }
+  return crc;
+}
+
+void write_snapshot_dict(const std::string& path, Dict dict) {
+  dict.insert_or_assign(kChecksumKey, static_cast<int64_t>(snapshot_checksum(dict)));
   const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
   data::write_file_atomically(path, bytes.data(), bytes.size());
+}
+
+Dict read_pickled_dict(const std::string& path) {
+  const c10::IValue value = nn::read_torch_save_file(path);
+  SG2_CHECK(value.isGenericDict(), "'{}' is not a snapshot: expected a dict, found {}", path, value.tagKind());
+  return value.toGenericDict();
+}
+
+bool is_snapshot_dict(const Dict& dict) {
+  const auto format = dict.find(std::string("format"));
+  return format != dict.end() && format->value().isString() && format->value().toStringRef() == kSnapshotFormat;
+}
+
+void verify_snapshot_checksum(const Dict& dict, const std::string& path) {
+  const auto stored = dict.find(std::string(kChecksumKey));
+  const auto version = dict.find(std::string("version"));
+  const bool before_checksums = version != dict.end() && version->value().isInt() && version->value().toInt() < 2;
+  if (stored == dict.end() && before_checksums) {
+    spdlog::warn("{}: a version-1 snapshot, written before snapshots carried checksums: its contents cannot be "
+                 "verified", path);
+    return;
+  }
+  SG2_CHECK(stored != dict.end() && stored->value().isInt(), "'{}' has no checksum: the file is damaged or was not "
+            "written by stylegan2-cpp", path);
+  const uint32_t expected = static_cast<uint32_t>(stored->value().toInt());
+  const uint32_t actual = snapshot_checksum(dict);
+  SG2_CHECK(actual == expected, "'{}' is damaged: its contents' CRC-32C is {:08x}, the snapshot recorded {:08x} "
+            "(a changed tensor, counter or config). Use an earlier snapshot of the run", path, actual, expected);
 }
 
 void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<at::Tensor>& rank_states) {
@@ -50,17 +122,11 @@ void save_snapshot(const std::string& path, Trainer& trainer, const std::vector<
 }
 
 Snapshot load_snapshot(const std::string& path) {
-  c10::IValue value;
-  try {
-    value = torch::pickle_load(read_file_bytes<char>(path));
-  } catch (const c10::Error& e) {
-    SG2_FAIL("'{}' is not a readable snapshot ({})", path, e.what_without_backtrace());
-  }
-  SG2_CHECK(value.isGenericDict(), "'{}' is not a snapshot: expected a dict, found {}", path, value.tagKind());
+  const Dict dict = read_pickled_dict(path);
   Snapshot s;
   s.path = path;
   std::string format;
-  for (const auto& item : value.toGenericDict()) {
+  for (const auto& item : dict) {
     if (!item.key().isString()) continue;
     const std::string& key = item.key().toStringRef();
     const c10::IValue& v = item.value();
@@ -71,6 +137,7 @@ Snapshot load_snapshot(const std::string& path) {
     if (v.isString() && key == "networks") s.networks = nlohmann::json::parse(v.toStringRef());
   }
   SG2_CHECK(format == kSnapshotFormat, "'{}' is not a {} file (format '{}')", path, kSnapshotFormat, format);
+  verify_snapshot_checksum(dict, path);
   s.version = s.integer("version");
   SG2_CHECK(s.version >= 1 && s.version <= kSnapshotVersion,
             "'{}' has snapshot version {}; this build reads versions 1 to {}", path, s.version, kSnapshotVersion);
@@ -137,6 +204,28 @@ std::shared_ptr<nn::Generator> load_generator(const Snapshot& s, const nn::Mixed
   auto G = std::make_shared<nn::Generator>(options);
   nn::load_state_dict(*G, s.tensors, which + ".", s.path);
   return G;
+}
+
+namespace {
+
+std::string describe_images(int64_t width, int64_t height, int64_t channels) {
+  const std::string kind = channels == 1 ? "grayscale" : channels == 3 ? "RGB" : fmt::format("{}-channel", channels);
+  return fmt::format("{}x{} {}", width, height, kind);
+}
+
+}  // namespace
+
+void check_network_fits_dataset(const nn::GeneratorOptions& g, const std::string& network,
+                                const data::Dataset& dataset, const std::string& data_path) {
+  const data::ImageShape s = dataset.shape();
+  const bool same_shape = s.height == g.img_resolution && s.width == g.img_resolution && s.channels == g.img_channels;
+  SG2_CHECK(same_shape, "'{}' makes {} images, but the dataset '{}' holds {} images: use the data the network was "
+            "trained on, or a dataset made at its shape (stylegan2_dataset create --source {} --dest NEW "
+            "--resolution {} --channels {})", network, describe_images(g.img_resolution, g.img_resolution, g.img_channels),
+            data_path, describe_images(s.width, s.height, s.channels), data_path, g.img_resolution, g.img_channels);
+  SG2_CHECK(g.c_dim == 0 || dataset.label_dim() == g.c_dim,
+            "'{}' is conditioned on {} label values but the dataset '{}' gives {} (a labelled dataset and "
+            "data.use_labels: true are needed)", network, g.c_dim, data_path, dataset.label_dim());
 }
 
 }  // namespace sg2::train

@@ -20,7 +20,7 @@ at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& d
 namespace {
 
 // run.channels_last on `device`: auto is reduced on CUDA (1.10x and 1.28x the img/s of off on
-// paper256 at its full batch, two H200 runs: docs/PERFORMANCE.md), off on the CPU (whose FIR
+// paper256 at its full batch, two H200 runs: docs/performance.md), off on the CPU (whose FIR
 // kernel computes NCHW).
 nn::ChannelsLast channels_last_on(const std::string& mode, const at::Device& device) {
   if (mode == "auto") return device.is_cuda() ? nn::ChannelsLast::Reduced : nn::ChannelsLast::Off;

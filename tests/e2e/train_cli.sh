@@ -5,9 +5,7 @@
 set -euo pipefail
 bin=$1
 src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/command_checks.sh"  # $work, fail, expect_error
 
 # The dataset tool: TFRecords (all levels) from Debian's Fashion-MNIST files, checked, exported, zipped.
 "$bin/stylegan2_dataset" create --source /usr/share/datasets/fashion-mnist --dest "$work/fashion-mnist" \
@@ -155,13 +153,6 @@ grep -q "^Stopped by signal 2 at .* kimg; resume with --resume $work/runs-int/" 
   fail "SIGINT: no stop message"
 
 # Bad input: a clear message and exit status 1, never a crash (a signal's 128 + n, an abort's 134).
-expect_error() {  # expect_error PATTERN COMMAND...
-  local pattern=$1 rc=0; shift
-  "$@" > "$work/err.log" 2>&1 || rc=$?
-  [ "$rc" -ne 0 ] || fail "expected failure: $*"
-  [ "$rc" -eq 1 ] || { cat "$work/err.log"; fail "exit status $rc, not 1: $*"; }
-  grep -q -- "$pattern" "$work/err.log" || { cat "$work/err.log"; fail "message lacks '$pattern'"; }
-}
 expect_error "did you mean 'G.z_dim'" "$bin/stylegan2_train" "${tiny[@]}" --G.zdim 3
 expect_error "train.batch_gpu = 7 does not divide the per-process batch 30" "$bin/stylegan2_train" "${tiny[@]}" --batch 30 --train.batch_gpu 7
 expect_error "data.path '/nonexistent' does not exist" "$bin/stylegan2_train" "${tiny[@]}" --data /nonexistent
@@ -244,7 +235,7 @@ expect_error "r05.tfrecords' has 599 records but '.*r02.tfrecords' has 600" "$bi
     --data "$work/cut" --kimg 0.5
 # Metrics of a network on data of another resolution: refused, naming both shapes.
 "$bin/stylegan2_dataset" create --source "$work/fashion.zip" --dest "$work/fashion16.zip" --resolution 16 > /dev/null
-expect_error "holds 16x16 images with 1 channel(s) but the network .* makes 32x32 with 1" "$bin/stylegan2_metrics" \
+expect_error "makes 32x32 grayscale images, but the dataset '.*fashion16.zip' holds 16x16 grayscale images" "$bin/stylegan2_metrics" \
     --network "$run_dir/network-snapshot-000000.pt" --data "$work/fashion16.zip" --no-log
 rm "$work/damaged/fashion-mnist-r03.tfrecords"
 expect_error "level r03 is missing" "$bin/stylegan2_dataset" info "$work/damaged"

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace sg2::cli {
 
@@ -19,8 +20,9 @@ using train::TrainConfig;
 class ConfigOptions {
  public:
   // Adds --config FILE, one --<key> flag per config field, and short aliases (--data, --outdir,
-  // --kimg, --batch, --seed).
-  void add_to(CLI::App& app);
+  // --kimg, --batch, --seed, --detector). shown: the keys (or "section." prefixes) --help lists,
+  // and the aliases it offers; empty: all. The others are still accepted, not listed.
+  void add_to(CLI::App& app, const std::vector<std::string>& shown = {});
   // Resolves the layers; `snapshot_yaml` (may be empty) is the config stored in a snapshot.
   TrainConfig resolve(const std::string& snapshot_yaml = "") const;
   const std::string& config_file() const { return config_file_; }
@@ -101,6 +103,7 @@ class DetectorCommand {
 
  private:
   std::string data_, split_ = "train", heldout_split_, out_;
+  bool overwrite_ = false;
   int threads_ = 0;
   int64_t epochs_ = 2, batch_ = 128, max_images_ = 0, seed_ = 0;
   double learning_rate_ = 2e-3;

@@ -29,6 +29,7 @@ struct GenerateOptions {
   std::vector<int64_t> mix_columns;
   std::vector<int64_t> mix_styles;  // empty: 0-6 (the reference's coarse + middle styles), clipped to num_ws
   int64_t interpolation_frames = 0; // > 0: frames between consecutive seeds, interpolated linearly in W
+  bool overwrite = false;           // replace files of an earlier run in outdir (else refused)
 };
 
 // [seeds, z_dim] float32 latents, numpy-compatible.
@@ -36,7 +37,8 @@ at::Tensor latents_for_seeds(const std::vector<int64_t>& seeds, int64_t z_dim);
 
 // Images mode: one PNG per seed (seedNNNN.png) or latent (latentNNNN.png), then grid.png.
 // Style mixing (mix_columns set): stylemix.png with the column images on top and the row images on
-// the left. Interpolation (interpolation_frames > 0): frameNNNNN.png. Returns the written paths.
+// the left. Interpolation (interpolation_frames > 0): frameNNNNN.png. Returns the written paths. A
+// file that exists already is refused, before anything renders, unless options.overwrite.
 std::vector<std::string> generate_images(const GenerateOptions& options);
 
 }  // namespace sg2::cli

@@ -22,7 +22,7 @@ struct ImportResult {
 };
 
 ImportResult import_reference_networks(const std::string& state_dict_path, const std::string& config_path,
-                                       const std::string& out_path);
+                                       const std::string& out_path, bool overwrite = false);
 
 // The training config whose networks are `g` and `d` (config-f defaults for everything else).
 TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::DiscriminatorOptions& d);

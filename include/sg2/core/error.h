@@ -17,6 +17,8 @@ class Error : public std::runtime_error {
 
 // The first line of a message (library errors append backtraces and source excerpts).
 std::string first_line(const std::string& text);
+// An Error's message without the " [file.cpp:123]" that SG2_CHECK appends, to quote it in another.
+std::string without_location(const std::string& message);
 
 namespace detail {
 [[noreturn]] void fail_check(const char* expression, const char* file, int line, const std::string& message);

@@ -1,6 +1,6 @@
 #pragma once
 // Whole-file reads, one definition for every module: snapshots and tensor files (char, as
-// torch::pickle_load takes them) and encoded images (uint8_t).
+// torch::pickle_load takes them) and encoded images (uint8_t); output directories.
 
 #include <cstdint>
 #include <string>
@@ -18,5 +18,9 @@ std::vector<Byte> read_file_bytes(const std::string& path) {
   read_file_into(path, bytes);
   return bytes;
 }
+
+// Creates `path` and its parents (existing ones are fine); the error says which option or file it is
+// for (`what`, e.g. "--outdir") and why, e.g. "a file 'runs' is in the way" or "Permission denied".
+void create_output_directory(const std::string& path, const std::string& what);
 
 }  // namespace sg2

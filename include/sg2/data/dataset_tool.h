@@ -14,6 +14,8 @@ struct SourceOptions {
   int64_t max_images = 0;
   int64_t level = 0;          // TFRecord source: resolution of the level to read (0: full)
   ImageTransform transform;   // image folder / ZIP sources only
+  bool ignore_labels = false; // image folder / ZIP: read no labels, even damaged ones
+  std::string ignore_labels_hint;  // how to ask for ignore_labels, for the error of damaged ones
 };
 
 // Any readable dataset with its labels exposed when it has some.
@@ -34,7 +36,9 @@ void create_dataset(const CreateOptions& options);
 // files. Returns false if anything is wrong.
 bool print_dataset_info(const std::string& path, bool verify);
 
-void export_pngs(const SourceOptions& source, const std::string& outdir);
+// PNGs img00000000.png... into outdir, which must not be inside the source, and must be new or empty
+// unless overwrite.
+void export_pngs(const SourceOptions& source, const std::string& outdir, bool overwrite = false);
 
 struct LoaderBenchOptions {
   std::string path;

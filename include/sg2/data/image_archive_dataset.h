@@ -1,5 +1,5 @@
 #pragma once
-// stylegan2-ada-pytorch datasets (DESIGN.md section 5): an uncompressed ZIP or a folder of images
+// stylegan2-ada-pytorch datasets (docs/architecture.md, "File formats"): an uncompressed ZIP or a folder of images
 // (PNG or JPEG), files sorted by relative path as its ImageFolderDataset sorts them, and optional
 // labels in `dataset.json` ({"labels": [[relative_path, class_or_vector], ...]}; integer classes
 // become one-hot vectors of max+1 entries, as there). Without a transform all images must share one
@@ -45,6 +45,8 @@ class ImageArchiveDataset : public Dataset {
   void read_image(int64_t index, uint8_t* out) const override;
   void read_label(int64_t index, float* out) const override;
   int64_t available_label_dim() const { return labels_.cols; }
+  // Why dataset.json's labels do not read (a dataset opened without labels keeps going); "" if they do.
+  const std::string& label_error() const { return label_error_; }
 
  private:
   Image decode(int64_t index) const;
@@ -56,6 +58,7 @@ class ImageArchiveDataset : public Dataset {
   int64_t count_ = 0;
   ImageShape shape_;
   bool use_labels_;
+  std::string label_error_;
   struct {
     int64_t cols = 0;
     std::vector<float> values;

@@ -1,5 +1,5 @@
 #pragma once
-// Sharded, seeded batches (DESIGN.md "Data sharding"): every epoch has a seeded permutation of all
+// Sharded, seeded batches (docs/architecture.md, "Data sharding"): every epoch has a seeded permutation of all
 // record indices; global batch k takes the next B positions of the endless sequence of epochs, and
 // rank r reads only its contiguous slice. Mirror flips are keyed by (seed, position), so the data a
 // run sees is the same for every world size and after a resume.

@@ -1,5 +1,5 @@
 #pragma once
-// The TFRecord container (DESIGN.md section 5): per record a little-endian uint64 length, the
+// The TFRecord container (docs/architecture.md, "File formats"): per record a little-endian uint64 length, the
 // masked CRC-32C of those 8 bytes, the payload, and the masked CRC-32C of the payload. Every read
 // checks both CRCs; every error names the file, the record number and its byte offset. Lengths are
 // checked against what is left of the file (and kMaxRecordBytes) before anything is allocated, so

@@ -1,5 +1,5 @@
 #pragma once
-// Dataset directories of the original StyleGAN2 (DESIGN.md section 5): `<name>-rNN.tfrecords`, one
+// Dataset directories of the original StyleGAN2 (docs/architecture.md, "File formats"): `<name>-rNN.tfrecords`, one
 // file per level NN = 02 .. log2(resolution), each record a tf.train.Example image, and optionally
 // `<name>-rxx.labels` (.npy float32 [N, label_size]) matched to records by index. Training reads
 // only the full-resolution level; records are found through an index of offsets (see tfrecord.h).

@@ -1,5 +1,5 @@
 #pragma once
-// ZIP archives as stylegan2-ada-pytorch stores datasets (DESIGN.md section 5): read with stored or
+// ZIP archives as stylegan2-ada-pytorch stores datasets (docs/architecture.md, "File formats"): read with stored or
 // deflated entries and ZIP64 (FFHQ-sized archives), written uncompressed (as its dataset_tool does)
 // with ZIP64 records where sizes or counts need them. Reads are thread-safe (pread); every entry's
 // CRC-32 is checked. Sizes in the central directory are checked against the file before anything is

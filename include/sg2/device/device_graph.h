@@ -1,7 +1,7 @@
 #pragma once
 // CUDA graphs of the parts of a training step (run.cuda_graphs): what a part launches is recorded
 // once and then relaunched as one graph, so the host no longer spends its per-op dispatch and launch
-// time on it (docs/PERFORMANCE.md: at a few images per GPU and round a step is bound by the host's
+// time on it (docs/performance.md: at a few images per GPU and round a step is bound by the host's
 // launches). LibTorch's at::cuda::CUDAGraph does the capture: a side stream, a private memory pool
 // (shared by the graphs of one pool), and the generators whose draws the part makes registered, so
 // that each replay draws the numbers the part would have drawn when run as itself.

@@ -39,6 +39,8 @@ bool has_prefix(const TensorMap& tensors, const std::string& prefix);
 // Copies every parameter and buffer of `from` into `to` (same architecture).
 void copy_state(const torch::nn::Module& from, torch::nn::Module& to);
 
+// What a torch.save file holds; a clear error naming `path` for anything unreadable.
+c10::IValue read_torch_save_file(const std::string& path);
 // Flat dict[str, Tensor] from a torch.save file (e.g. the parity fixtures).
 TensorMap load_tensor_file(const std::string& path);
 TensorMap to_tensor_map(const c10::IValue& value, const std::string& source_name);

@@ -9,7 +9,7 @@
 //   f(a, b) = f(a_hi, b_hi) + f(a_hi, b_lo) + f(a_lo, b_hi) + f(a_lo, b_lo),
 // and the last term is at most 2^-22 of a product. The first three in TF32 (which may cut a_lo to
 // its own 10 bits: another 2^-21 at most) carry float32's accuracy in three tensor-core passes,
-// which run several times FFMA's rate on an A100 or H100 (CUTLASS's 3xTF32; docs/PERFORMANCE.md has
+// which run several times FFMA's rate on an A100 or H100 (CUTLASS's 3xTF32; docs/performance.md has
 // the measurement). On a GPU without TF32 (before compute capability 8.0) the three passes run in
 // float32: slower than one. Non-finite values: a NaN stays NaN, an infinity's rest is NaN.
 

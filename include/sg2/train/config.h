@@ -1,7 +1,7 @@
 #pragma once
 // The training configuration: every field defined once in train_schema() (key, type, default,
 // help), read from YAML presets (configs/*.yaml) and --key value flags, written back as the
-// resolved config of a run. Defaults are config-f (DESIGN.md section 4). The config holds the
+// resolved config of a run. Defaults are config-f (docs/architecture.md, "Hyper-parameters"). The config holds the
 // option structs of the layers it configures (data, networks, loss, Adam's moments, the
 // communicator) directly; the G.* and D.* keys come from the networks' own schemas (nn/options.h),
 // so they are defined once.

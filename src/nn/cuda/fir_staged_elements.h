@@ -4,7 +4,7 @@
 // There each thread of the lanes kernel loads its whole window from global memory: 28 16-byte loads
 // for 4 outputs of the 4x4 filter, 40 with downsampling, 4 for one output with upsampling: each
 // sample is requested 7 times (2.5, 4). In the second H200 run every lanes launch ran at 3.7-4.3
-// TB/s of requested bytes, 2.3-3.8x the DRAM floor (docs/PERFORMANCE.md), with the loads then
+// TB/s of requested bytes, 2.3-3.8x the DRAM floor (docs/performance.md), with the loads then
 // waited for one by one: latency or the rate of requests bounded them, which that run cannot tell
 // apart.
 // Here a block first copies the samples its output tile reads (a tile of kRows x kGroups x kOutputs

@@ -1,5 +1,6 @@
 // Snapshots continue a run exactly: the same losses and weights as an uninterrupted run.
 #include "sg2/cli/command_line.h"
+#include "sg2/core/files.h"
 #include "sg2/cli/import.h"
 #include "sg2/train/snapshot.h"
 #include "sg2/train/trainer.h"
@@ -7,6 +8,7 @@
 #include "test_support.h"
 #include "tiny_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -78,6 +80,44 @@ TEST(Resume, SnapshotHoldsEverythingAndRejectsOtherFiles) {
   }
   std::ofstream(dir.file("junk.pt")) << "junk";
   EXPECT_THROW(load_snapshot(dir.file("junk.pt")), Error);
+}
+
+// Every byte of a snapshot's tensors and counters is covered: one bit flipped in a tensor's data
+// (which the torch.save container itself never checks) fails the load, naming the file.
+TEST(Resume, SnapshotChecksumCatchesAFlippedBit) {
+  test::TempDir dir;
+  c10::Dict<c10::IValue, c10::IValue> written(c10::StringType::get(), c10::AnyType::get());
+  written.insert("format", std::string(kSnapshotFormat));
+  written.insert("version", kSnapshotVersion);
+  written.insert("config", std::string("config: 1"));
+  written.insert("progress.cur_nimg", int64_t{8});
+  written.insert("marker", at::full({64}, 1234.5f));  // bytes 0x449a5000, easy to find in the file
+  write_snapshot_dict(dir.file("a.pt"), written);
+  std::vector<uint8_t> bytes = read_file_bytes(dir.file("a.pt"));
+  const float value = 1234.5f;
+  const auto* pattern = reinterpret_cast<const uint8_t*>(&value);
+  const auto found = std::search(bytes.begin(), bytes.end(), pattern, pattern + sizeof(float));
+  ASSERT_NE(found, bytes.end());
+  found[sizeof(float) * 10] ^= 0x01;  // one bit of the eleventh element
+  test::write_file_bytes(dir.file("flipped.pt"), bytes);
+  const auto dict = read_pickled_dict(dir.file("flipped.pt"));
+  EXPECT_NE(dict.at("marker").toTensor()[10].item<float>(), 1234.5f);  // the container read it back changed
+  EXPECT_NE(test::error_message([&] { verify_snapshot_checksum(dict, dir.file("flipped.pt")); })
+                .find("flipped.pt' is damaged"), std::string::npos);
+
+  // A changed counter or config is caught as well; the sum does not depend on the entries' order.
+  auto renamed = read_pickled_dict(dir.file("a.pt"));
+  EXPECT_NO_THROW(verify_snapshot_checksum(renamed, "a.pt"));
+  renamed.insert_or_assign("config", std::string("config: 2"));
+  EXPECT_THROW(verify_snapshot_checksum(renamed, "a.pt"), Error);
+  EXPECT_EQ(snapshot_checksum(renamed), snapshot_checksum(renamed.copy()));
+
+  // A version-1 snapshot (no checksum yet) still loads; a version-2 one without it does not.
+  auto old = read_pickled_dict(dir.file("a.pt"));
+  old.erase("checksum");
+  EXPECT_THROW(verify_snapshot_checksum(old, "v2.pt"), Error);
+  old.insert_or_assign("version", int64_t{1});
+  EXPECT_NO_THROW(verify_snapshot_checksum(old, "v1.pt"));
 }
 
 // A snapshot's generator computes as its run trained (the reference's pickles keep their float16
