@@ -12,7 +12,7 @@
 #include "sg2/core/cli_parse.h"
 #include "sg2/core/error.h"
 #include "sg2/core/logging.h"
-#include "sg2/dist/comm_benchmark.h"
+#include "sg2/distributed/comm_benchmark.h"
 #include "sg2/nn/ops.h"
 #include "sg2/train/batch_probe.h"
 #include "sg2/train/out_of_memory.h"

@@ -2,7 +2,7 @@
 //   stylegan2_launch --nproc-per-node 2 -- stylegan2_train --config run.yaml
 //   stylegan2_launch --nproc-per-node 8 --nnodes 2 --node-rank 1 --master-addr node0 -- stylegan2_train ...
 #include "sg2/core/cli_parse.h"
-#include "sg2/dist/launcher.h"
+#include "sg2/distributed/launcher.h"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_sinks.h>

@@ -5,7 +5,7 @@
 #include "sg2/core/system.h"
 #include "sg2/data/atomic_file.h"
 #include "sg2/device/cuda_device.h"
-#include "sg2/dist/consistency.h"
+#include "sg2/distributed/consistency.h"
 #include "sg2/nn/conv_gradfix.h"
 #include "sg2/nn/kernels.h"
 #include "sg2/nn/tf32_split.h"

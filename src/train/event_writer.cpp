@@ -4,7 +4,7 @@
 #include "sg2/core/error.h"
 #include "sg2/core/system.h"
 #include "sg2/data/tfrecord.h"
-#include "sg2/dist/world.h"
+#include "sg2/distributed/world.h"
 
 namespace sg2::train {
 

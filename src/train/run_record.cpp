@@ -3,7 +3,7 @@
 #include "sg2/core/error.h"
 #include "sg2/core/system.h"
 #include "sg2/device/cuda_device.h"
-#include "sg2/dist/communicator.h"
+#include "sg2/distributed/communicator.h"
 
 #include <torch/version.h>
 

@@ -1,10 +1,10 @@
 // Collectives and the gradient reducer across real processes (mpirun, srun or stylegan2_launch;
 // a plain run is a world of one). Expected values are closed forms of rank-filled tensors.
 #include "sg2/core/error.h"
-#include "sg2/dist/communicator.h"
-#include "sg2/dist/consistency.h"
-#include "sg2/dist/reducer.h"
-#include "sg2/dist/watchdog.h"
+#include "sg2/distributed/communicator.h"
+#include "sg2/distributed/consistency.h"
+#include "sg2/distributed/reducer.h"
+#include "sg2/distributed/watchdog.h"
 
 #include "test_world.h"
 

@@ -3,7 +3,7 @@
 // statistics equal a one-process computation whatever the world size, as do precision and recall.
 #include "sg2/data/fashion_mnist.h"
 #include "sg2/data/loader.h"
-#include "sg2/dist/communicator.h"
+#include "sg2/distributed/communicator.h"
 #include "sg2/metrics/evaluator.h"
 #include "sg2/metrics/precision_recall.h"
 

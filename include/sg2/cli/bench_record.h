@@ -4,7 +4,7 @@
 // bench prints are for people; scripts read these records.
 
 #include "sg2/cli/benchmark.h"
-#include "sg2/dist/comm_benchmark.h"
+#include "sg2/distributed/comm_benchmark.h"
 
 #include <nlohmann/json.hpp>
 

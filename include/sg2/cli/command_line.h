@@ -4,7 +4,7 @@
 
 #include "sg2/core/config_cli.h"
 #include "sg2/data/dataset.h"
-#include "sg2/dist/session.h"
+#include "sg2/distributed/session.h"
 #include "sg2/train/config.h"
 
 #include <CLI/CLI.hpp>

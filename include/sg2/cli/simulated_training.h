@@ -10,7 +10,7 @@
 
 #include "sg2/core/named_tensors.h"
 #include "sg2/core/timer.h"
-#include "sg2/dist/reducer.h"
+#include "sg2/distributed/reducer.h"
 #include "sg2/train/config.h"
 
 #include <nlohmann/json.hpp>

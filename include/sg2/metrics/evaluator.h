@@ -16,7 +16,7 @@
 // reals, the reference's cap), pr50k3 (against the first 50,000).
 
 #include "sg2/data/dataset.h"
-#include "sg2/dist/communicator.h"
+#include "sg2/distributed/communicator.h"
 #include "sg2/metrics/detector.h"
 #include "sg2/metrics/feature_stats.h"
 #include "sg2/nn/networks.h"

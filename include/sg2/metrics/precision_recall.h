@@ -12,7 +12,7 @@
 // distances per row. Every block is the same computation on any rank, so the result does not depend
 // on the world size; the per-row results meet in one all-reduce per pass.
 
-#include "sg2/dist/communicator.h"
+#include "sg2/distributed/communicator.h"
 
 #include <ATen/ATen.h>
 

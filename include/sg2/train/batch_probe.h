@@ -6,7 +6,7 @@
 // within the budget, and all ranks then take the smallest rank's choice.
 
 #include "sg2/data/dataset.h"
-#include "sg2/dist/communicator.h"
+#include "sg2/distributed/communicator.h"
 #include "sg2/train/config.h"
 
 #include <ATen/ATen.h>

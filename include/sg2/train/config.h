@@ -8,7 +8,7 @@
 
 #include "sg2/core/config_schema.h"
 #include "sg2/data/options.h"
-#include "sg2/dist/session.h"
+#include "sg2/distributed/session.h"
 #include "sg2/nn/options.h"
 #include "sg2/train/optim.h"
 #include "sg2/train/loss_options.h"

@@ -10,7 +10,7 @@
 // registered with the graph), so the training is the one without graphs.
 
 #include "sg2/device/device_graph.h"
-#include "sg2/dist/reducer.h"
+#include "sg2/distributed/reducer.h"
 #include "sg2/train/stats.h"
 
 #include <ATen/ATen.h>

@@ -5,9 +5,9 @@
 
 #include "sg2/data/prefetch_loader.h"
 #include "sg2/device/cuda_device.h"
-#include "sg2/dist/communicator.h"
-#include "sg2/dist/consistency.h"
-#include "sg2/dist/reducer.h"
+#include "sg2/distributed/communicator.h"
+#include "sg2/distributed/consistency.h"
+#include "sg2/distributed/reducer.h"
 #include "sg2/nn/networks.h"
 #include "sg2/train/config.h"
 #include "sg2/train/loss.h"

@@ -3,7 +3,7 @@
 // together and appended by rank 0 to <run_dir>/metric-<name>.jsonl. Used by the training loop and by
 // stylegan2_metrics, so both print the same numbers for the same snapshot and options.
 
-#include "sg2/dist/communicator.h"
+#include "sg2/distributed/communicator.h"
 #include "sg2/metrics/evaluator.h"
 #include "sg2/train/config.h"
 

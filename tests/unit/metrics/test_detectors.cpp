@@ -5,7 +5,7 @@
 #include "sg2/data/dataset_writer.h"
 #include "sg2/data/fashion_mnist.h"
 #include "sg2/data/loader.h"
-#include "sg2/dist/communicator.h"
+#include "sg2/distributed/communicator.h"
 #include "sg2/metrics/builtin_detector.h"
 #include "sg2/metrics/detector.h"
 #include "sg2/metrics/evaluator.h"

@@ -1,7 +1,7 @@
 // Precision and recall (precision_recall.h): hand-counted fractions on points of a line, the
 // streamed blocks against the whole-matrix reference, the GPU against the CPU, the metric names, and
 // the errors.
-#include "sg2/dist/communicator.h"
+#include "sg2/distributed/communicator.h"
 #include "sg2/metrics/evaluator.h"
 #include "sg2/metrics/precision_recall.h"
 

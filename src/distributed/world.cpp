@@ -1,4 +1,4 @@
-#include "sg2/dist/world.h"
+#include "sg2/distributed/world.h"
 
 #include "sg2/core/error.h"
 

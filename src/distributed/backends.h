@@ -2,8 +2,8 @@
 // Internal: factories of the backends. Each optional backend has a stub file that throws a clear
 // error, chosen by CMake, so call sites never #ifdef.
 
-#include "sg2/dist/communicator.h"
-#include "sg2/dist/watchdog.h"
+#include "sg2/distributed/communicator.h"
+#include "sg2/distributed/watchdog.h"
 
 #include <chrono>
 #include <condition_variable>

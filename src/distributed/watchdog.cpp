@@ -1,4 +1,4 @@
-#include "sg2/dist/watchdog.h"
+#include "sg2/distributed/watchdog.h"
 
 #include <fmt/format.h>
 

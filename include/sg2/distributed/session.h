@@ -3,7 +3,7 @@
 // rendezvous of stylegan2_launch / torchrun / srun), bootstrapped once, and the communicator it owns;
 // and ending every rank after a fatal error on one.
 
-#include "sg2/dist/communicator.h"
+#include "sg2/distributed/communicator.h"
 
 #include <ATen/ATen.h>
 

@@ -7,7 +7,7 @@
 #include "sg2/core/error.h"
 #include "sg2/core/system.h"
 #include "sg2/device/cuda_device.h"
-#include "sg2/dist/watchdog.h"
+#include "sg2/distributed/watchdog.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>

@@ -13,7 +13,7 @@
 
 #include "sg2/core/named_tensors.h"
 #include "sg2/core/timer.h"
-#include "sg2/dist/communicator.h"
+#include "sg2/distributed/communicator.h"
 
 #include <atomic>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "sg2/dist/launcher.h"
+#include "sg2/distributed/launcher.h"
 
 #include "sg2/core/error.h"
 

@@ -1,4 +1,4 @@
-#include "sg2/dist/reducer.h"
+#include "sg2/distributed/reducer.h"
 
 #include "sg2/core/error.h"
 #include "sg2/core/timer.h"

@@ -4,7 +4,7 @@
 // its closed form before timing, reported as the slowest rank's time per call, algorithm bandwidth
 // (bytes / time) and bus bandwidth (algbw x 2(n-1)/n), and a summary: wrong results, average busbw.
 
-#include "sg2/dist/communicator.h"
+#include "sg2/distributed/communicator.h"
 
 #include <string>
 #include <vector>

@@ -3,7 +3,7 @@
 // rank 0's. A mismatch is an error naming the first differing tensor and the ranks that differ.
 
 #include "sg2/core/named_tensors.h"
-#include "sg2/dist/communicator.h"
+#include "sg2/distributed/communicator.h"
 
 #include <string>
 #include <utility>

@@ -6,7 +6,7 @@
 // Backends live in their own files (mpi_backend.cpp, nccl_backend.cpp, gloo_backend.cpp,
 // local_backend.cpp) with a stub beside each optional one, so every build compiles and runs.
 
-#include "sg2/dist/world.h"
+#include "sg2/distributed/world.h"
 
 #include <ATen/ATen.h>
 

@@ -1,4 +1,4 @@
-#include "sg2/dist/comm_benchmark.h"
+#include "sg2/distributed/comm_benchmark.h"
 
 #include "sg2/core/error.h"
 #include "sg2/core/system.h"

@@ -1,6 +1,6 @@
 // The distributed session: finds the launch in the environment, bootstraps it and builds the
 // communicator the config and device ask for.
-#include "sg2/dist/session.h"
+#include "sg2/distributed/session.h"
 
 #include "backends.h"
 

@@ -1,4 +1,4 @@
-#include "sg2/dist/consistency.h"
+#include "sg2/distributed/consistency.h"
 
 #include "sg2/core/error.h"
 

@@ -1,6 +1,6 @@
 // stylegan2_launch's library: the rank environment, exit codes, stopping the other ranks when one
 // fails, forwarding signals, option errors. The children are /bin/sh scripts.
-#include "sg2/dist/launcher.h"
+#include "sg2/distributed/launcher.h"
 #include "test_support.h"
 
 #include <signal.h>
