@@ -34,7 +34,10 @@ int main(int argc, char** argv) {
   app.add_option("--which", options.which, "Network in the snapshot: G_ema or G")->capture_default_str();
   app.add_option("--outdir", options.outdir, "Output directory")->capture_default_str();
   app.add_flag("--overwrite", options.overwrite, "Replace images an earlier run wrote to --outdir");
-  app.add_option("--device", options.device, "auto, cpu or cuda")->capture_default_str();
+  std::string device = "auto";
+  app.add_option("--device", device, "Device to render on")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--batch", options.batch, "Images per forward pass")->capture_default_str()->check(CLI::Range(1, 65536));
   app.footer("Examples:\n"
              "  stylegan2_generate --network runs/00000-x/network-snapshot-000030.pt --seeds 0-63 --trunc 0.7 --outdir out\n"
@@ -46,6 +49,7 @@ int main(int argc, char** argv) {
     if (!columns.empty()) options.mix_columns = sg2::parse_index_list(columns, "--mix-columns");
     if (!styles.empty()) options.mix_styles = sg2::parse_index_list(styles, "--styles");
     options.noise_mode = sg2::nn::parse_noise_mode(noise_mode);
+    options.device = sg2::parse_enum(sg2::train::kDeviceChoiceNames, device, "--device");
     sg2::limit_blas_threads();
     const auto written = sg2::cli::generate_images(options);
     std::cout << "Wrote " << written.size() << (written.size() == 1 ? " file: " : " files: ") << written.front()

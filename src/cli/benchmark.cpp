@@ -237,7 +237,7 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
                      r.step_seconds * 1e3, img_per_s, r.timed_steps, r.step_host_seconds * 1e3);
   out << fmt::format("throughput {:.2f} img/s, {:.2f} s/kimg; peak RSS {:.2f} GiB, peak device memory {:.2f} GiB\n",
                      img_per_s, 1000.0 / img_per_s, r.peak_rss_gib, r.peak_device_gib);
-  if (trainer.device().is_cuda() && c.run.fir_kernel == "autotune") {
+  if (trainer.device().is_cuda() && c.run.fir_kernel == nn::kernels::FirKernelPolicy::Autotune) {
     out << fmt::format("# upfirdn2d's kernel in lanes, timed per shape: {}\n", nn::kernels::upfirdn2d_timing_summary());
   }
   for (const auto& [name, fractions, bytes] : {std::tuple{"G", &r.G_bucket_launch, &r.G_bucket_bytes},

@@ -113,9 +113,9 @@ namespace {
 
 // ", host synchronisation in a step: error", or why there is nothing to check; "" when off.
 std::string host_sync_check_note(const TrainConfig& c) {
-  if (parse_host_sync_check(c.run.host_sync_check) == HostSyncCheck::Off) return "";
+  if (c.run.host_sync_check == HostSyncCheck::Off) return "";
   if (!host_sync_check_available()) return ", no host synchronisation check (LibTorch without CUDA)";
-  return fmt::format(", host synchronisation in a step: {}", c.run.host_sync_check);
+  return fmt::format(", host synchronisation in a step: {}", name_of(c.run.host_sync_check));
 }
 
 }  // namespace
@@ -129,10 +129,13 @@ std::string apply_compute_settings(const TrainConfig& c, const dist::World& worl
   at::globalContext().setAllowTF32CuDNN(c.run.allow_tf32);
   at::globalContext().setBenchmarkCuDNN(c.run.cudnn_benchmark);
   nn::ops::set_conv2d_gradfix(c.run.conv2d_gradfix ? nn::ops::GradfixDevices::Cuda : nn::ops::GradfixDevices::None);
-  nn::kernels::set_fir_kernel_policy(nn::kernels::parse_fir_kernel_policy(c.run.fir_kernel));
-  nn::ops::set_tf32_split(nn::ops::parse_float32_convolutions(c.run.float32_convolutions));
-  const std::string fir_kernel = c.run.fir_kernel == "autotune" ? "" : ", upfirdn2d " + c.run.fir_kernel;
-  const char* split = c.run.float32_convolutions == "3xtf32" ? ", float32 convolutions in 3xTF32" : "";
+  nn::kernels::set_fir_kernel_policy(c.run.fir_kernel);
+  const bool split_tf32 = c.run.float32_convolutions == Float32Convolutions::ThreeTf32;
+  nn::ops::set_tf32_split(split_tf32 ? nn::ops::Tf32SplitDevices::Cuda : nn::ops::Tf32SplitDevices::None);
+  const std::string fir_kernel = c.run.fir_kernel == nn::kernels::FirKernelPolicy::Autotune
+                                     ? ""
+                                     : fmt::format(", upfirdn2d {}", name_of(c.run.fir_kernel));
+  const char* split = split_tf32 ? ", float32 convolutions in 3xTF32" : "";
   return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}{}, cuDNN benchmark {}{}{}{}{}",
                      threads, cores, world.local_size, c.run.allow_tf32 ? "on" : "off", split,
                      c.run.cudnn_benchmark ? "on" : "off", fir_kernel,
@@ -290,7 +293,7 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
   spdlog::info("Run directory: {}", run_dir);
   if (!snapshot_path.empty()) spdlog::info("{} {}", imported ? "Fine-tuning the imported networks of" : "Resumed from", snapshot_path);
   spdlog::info("World: {} processes, backend {}, rng {}, {} rounds of {} images per process and step",
-               world.size, session.comm().backend(), config.dist.rng, rounds_per_step(config, world.size),
+               world.size, session.comm().backend(), name_of(config.dist.rng), rounds_per_step(config, world.size),
                batch_per_round(config, world.size));
   const std::string mbstd_warning = mbstd_group_warning(config, world.size);
   if (world.is_root() && !mbstd_warning.empty()) spdlog::warn(mbstd_warning);

@@ -221,9 +221,16 @@ std::vector<std::string> output_paths(const GenerateOptions& o, const nn::Genera
   return paths;
 }
 
-// Earlier images are not replaced unless asked for.
-void check_outputs_are_new(const std::vector<std::string>& paths, bool overwrite) {
-  if (overwrite) return;
+// Earlier images are not replaced unless asked for; an input never.
+void check_outputs_are_new(const std::vector<std::string>& paths, const GenerateOptions& o) {
+  for (const std::string& input : {o.network, o.latents_file}) {
+    std::error_code error;
+    const auto same = [&](const std::string& p) { return !input.empty() && std::filesystem::equivalent(p, input, error); };
+    const auto clash = std::find_if(paths.begin(), paths.end(), same);
+    SG2_CHECK(clash == paths.end(), "'{}' would be written over the input '{}'; choose another --outdir",
+              clash == paths.end() ? "" : *clash, input);
+  }
+  if (o.overwrite) return;
   const auto existing = std::count_if(paths.begin(), paths.end(), [](const std::string& p) {
     return std::filesystem::exists(p);
   });
@@ -260,7 +267,7 @@ std::vector<std::string> generate_images(const GenerateOptions& o) {
   const at::Tensor file_latents = o.latents_file.empty() ? at::Tensor() : latents_from_file(o.latents_file, z_dim);
   const at::Tensor z = file_latents.defined() ? file_latents : latents_for_seeds(o.seeds, z_dim);
   const std::vector<std::string> outputs = output_paths(o, renderer.G().options, z.size(0));
-  check_outputs_are_new(outputs, o.overwrite);
+  check_outputs_are_new(outputs, o);
   create_output_directory(o.outdir, "--outdir");
   if (!o.mix_columns.empty()) return {render_style_mixing(renderer, o, outputs.front())};
   if (o.interpolation_frames > 0) return render_interpolation(renderer, o, outputs);

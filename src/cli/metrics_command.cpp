@@ -1,4 +1,5 @@
 #include "sg2/core/error.h"
+#include "sg2/core/files.h"
 #include "sg2/core/logging.h"
 #include "sg2/core/system.h"
 #include "sg2/data/dataset.h"
@@ -47,7 +48,10 @@ int MetricsCommand::run() {
   SG2_CHECK(!network_.empty(), "--network SNAPSHOT is required");
   const Snapshot snapshot = load_snapshot(network_);
   TrainConfig config = config_.resolve(snapshot.config_yaml);
+  SG2_CHECK(!config.metrics.empty() || !config_.given("metrics"),
+            "--metrics: an empty list; name the metrics, e.g. fid50k_full or fid10k_full,kid10k_full");
   if (config.metrics.empty()) config.metrics = {"fid50k_full"};
+  validate_metric_options(config);
   return run_session_on_every_rank("stylegan2_metrics", config, verbose_, [&](dist::Session& session) {
     spdlog::info("Compute: {}", apply_compute_settings(config, session.world()));
     const at::Device device = session.comm().device();
@@ -88,8 +92,13 @@ void DetectorCommand::add_to(CLI::App& app) {
 
 int DetectorCommand::run() {
   init_logging(0, false);
+  std::error_code error;
+  SG2_CHECK(!std::filesystem::equivalent(out_, data_, error), "--out '{}' is the --data it trains on; write the "
+            "detector to a new path", out_);
   SG2_CHECK(overwrite_ || !std::filesystem::exists(out_),
             "--out '{}' exists; pass --overwrite to replace it, or choose a new path", out_);
+  const std::string out_dir = std::filesystem::path(out_).parent_path().string();
+  if (!out_dir.empty()) create_output_directory(out_dir, "--out's directory");  // before the training, not after
   if (threads_ > 0) at::set_num_threads(threads_);
   limit_blas_threads();
   data::DatasetOptions options;

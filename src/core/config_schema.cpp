@@ -18,12 +18,18 @@ std::string node_text(const YAML::Node& node) {
   throw Error(fmt::format("{}: expected {}, got {}", where, expected, node_text(node)));
 }
 
+// Config keys are a few levels deep; deeper nesting is a mistake, or an alias that contains itself
+// ("a: &x {b: *x}"), which would recurse forever.
+constexpr int kMaxNesting = 16;
+
 void flatten_into(const YAML::Node& node, const std::string& prefix,
-                  std::vector<std::pair<std::string, YAML::Node>>& out) {
+                  std::vector<std::pair<std::string, YAML::Node>>& out, int depth) {
   if (node.IsMap()) {
+    SG2_CHECK(depth < kMaxNesting, "'{}': maps nested more than {} levels deep (an alias that refers to itself?)",
+              prefix.substr(0, 200), kMaxNesting);
     for (const auto& item : node) {
       const std::string name = item.first.as<std::string>();
-      flatten_into(item.second, prefix.empty() ? name : prefix + "." + name, out);
+      flatten_into(item.second, prefix.empty() ? name : prefix + "." + name, out, depth + 1);
     }
     return;
   }
@@ -125,7 +131,7 @@ YAML::Node encode_value(const std::vector<float>& values) {
 
 std::vector<std::pair<std::string, YAML::Node>> flatten_yaml(const YAML::Node& root) {
   std::vector<std::pair<std::string, YAML::Node>> out;
-  flatten_into(root, "", out);
+  flatten_into(root, "", out, 0);
   return out;
 }
 

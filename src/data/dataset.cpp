@@ -30,6 +30,9 @@ std::shared_ptr<Dataset> open_dataset(const DatasetOptions& options) {
                                               options.use_labels ? 10 : 0);
   }
   SG2_CHECK(std::filesystem::exists(path), "data.path '{}' does not exist", path);
+  SG2_CHECK(options.split == "train" || FashionMnistDataset::looks_like(path),
+            "data.split = {}: only the Fashion-MNIST IDX files have splits; '{}' is read whole (leave data.split "
+            "at train)", options.split, path);
   std::shared_ptr<Dataset> dataset;
   if (TFRecordDataset::looks_like(path)) {
     dataset = std::make_shared<TFRecordDataset>(path, options.use_labels, options.max_images);

@@ -13,6 +13,7 @@
 #include "sg2/data/tfrecord_dataset.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 namespace sg2::data {
@@ -21,7 +22,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_zip_path(const std::string& path) { return fs::path(path).extension() == ".zip"; }
+bool is_zip_path(const std::string& path) {
+  std::string extension = fs::path(path).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
+  return extension == ".zip";
+}
 
 // Reads and checks every record of one TFRecord file; returns the record count.
 int64_t verify_level(const std::string& path, int level) {
@@ -139,6 +144,11 @@ std::shared_ptr<Dataset> open_source(const SourceOptions& options) {
   SG2_CHECK(dataset != nullptr,
             "'{}': not a dataset (expected a TFRecord directory, a ZIP or folder of PNG/JPEG images, or the "
             "Fashion-MNIST IDX files)",
+            path);
+  SG2_CHECK(options.split == "train" || FashionMnistDataset::looks_like(path),
+            "--split {}: only the Fashion-MNIST IDX files have splits; '{}' is read whole", options.split, path);
+  SG2_CHECK(options.level == 0 || TFRecordDataset::looks_like(path),
+            "--level {}: only TFRecord directories have levels; '{}' has its images at one resolution", options.level,
             path);
   return dataset;
 }

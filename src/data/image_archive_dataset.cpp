@@ -129,6 +129,9 @@ void ImageArchiveDataset::read_label(int64_t index, float* out) const {
   std::copy_n(labels_.values.begin() + index * labels_.cols, labels_.cols, out);
 }
 
+// One-hot labels of more classes than this would take more memory than the images.
+constexpr int64_t kMaxClasses = 1 << 20;
+
 void ImageArchiveDataset::load_labels() {
   if (!files_.has_file("dataset.json")) return;
   const std::vector<uint8_t> bytes = files_.read_file("dataset.json");
@@ -159,7 +162,8 @@ void ImageArchiveDataset::load_labels() {
   if (classes) {
     int64_t max_class = 0;
     for (const auto& l : labels) {
-      SG2_CHECK(l.template get<int64_t>() >= 0, "'{}': negative class {}", where, l.dump());
+      SG2_CHECK(l.template get<int64_t>() >= 0 && l.template get<int64_t>() < kMaxClasses,
+                "'{}': class {} is outside 0 to {} (a class index, one-hot encoded)", where, l.dump(), kMaxClasses - 1);
       max_class = std::max(max_class, l.template get<int64_t>());
     }
     labels_.cols = max_class + 1;

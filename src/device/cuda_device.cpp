@@ -198,15 +198,10 @@ HostSyncCheck current_host_sync_check() { return HostSyncCheck::Off; }
 
 #endif
 
-namespace {
-constexpr EnumNames<HostSyncCheck, 3> kHostSyncChecks{
-    {{HostSyncCheck::Off, "off"}, {HostSyncCheck::Warn, "warn"}, {HostSyncCheck::Error, "error"}}};
-}  // namespace
-
 HostSyncCheck parse_host_sync_check(const std::string& name) {
-  return parse_enum(kHostSyncChecks, name, "host synchronisation check");
+  return parse_enum(kHostSyncCheckNames, name, "host synchronisation check");
 }
-std::string to_string(HostSyncCheck check) { return enum_name(kHostSyncChecks, check); }
+std::string to_string(HostSyncCheck check) { return enum_name(kHostSyncCheckNames, check); }
 
 HostSyncScope::HostSyncScope(HostSyncCheck check) {
   if (check == HostSyncCheck::Off || !host_sync_check_available()) return;

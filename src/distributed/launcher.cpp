@@ -27,6 +27,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kCannotExecute = 127;          // the shell's code for "command not found"
 constexpr int64_t kMaxWorldSize = 1 << 20;   // as read_env_rendezvous() accepts
+constexpr int64_t kMaxRanksPerNode = 1024;    // far more GPUs than a node has; more only exhausts its processes
 constexpr double kMaxGraceSeconds = 86400;
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
 
@@ -296,7 +297,8 @@ void log_start(const LaunchOptions& options) {
 }  // namespace
 
 void validate(const LaunchOptions& o) {
-  SG2_CHECK(o.nproc_per_node >= 1, "--nproc-per-node {}: expected a number of processes >= 1", o.nproc_per_node);
+  SG2_CHECK(o.nproc_per_node >= 1 && o.nproc_per_node <= kMaxRanksPerNode,
+            "--nproc-per-node {}: expected 1 to {} processes (one per GPU)", o.nproc_per_node, kMaxRanksPerNode);
   SG2_CHECK(o.nnodes >= 1, "--nnodes {}: expected a number of nodes >= 1", o.nnodes);
   SG2_CHECK(o.node_rank >= 0 && o.node_rank < o.nnodes, "--node-rank {}: expected 0 <= node rank < --nnodes ({})",
             o.node_rank, o.nnodes);

@@ -47,17 +47,13 @@ void select_device_before_mpi_init(const CommunicatorOptions& options) {
 
 }  // namespace
 
-std::string Session::resolve_backend(const std::string& requested, Launcher launcher, const at::Device& device,
-                                     int world_size) {
-  SG2_CHECK(requested == "auto" || requested == "nccl" || requested == "mpi" || requested == "gloo" ||
-                requested == "local",
-            "dist.backend = '{}': expected auto, nccl, mpi, gloo or local", requested);
-  if (requested != "auto") return requested;
-  if (world_size == 1) return "local";  // nothing to reduce, on any device
-  if (device.is_cuda()) return "nccl";
-  if (launcher == Launcher::Mpi) return "mpi";
-  if (launcher == Launcher::Env) return "gloo";
-  return "local";
+Backend Session::resolve_backend(Backend requested, Launcher launcher, const at::Device& device, int world_size) {
+  if (requested != Backend::Auto) return requested;
+  if (world_size == 1) return Backend::Local;  // nothing to reduce, on any device
+  if (device.is_cuda()) return Backend::Nccl;
+  if (launcher == Launcher::Mpi) return Backend::Mpi;
+  if (launcher == Launcher::Env) return Backend::Gloo;
+  return Backend::Local;
 }
 
 std::vector<std::pair<std::string, std::string>> communication_library_versions() {
@@ -83,20 +79,20 @@ std::unique_ptr<Communicator> connect_world(Launcher launcher, World world, Comm
     store = connect_tcp_store(env, options.timeout_seconds);
   }
   if (options.device_for) options.device = options.device_for(world);
-  const std::string backend = Session::resolve_backend(options.backend, launcher, options.device, world.size);
-  SG2_CHECK(backend != "mpi" || launcher == Launcher::Mpi,
+  const Backend backend = Session::resolve_backend(options.backend, launcher, options.device, world.size);
+  SG2_CHECK(backend != Backend::Mpi || launcher == Launcher::Mpi,
             "dist.backend = mpi, but this process was not launched by mpirun or srun ({})", to_string(launcher));
-  SG2_CHECK(backend != "gloo" || store != nullptr,
+  SG2_CHECK(backend != Backend::Gloo || store != nullptr,
             "dist.backend = gloo needs the stylegan2_launch environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)");
-  SG2_CHECK(!options.device.is_cuda() || backend == "nccl" || backend == "local",
-            "dist.backend = {} reduces CPU tensors, but run.device is {}: use dist.backend = nccl", backend,
+  SG2_CHECK(!options.device.is_cuda() || backend == Backend::Nccl || backend == Backend::Local,
+            "dist.backend = {} reduces CPU tensors, but run.device is {}: use dist.backend = nccl", name_of(backend),
             options.device.str());
-  if (backend == "mpi") return mpi_comm;
-  if (backend == "nccl") {
+  if (backend == Backend::Mpi) return mpi_comm;
+  if (backend == Backend::Nccl) {
     return make_nccl_communicator(world, options.device, share_over(mpi_comm.get(), store, world.rank),
                                   options.timeout_seconds);
   }
-  if (backend == "gloo") return make_gloo_communicator(world, store, options.timeout_seconds);
+  if (backend == Backend::Gloo) return make_gloo_communicator(world, store, options.timeout_seconds);
   return make_local_communicator(world, options.device);
 }
 

@@ -49,13 +49,6 @@ void set_fir_kernel_policy(FirKernelPolicy policy) { g_fir_kernel_policy = polic
 
 FirKernelPolicy fir_kernel_policy() { return g_fir_kernel_policy; }
 
-FirKernelPolicy parse_fir_kernel_policy(const std::string& name) {
-  if (name == "autotune") return FirKernelPolicy::Autotune;
-  if (name == "staged") return FirKernelPolicy::Staged;
-  SG2_CHECK(name == "unstaged", "run.fir_kernel: expected autotune, staged or unstaged, got '{}'", name);
-  return FirKernelPolicy::Unstaged;
-}
-
 }  // namespace kernels
 
 }  // namespace sg2::nn

@@ -4,36 +4,19 @@
 #include "sg2/core/enum_names.h"
 #include "sg2/core/error.h"
 
-namespace sg2::config {
-
-template <>
-struct Codec<nn::Architecture> {
-  static constexpr const char* type_name = "TEXT";
-  static nn::Architecture decode(const YAML::Node& n, const std::string& w) {
-    return nn::parse_architecture(decode_string(n, w));
-  }
-};
-
-}  // namespace sg2::config
-
-namespace sg2::nn {
-// The schema writes a field with encode_value, found here by argument-dependent lookup.
-YAML::Node encode_value(Architecture arch) { return YAML::Node(to_string(arch)); }
-}  // namespace sg2::nn
+#include <cmath>
 
 namespace sg2::nn {
 
 namespace {
-constexpr EnumNames<Architecture, 3> kArchitectures{
-    {{Architecture::Orig, "orig"}, {Architecture::Skip, "skip"}, {Architecture::Resnet, "resnet"}}};
 constexpr EnumNames<NoiseMode, 3> kNoiseModes{
     {{NoiseMode::Random, "random"}, {NoiseMode::Const, "const"}, {NoiseMode::None, "none"}}};
-constexpr EnumNames<ChannelsLast, 3> kChannelsLastModes{
-    {{ChannelsLast::Off, "off"}, {ChannelsLast::Reduced, "reduced"}, {ChannelsLast::All, "all"}}};
 }  // namespace
 
-Architecture parse_architecture(const std::string& name) { return parse_enum(kArchitectures, name, "architecture"); }
-std::string to_string(Architecture arch) { return enum_name(kArchitectures, arch); }
+Architecture parse_architecture(const std::string& name) {
+  return parse_enum(kArchitectureNames, name, "architecture");
+}
+std::string to_string(Architecture arch) { return enum_name(kArchitectureNames, arch); }
 
 NoiseMode parse_noise_mode(const std::string& name) { return parse_enum(kNoiseModes, name, "noise mode"); }
 std::string to_string(NoiseMode mode) { return enum_name(kNoiseModes, mode); }
@@ -66,9 +49,9 @@ int64_t DiscriminatorOptions::channels_at(int64_t resolution) const {
 }
 
 ChannelsLast parse_channels_last(const std::string& name) {
-  return parse_enum(kChannelsLastModes, name, "channels_last mode");
+  return parse_enum(kChannelsLastNames, name, "channels_last mode");
 }
-std::string to_string(ChannelsLast mode) { return enum_name(kChannelsLastModes, mode); }
+std::string to_string(ChannelsLast mode) { return enum_name(kChannelsLastNames, mode); }
 
 int64_t MixedPrecision::lowest_reduced_resolution(int64_t img_resolution) const {
   if (num_fp16_res <= 0) return 0;
@@ -113,8 +96,25 @@ std::string describe_precision(const GeneratorOptions& g, const DiscriminatorOpt
 
 namespace {
 
+// Far beyond any StyleGAN (512 features, 8 mapping layers): larger is a typo that would only exhaust memory.
+constexpr int64_t kMaxFeatures = 65536;
+constexpr int64_t kMaxMappingLayers = 64;
+
+// A resampling filter is normalised by its sum: it must have one (and finite taps).
+void check_filter(const char* net, const std::vector<float>& filter) {
+  SG2_CHECK(!filter.empty() && filter.size() <= 64, "{}.resample_filter: {} taps, expected 1 to 64", net, filter.size());
+  double sum = 0;
+  for (float tap : filter) {
+    SG2_CHECK(std::isfinite(tap) && std::abs(tap) <= 1e6, "{}.resample_filter: tap {} must be finite, at most 1e6",
+              net, tap);
+    sum += tap;
+  }
+  SG2_CHECK(std::abs(sum) > 1e-6, "{}.resample_filter {}: its taps sum to {}, and a filter is normalised by its sum",
+            net, filter, sum);
+}
+
 void check_precision(const char* net, const MixedPrecision& p) {
-  SG2_CHECK(p.num_fp16_res >= 0, "{}.num_fp16_res = {}: must be >= 0", net, p.num_fp16_res);
+  SG2_CHECK(p.num_fp16_res >= 0, "{}.num_fp16_res = {}: must be >= 0 (0: all float32)", net, p.num_fp16_res);
   SG2_CHECK(p.reduced_type == at::kHalf || p.reduced_type == at::kBFloat16,
             "{}: the reduced type of mixed precision must be float16 or bfloat16, not {}", net,
             c10::toString(p.reduced_type));
@@ -124,20 +124,36 @@ void check_precision(const char* net, const MixedPrecision& p) {
 
 void validate(const GeneratorOptions& g) {
   check_common("G", g.img_resolution, g.img_channels, g.c_dim, g.channel_base, g.channel_max);
-  SG2_CHECK(g.z_dim >= 0 && g.w_dim >= 1, "G: z_dim {} / w_dim {} must be >= 0 / >= 1", g.z_dim, g.w_dim);
+  validate_own_options(g);
   SG2_CHECK(g.z_dim + g.c_dim > 0, "G: needs z_dim > 0 or c_dim > 0");
-  SG2_CHECK(g.mapping_layers >= 1, "G.mapping_layers = {}: must be >= 1", g.mapping_layers);
-  SG2_CHECK(!g.resample_filter.empty(), "G.resample_filter must not be empty");
+}
+
+void validate_own_options(const GeneratorOptions& g) {
+  SG2_CHECK(g.z_dim >= 0 && g.z_dim <= kMaxFeatures, "G.z_dim = {}: must be 0 to {}", g.z_dim, kMaxFeatures);
+  SG2_CHECK(g.w_dim >= 1 && g.w_dim <= kMaxFeatures, "G.w_dim = {}: must be 1 to {}", g.w_dim, kMaxFeatures);
+  SG2_CHECK(g.mapping_layers >= 1 && g.mapping_layers <= kMaxMappingLayers, "G.mapping_layers = {}: must be 1 to {}",
+            g.mapping_layers, kMaxMappingLayers);
+  SG2_CHECK(std::isfinite(g.mapping_lr_multiplier) && g.mapping_lr_multiplier > 0,
+            "G.mapping_lr_multiplier = {}: must be > 0", g.mapping_lr_multiplier);
+  check_filter("G", g.resample_filter);
   check_precision("G", g.precision);
 }
 
 void validate(const DiscriminatorOptions& d) {
   check_common("D", d.img_resolution, d.img_channels, d.c_dim, d.channel_base, d.channel_max);
   SG2_CHECK(d.img_resolution >= 8, "D.img_resolution = {}: the discriminator needs at least 8x8", d.img_resolution);
+  validate_own_options(d);
+}
+
+void validate_own_options(const DiscriminatorOptions& d) {
   SG2_CHECK(d.mbstd_num_channels >= 0, "D.mbstd_num_channels = {}: must be >= 0", d.mbstd_num_channels);
   SG2_CHECK(d.mbstd_num_channels == 0 || d.channels_at(4) % d.mbstd_num_channels == 0,
             "D.mbstd_num_channels = {} must divide the {} channels at 4x4", d.mbstd_num_channels, d.channels_at(4));
-  SG2_CHECK(d.mapping_layers >= 1, "D.mapping_layers = {}: must be >= 1", d.mapping_layers);
+  SG2_CHECK(d.mapping_layers >= 1 && d.mapping_layers <= kMaxMappingLayers, "D.mapping_layers = {}: must be 1 to {}",
+            d.mapping_layers, kMaxMappingLayers);
+  SG2_CHECK(std::isfinite(d.mapping_lr_multiplier) && d.mapping_lr_multiplier > 0,
+            "D.mapping_lr_multiplier = {}: must be > 0", d.mapping_lr_multiplier);
+  check_filter("D", d.resample_filter);
   check_precision("D", d.precision);
 }
 
@@ -187,7 +203,7 @@ config::Schema<GeneratorOptions> make_generator_schema() {
   SG2_OPTION(w_avg_beta, "Decay of the tracked average of W, for truncation (null: not tracked)").none_is(-1.0);
   SG2_OPTION(channel_base, "Generator channels at resolution r: min(channel_base / r, channel_max)");
   SG2_OPTION(channel_max, "Maximum generator channels in any layer");
-  SG2_OPTION(architecture, "Synthesis network architecture").one_of({"orig", "skip", "resnet"});
+  SG2_OPTION(architecture, "Synthesis network architecture");
   SG2_OPTION(conv_clamp, "Clamp generator activations to +-X (< 0 or null: off)").none_is(-1.0);
   SG2_OPTION(use_noise, "Per-pixel noise inputs in the synthesis layers");
   SG2_OPTION(resample_filter, "FIR taps of the up- and downsampling filters");
@@ -200,7 +216,7 @@ config::Schema<DiscriminatorOptions> make_discriminator_schema() {
   SG2_OPTION(c_dim, "Conditioning label (C) dimensionality (0: unconditional)");
   SG2_OPTION(img_resolution, "Input resolution");
   SG2_OPTION(img_channels, "Input channels");
-  SG2_OPTION(architecture, "Discriminator architecture").one_of({"orig", "skip", "resnet"});
+  SG2_OPTION(architecture, "Discriminator architecture");
   SG2_OPTION(channel_base, "Discriminator channels at resolution r: min(channel_base / r, channel_max)");
   SG2_OPTION(channel_max, "Maximum discriminator channels in any layer");
   SG2_OPTION(mbstd_group_size, "Minibatch standard deviation group size (0 or null: the whole per-round batch)")

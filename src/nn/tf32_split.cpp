@@ -35,12 +35,6 @@ void set_tf32_split(Tf32SplitDevices devices) { g_tf32_split = devices; }
 
 Tf32SplitDevices tf32_split_devices() { return g_tf32_split; }
 
-Tf32SplitDevices parse_float32_convolutions(const std::string& name) {
-  if (name == "ieee") return Tf32SplitDevices::None;
-  SG2_CHECK(name == "3xtf32", "run.float32_convolutions: expected ieee or 3xtf32, got '{}'", name);
-  return Tf32SplitDevices::Cuda;
-}
-
 std::string tf32_split_warning(Tf32SplitDevices devices, int capability) {
   if (devices == Tf32SplitDevices::None || capability <= 0 || capability >= 80) return "";
   return fmt::format("run.float32_convolutions 3xtf32 on a GPU of compute capability {}.{}, which has no TF32: its "

@@ -95,7 +95,7 @@ ProbedStep try_step(const TrainConfig& config, const std::shared_ptr<const data:
   c.train.batch_gpu = batch_gpu;
   c.train.batch = batch_gpu;  // one round, on a local communicator
   c.data.workers = 0;
-  c.run.host_sync_check = "off";  // a probe is no training step, and its out-of-memory path may synchronize
+  c.run.host_sync_check = HostSyncCheck::Off;  // a probe is no training step, and its out-of-memory path may synchronize
   c.run.cuda_graphs = false;      // its one step captures nothing (a phase is captured at its third call)
   reset_device_peak_memory(device);
   ProbedStep probed;

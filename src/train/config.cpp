@@ -20,34 +20,29 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(run.outdir, "Directory that holds the run directories");
   SG2_FIELD(run.desc, "Run directory suffix; empty: <dataset>-<preset>");
   SG2_FIELD(run.preset, "Name of the preset this configuration came from");
-  SG2_FIELD(run.device, "Device to train on").one_of({"auto", "cpu", "cuda"});
+  SG2_FIELD(run.device, "Device to train on (auto: CUDA where LibTorch sees a GPU, else the CPU)");
   SG2_FIELD(run.threads, "CPU threads per process (0: the node's cores divided by its processes)");
   SG2_FIELD(run.allow_tf32, "Allow TF32 in CUDA matmuls and cuDNN convolutions (off as the reference: full fp32)");
   SG2_FIELD(run.float32_convolutions,
             "Float32 convolutions on CUDA: ieee (float32 arithmetic, as the reference with TF32 off) or 3xtf32 (each "
             "operand split into a TF32 part and its rest, three TF32 tensor-core passes: float32's accuracy, faster "
             "where the tensor cores outrun the FP32 units; training's convolutions through conv2d_gradfix and those "
-            "without gradients)")
-      .one_of({"ieee", "3xtf32"});
+            "without gradients)");
   SG2_FIELD(run.cudnn_benchmark, "Let cuDNN time its algorithms per shape and keep the fastest (on as the reference)");
   SG2_FIELD(run.fir_kernel, "upfirdn2d's channels_last kernel on CUDA: autotune (time both on each new shape and keep "
                             "the faster, as cuDNN's benchmark does), staged (the block's input in shared memory), "
-                            "unstaged (each thread loads its own window)")
-      .one_of({"autotune", "staged", "unstaged"});
+                            "unstaged (each thread loads its own window)");
   SG2_FIELD(run.conv2d_gradfix,
             "On CUDA, differentiate convolutions so that R1's and path length's second-order gradients run "
             "ordinary convolution kernels (on as the reference's conv2d_gradfix)");
   SG2_FIELD(run.mixed_precision, "Type of the G.num_fp16_res / D.num_fp16_res highest resolutions (auto: float16 on "
-                                 "CUDA as the reference, off on the CPU; off: all float32)")
-      .one_of({"auto", "float16", "bfloat16", "off"});
+                                 "CUDA as the reference, off on the CPU; off: all float32)");
   SG2_FIELD(run.channels_last, "Blocks whose activations are channels_last (NHWC) in memory, the tensor cores' layout: "
                                "auto (reduced on CUDA, where it measured faster, off on the CPU), off (as the "
                                "reference), reduced (those in run.mixed_precision's type, as the reference's "
-                               "fp16_channels_last), all")
-      .one_of({"auto", "off", "reduced", "all"});
+                               "fp16_channels_last), all");
   SG2_FIELD(run.host_sync_check, "LibTorch ops that make the host wait for the GPU inside a training step (.item(), "
-                                 "blocking copies, synchronizes), and batches in pageable memory: off, warn, error")
-      .one_of({"off", "warn", "error"});
+                                 "blocking copies, synchronizes), and batches in pageable memory: off, warn, error");
   SG2_FIELD(run.cuda_graphs, "On CUDA, capture each training phase (its forward and backward passes) into a CUDA "
                              "graph after two calls without, and replay it from then on: one launch instead of a few "
                              "thousand ops for the host to issue (the same training)");
@@ -73,8 +68,7 @@ config::Schema<TrainConfig> make_schema() {
             nn::dataset_given_keys());
   s.add("G.num_fp16_res", [](TrainConfig& c) -> auto& { return c.G.precision.num_fp16_res; },
         "Synthesis blocks at the N highest resolutions compute in run.mixed_precision's type");
-  SG2_FIELD(G.fused_modconv, "Modulated convolution as one grouped convolution (auto: in inference only)")
-      .one_of({"auto", "true", "false"});
+  SG2_FIELD(G.fused_modconv, "Modulated convolution as one grouped convolution (auto: in inference only)");
   s.include("D.", nn::discriminator_schema(), [](TrainConfig& c) -> nn::DiscriminatorOptions& { return c.D; },
             nn::dataset_given_keys());
   s.add("D.num_fp16_res", [](TrainConfig& c) -> auto& { return c.D.precision.num_fp16_res; },
@@ -104,11 +98,11 @@ config::Schema<TrainConfig> make_schema() {
   SG2_FIELD(train.ema_rampup, "EMA ramp-up: half-life at most cur_nimg * ramp (0: off)");
 
   SG2_FIELD(dist.backend, "Communication backend (auto: nccl on CUDA, mpi under mpirun/srun, gloo under "
-                          "stylegan2_launch, local for one process)").one_of({"auto", "nccl", "mpi", "gloo", "local"});
+                          "stylegan2_launch, local for one process)");
   SG2_FIELD(dist.bucket_mb, "Gradient fusion bucket size in MiB");
   SG2_FIELD(dist.overlap, "All-reduce gradient buckets during backward (false: after it)");
   SG2_FIELD(dist.rng, "Per-step randomness: rank (seed per rank, as the paper) or global (the same run for any "
-                      "world size)").one_of({"rank", "global"});
+                      "world size)");
   s.add("dist.timeout", [](TrainConfig& c) -> auto& { return c.dist.timeout_seconds; },
         "Seconds a rendezvous or collective may take before the job fails");
 
@@ -143,8 +137,8 @@ const config::Schema<TrainConfig>& train_schema() {
   return schema;
 }
 
-bool fused_modconv_in_training(const TrainConfig& config) { return config.G.fused_modconv == "true"; }
-bool fused_modconv_in_inference(const TrainConfig& config) { return config.G.fused_modconv != "false"; }
+bool fused_modconv_in_training(const TrainConfig& config) { return config.G.fused_modconv == FusedModconv::Always; }
+bool fused_modconv_in_inference(const TrainConfig& config) { return config.G.fused_modconv != FusedModconv::Never; }
 
 int64_t batch_per_round(const TrainConfig& c, int world_size) {
   const int64_t chosen = c.train.batch_gpu.automatic ? 0 : c.train.batch_gpu.value;
@@ -196,9 +190,28 @@ void validate(const TrainConfig& c, int world_size) {
   SG2_CHECK(c.train.ema_kimg >= 0, "train.ema_kimg = {}: must be >= 0", c.train.ema_kimg);
   SG2_CHECK(std::isfinite(c.optim.G_lr) && std::isfinite(c.optim.D_lr) && c.optim.G_lr > 0 && c.optim.D_lr > 0,
             "optim.G_lr = {}, optim.D_lr = {}: must be finite and > 0", c.optim.G_lr, c.optim.D_lr);
-  SG2_CHECK(c.optim.beta1 >= 0 && c.optim.beta1 < 1 && c.optim.beta2 >= 0 && c.optim.beta2 < 1,
-            "optim.beta1 / optim.beta2 must lie in [0, 1)");
-  SG2_CHECK(c.optim.G_reg_interval >= 0 && c.optim.D_reg_interval >= 0, "optim.*_reg_interval must be >= 0");
+  SG2_CHECK(c.optim.beta1 >= 0 && c.optim.beta1 < 1, "optim.beta1 = {}: must lie in [0, 1)", c.optim.beta1);
+  SG2_CHECK(c.optim.beta2 >= 0 && c.optim.beta2 < 1, "optim.beta2 = {}: must lie in [0, 1)", c.optim.beta2);
+  // A regularization interval beyond a million steps is a typo for 0 (off), not a schedule.
+  SG2_CHECK(c.optim.G_reg_interval >= 0 && c.optim.G_reg_interval <= 1000000,
+            "optim.G_reg_interval = {}: must be 0 (no lazy regularization) to 1000000", c.optim.G_reg_interval);
+  SG2_CHECK(c.optim.D_reg_interval >= 0 && c.optim.D_reg_interval <= 1000000,
+            "optim.D_reg_interval = {}: must be 0 (no lazy regularization) to 1000000", c.optim.D_reg_interval);
+  SG2_CHECK(c.train.batch_gpu.automatic || c.train.batch_gpu.value >= 0,
+            "train.batch_gpu = {}: must be 0 (train.batch / processes), a number of images, or auto",
+            c.train.batch_gpu.value);
+  nn::validate_own_options(c.G);
+  nn::validate_own_options(c.D);
+  SG2_CHECK(c.D.mbstd_group_size >= 0, "D.mbstd_group_size = {}: must be >= 0 (0 or null: the per-round batch)",
+            c.D.mbstd_group_size);
+  SG2_CHECK(c.run.image_snapshot_ticks >= 0, "run.image_snapshot_ticks = {}: must be >= 0 (0: never)",
+            c.run.image_snapshot_ticks);
+  SG2_CHECK(c.run.network_snapshot_ticks >= 0, "run.network_snapshot_ticks = {}: must be >= 0 (0: only at the end)",
+            c.run.network_snapshot_ticks);
+  SG2_CHECK(c.run.desc.size() <= 128 && c.run.desc.find('/') == std::string::npos && c.run.desc != "." &&
+                c.run.desc != "..",
+            "run.desc = '{}': must be a name of at most 128 characters without '/' (it ends the run directory's name)",
+            c.run.desc.substr(0, 200));
   SG2_CHECK(c.loss.style_mixing_prob >= 0 && c.loss.style_mixing_prob <= 1,
             "loss.style_mixing_prob = {}: must lie in [0, 1]", c.loss.style_mixing_prob);
   SG2_CHECK(c.data.resolution == 0 || (c.data.resolution >= 8 && (c.data.resolution & (c.data.resolution - 1)) == 0),
@@ -216,6 +229,8 @@ void validate(const TrainConfig& c, int world_size) {
   SG2_CHECK(std::isfinite(c.loss.pl_weight) && c.loss.pl_weight >= 0, "loss.pl_weight = {}: must be >= 0 (0: off)",
             c.loss.pl_weight);
   SG2_CHECK(c.loss.pl_decay >= 0 && c.loss.pl_decay <= 1, "loss.pl_decay = {}: must lie in [0, 1]", c.loss.pl_decay);
+  SG2_CHECK(c.G.w_avg_beta != -1, "G.w_avg_beta = null (W's average not tracked): training tracks it for "
+            "truncation; give a decay in [0, 1] (the reference's 0.995)");
   SG2_CHECK(c.G.w_avg_beta >= 0 && c.G.w_avg_beta <= 1, "G.w_avg_beta = {}: must lie in [0, 1]", c.G.w_avg_beta);
   SG2_CHECK(std::isfinite(c.optim.eps) && c.optim.eps > 0, "optim.eps = {}: must be > 0", c.optim.eps);
   SG2_CHECK(c.train.ema_rampup >= 0, "train.ema_rampup = {}: must be >= 0 (0: off)", c.train.ema_rampup);
@@ -230,7 +245,13 @@ void validate(const TrainConfig& c, int world_size) {
               "metric.detector)",
               name);
   }
-  SG2_CHECK(c.metric.ticks >= 0 && c.metric.batch >= 1, "metric.ticks must be >= 0 and metric.batch >= 1");
+  SG2_CHECK(c.metric.ticks >= 0, "metric.ticks = {}: must be >= 0 (0: at every network snapshot)", c.metric.ticks);
+  validate_metric_options(c);
+}
+
+void validate_metric_options(const TrainConfig& c) {
+  SG2_CHECK(c.metric.batch >= 1 && c.metric.batch <= 65536, "metric.batch = {}: must be 1 to 65536 images",
+            c.metric.batch);
 }
 
 std::string metric_detector(const TrainConfig& c, const std::string& metric) {

@@ -9,9 +9,9 @@
 
 namespace sg2::train {
 
-at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& device) {
-  if (mode == "off" || (mode == "auto" && !device.is_cuda())) return at::kFloat;
-  if (mode == "bfloat16") return at::kBFloat16;
+at::ScalarType mixed_precision_type(ReducedType mode, const at::Device& device) {
+  if (mode == ReducedType::Off || (mode == ReducedType::Auto && !device.is_cuda())) return at::kFloat;
+  if (mode == ReducedType::BFloat16) return at::kBFloat16;
   SG2_CHECK(device.is_cuda(), "run.mixed_precision = float16 needs a CUDA device (LibTorch's CPU convolutions have "
                               "no float16): use bfloat16 or off on the CPU");
   return at::kHalf;
@@ -19,12 +19,16 @@ at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& d
 
 namespace {
 
-// run.channels_last on `device`: auto is reduced on CUDA (1.10x and 1.28x the img/s of off on
-// paper256 at its full batch, two H200 runs: docs/performance.md), off on the CPU (whose FIR
-// kernel computes NCHW).
-nn::ChannelsLast channels_last_on(const std::string& mode, const at::Device& device) {
-  if (mode == "auto") return device.is_cuda() ? nn::ChannelsLast::Reduced : nn::ChannelsLast::Off;
-  return nn::parse_channels_last(mode);
+// run.channels_last on `device`: auto is reduced on CUDA (faster there: docs/performance.md,
+// "Memory layout"), off on the CPU (whose FIR kernel computes NCHW).
+nn::ChannelsLast channels_last_on(ChannelsLastBlocks mode, const at::Device& device) {
+  switch (mode) {
+    case ChannelsLastBlocks::Auto: return device.is_cuda() ? nn::ChannelsLast::Reduced : nn::ChannelsLast::Off;
+    case ChannelsLastBlocks::Off: return nn::ChannelsLast::Off;
+    case ChannelsLastBlocks::Reduced: return nn::ChannelsLast::Reduced;
+    case ChannelsLastBlocks::All: return nn::ChannelsLast::All;
+  }
+  return nn::ChannelsLast::Off;
 }
 
 // The precision of a run in `type` (kFloat: all float32) on `device`: the config's num_fp16_res,
@@ -53,7 +57,7 @@ Options options_for(const Options& asked, const TrainConfig& c, const data::Data
 }  // namespace
 
 nn::MixedPrecision inference_precision(const TrainConfig& c, const at::Device& device) {
-  const bool unavailable = c.run.mixed_precision == "float16" && !device.is_cuda();
+  const bool unavailable = c.run.mixed_precision == ReducedType::Float16 && !device.is_cuda();
   return precision_in(c, c.G.precision, unavailable ? at::kFloat : mixed_precision_type(c.run.mixed_precision, device),
                       device);
 }
@@ -69,9 +73,9 @@ nn::DiscriminatorOptions discriminator_options(const TrainConfig& c, const data:
   return options_for(c.D, c, dataset, device);
 }
 
-at::Device resolve_device(const std::string& name, int local_rank) {
+at::Device resolve_device(DeviceChoice choice, int local_rank) {
   const bool have_cuda = torch::cuda::is_available();
-  if (name == "cpu" || (name == "auto" && !have_cuda)) return at::Device(at::kCPU);
+  if (choice == DeviceChoice::Cpu || (choice == DeviceChoice::Auto && !have_cuda)) return at::Device(at::kCPU);
   SG2_CHECK(have_cuda, "run.device = cuda, but LibTorch sees no CUDA device ({})",
             at::hasCUDA() ? "no GPU or driver found" : "this LibTorch was built without CUDA");
   const auto count = static_cast<int>(torch::cuda::device_count());
@@ -93,7 +97,7 @@ std::unique_ptr<dist::Communicator> local_if_missing(dist::Communicator* comm, c
 Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset> dataset, const at::Device& device,
                  dist::Communicator* comm)
     : config_(config),
-      host_sync_check_(parse_host_sync_check(config.run.host_sync_check)),
+      host_sync_check_(config.run.host_sync_check),
       dataset_(std::move(dataset)),
       device_(device),
       owned_comm_(local_if_missing(comm, device)),

@@ -125,6 +125,48 @@ expect_error "epochs: Value 0 not in range" "$bin/stylegan2_metrics" train-detec
 expect_error "step-factor: Value 1 not in range" "$bin/stylegan2_bench" comm --step-factor 1
 expect_error "max-bytes: Value 1000000000000000 not in range" "$bin/stylegan2_bench" comm --max-bytes 1000000000000000
 
+# Config files that YAML reads but that say nothing sound: an alias inside itself, a key twice.
+printf 'train: &x\n  ema: *x\n' > alias.yaml
+expect_error "alias.yaml: 'train.ema.ema.*nested more than 16 levels deep" "$bin/stylegan2_train" --config alias.yaml \
+    --data fm.zip --dry-run
+printf 'train:\n  total_kimg: 5\n  total_kimg: 7\n' > twice.yaml
+expect_error "twice.yaml: key 'train.total_kimg' is given twice" "$bin/stylegan2_train" --config twice.yaml --data fm.zip \
+    --dry-run
+# Numbers that would exhaust the machine or train on nothing are refused by name, before any work.
+expect_error "G.mapping_layers = 9223372036854775807: must be 1 to 64" "$bin/stylegan2_train" "${tiny[@]}" \
+    --data fm.zip --outdir runs-never --G.mapping_layers 9223372036854775807
+expect_error "G.z_dim = 9223372036854775807: must be 0 to 65536" "$bin/stylegan2_train" "${tiny[@]}" --data fm.zip \
+    --outdir runs-never --G.z_dim 9223372036854775807
+expect_error "G.resample_filter \[1, -1\]: its taps sum to 0" "$bin/stylegan2_train" "${tiny[@]}" --data fm.zip \
+    --outdir runs-never --G.resample_filter "[1, -1]"
+for option in "--train.batch_gpu -1" "--G.num_fp16_res -1" "--D.mbstd_group_size -1" "--run.image_snapshot_ticks -1" \
+              "--G.mapping_lr_multiplier -1" "--optim.D_reg_interval 9223372036854775807" "--run.desc a/b"; do
+  read -r key value <<< "$option"
+  expect_error "${key#--} = '\?$value'\?: must" "$bin/stylegan2_train" "${tiny[@]}" --data fm.zip --dry-run "$key" "$value"
+done
+expect_error "data.split = test: only the Fashion-MNIST IDX files have splits" "$bin/stylegan2_train" "${tiny[@]}" \
+    --data fm.zip --data.split test --dry-run
+expect_error "level 8: only TFRecord directories have levels" "$bin/stylegan2_dataset" export fm.zip --outdir lv --level 8
+expect_error "nproc-per-node 100000: expected 1 to 1024" "$bin/stylegan2_launch" --nproc-per-node 100000 -- /bin/true
+expect_error "metric.batch = 0: must be 1 to 65536" "$bin/stylegan2_metrics" --network "$snap" --data fm.zip \
+    --detector det.pt --metric.batch 0 --no-log
+expect_error "metrics: an empty list" "$bin/stylegan2_metrics" --network "$snap" --data fm.zip --detector det.pt \
+    --metrics "" --no-log
+"$bin/stylegan2_dataset" create --source fm.zip --dest upper.ZIP --max-images 8 > /dev/null
+[ -f upper.ZIP ] || fail "a .ZIP destination did not make a ZIP"
+# Writers never write over an input, even with --overwrite.
+cp fm.zip fm-copy.zip
+expect_error "out 'fm-copy.zip' is the --data it trains on" "$bin/stylegan2_metrics" train-detector --data fm-copy.zip \
+    --out fm-copy.zip --overwrite
+unchanged fm-copy.zip fm.zip
+mkdir netdir && cp "$snap" netdir/seed0000.png
+expect_error "would be written over the input 'netdir/seed0000.png'" "$bin/stylegan2_generate" \
+    --network netdir/seed0000.png --seeds 0 --outdir netdir --overwrite
+cp "$src/configs/fashion32.yaml" mine.yaml
+expect_error "jsonl 'mine.yaml' is an input of the bench" "$bin/stylegan2_bench" --config mine.yaml --data fm.zip \
+    --jsonl mine.yaml
+unchanged mine.yaml "$src/configs/fashion32.yaml"
+
 # Help: a tool's own options first, then examples; metrics lists no training keys.
 "$bin/stylegan2_metrics" --help > help.log
 grep -q -- "--network" help.log && grep -q -- "--metrics" help.log && grep -q "^Examples:" help.log ||

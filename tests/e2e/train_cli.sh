@@ -140,7 +140,7 @@ pid=$!
 for _ in $(seq 600); do grep -q "^tick 1 " "$work/int.log" && break; sleep 0.1; done
 # While it trains, its run directory is its own: a resume of it is refused before it writes anything.
 int_run=$(ls -d "$work"/runs-int/0*)
-rc=0; "$bin/stylegan2_train" "${tiny[@]}" --kimg 100 --resume "$int_run" > "$work/locked.log" 2>&1 || rc=$?
+rc=0; timeout 120 "$bin/stylegan2_train" "${tiny[@]}" --kimg 100 --resume "$int_run" > "$work/locked.log" 2>&1 || rc=$?
 [ "$rc" -eq 1 ] && grep -q "run directory '$int_run' is in use by another run (pid $pid on " "$work/locked.log" ||
   { cat "$work/locked.log"; fail "a second run resumed a run directory in use"; }
 grep -q "Resumed from" "$int_run/log.txt" && fail "the refused resume wrote to the run's log.txt"

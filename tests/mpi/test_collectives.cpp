@@ -94,14 +94,13 @@ TEST(Collectives, AnyIsTrueEverywhereWhenTrueSomewhere) {
 
 TEST(Session, AutoBackendFollowsLaunchDeviceAndWorldSize) {
   const at::Device cuda(at::kCUDA, 0), cpu(at::kCPU);
-  EXPECT_EQ(Session::resolve_backend("auto", Launcher::Mpi, cuda, 1), "local");  // one process: nothing to reduce
-  EXPECT_EQ(Session::resolve_backend("auto", Launcher::Single, cuda, 1), "local");
-  EXPECT_EQ(Session::resolve_backend("auto", Launcher::Mpi, cuda, 2), "nccl");
-  EXPECT_EQ(Session::resolve_backend("auto", Launcher::Env, cuda, 8), "nccl");
-  EXPECT_EQ(Session::resolve_backend("auto", Launcher::Mpi, cpu, 2), "mpi");
-  EXPECT_EQ(Session::resolve_backend("auto", Launcher::Env, cpu, 2), "gloo");
-  EXPECT_EQ(Session::resolve_backend("nccl", Launcher::Mpi, cuda, 1), "nccl");  // asked for: kept
-  EXPECT_THROW(Session::resolve_backend("ucc", Launcher::Mpi, cpu, 2), Error);
+  EXPECT_EQ(Session::resolve_backend(Backend::Auto, Launcher::Mpi, cuda, 1), Backend::Local);  // nothing to reduce
+  EXPECT_EQ(Session::resolve_backend(Backend::Auto, Launcher::Single, cuda, 1), Backend::Local);
+  EXPECT_EQ(Session::resolve_backend(Backend::Auto, Launcher::Mpi, cuda, 2), Backend::Nccl);
+  EXPECT_EQ(Session::resolve_backend(Backend::Auto, Launcher::Env, cuda, 8), Backend::Nccl);
+  EXPECT_EQ(Session::resolve_backend(Backend::Auto, Launcher::Mpi, cpu, 2), Backend::Mpi);
+  EXPECT_EQ(Session::resolve_backend(Backend::Auto, Launcher::Env, cpu, 2), Backend::Gloo);
+  EXPECT_EQ(Session::resolve_backend(Backend::Nccl, Launcher::Mpi, cuda, 1), Backend::Nccl);  // asked for: kept
 }
 
 TEST(Session, TheLocalRankIsKnownBeforeMpiInit) {

@@ -20,7 +20,9 @@ dist::Communicator& world() { return *g_world; }
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   sg2::dist::CommunicatorOptions options;
-  if (const char* backend = std::getenv("SG2_TEST_BACKEND")) options.backend = backend;
+  if (const char* backend = std::getenv("SG2_TEST_BACKEND")) {
+    options.backend = sg2::parse_enum(sg2::dist::kBackendNames, backend, "SG2_TEST_BACKEND");
+  }
   if (const char* device = std::getenv("SG2_TEST_DEVICE")) options.device = at::Device(device);
   auto session = sg2::dist::Session::start(options);
   sg2::test::g_world = &session->comm();

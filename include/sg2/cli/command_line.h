@@ -26,6 +26,7 @@ class ConfigOptions {
   // Resolves the layers; `snapshot_yaml` (may be empty) is the config stored in a snapshot.
   TrainConfig resolve(const std::string& snapshot_yaml = "") const;
   const std::string& config_file() const { return config_file_; }
+  bool given(const std::string& key) const { return config::cli_has(cli_, key); }  // on the command line
 
  private:
   std::string config_file_;

@@ -5,6 +5,7 @@
 // same seed gives the same latent for the same network; --latents FILE.npy gives them directly.
 
 #include "sg2/nn/options.h"
+#include "sg2/train/config.h"
 
 #include <ATen/ATen.h>
 
@@ -23,7 +24,7 @@ struct GenerateOptions {
   nn::NoiseMode noise_mode = nn::NoiseMode::Const;
   int64_t class_index = -1;         // conditional networks: the class to render
   std::string outdir = "out";
-  std::string device = "auto";
+  train::DeviceChoice device = train::DeviceChoice::Auto;
   int64_t batch = 16;
   // Style mixing: rows = seeds, columns = these seeds; the columns' ws at these layer indices replace the rows'.
   std::vector<int64_t> mix_columns;

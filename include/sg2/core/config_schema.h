@@ -11,6 +11,7 @@
 // Defaults are whatever a default-constructed Config holds. Unknown keys and wrong types are errors
 // that name the key and where it came from (file or command line).
 
+#include "sg2/core/enum_names.h"
 #include "sg2/core/error.h"
 
 #include <yaml-cpp/yaml.h>
@@ -44,17 +45,31 @@ std::vector<std::string> decode_string_list(const YAML::Node& node, const std::s
 std::vector<float> decode_number_list(const YAML::Node& node, const std::string& where);
 
 // Field values as YAML nodes; floats in their shortest round-trip form ("0.002", not 0.00200000000000000004).
-// A field of another type (an enum) adds an encode_value overload in its own namespace.
+// An enum field is written by name: `enum_names(Enum{})`, declared beside the enum (found by
+// argument-dependent lookup), returns its EnumNames table.
 YAML::Node encode_value(double value);
 YAML::Node encode_value(const IntOrAuto& value);
 YAML::Node encode_value(const std::vector<float>& values);
 template <class T>
 YAML::Node encode_value(const T& value) {
-  return YAML::Node(value);
+  if constexpr (std::is_enum_v<T>) {
+    return YAML::Node(std::string(enum_name(enum_names(value), value)));
+  } else {
+    return YAML::Node(value);
+  }
 }
 
-template <class T>
+template <class T, class = void>
 struct Codec;
+// An enum, read by the names of its table (a name outside it never reaches here: the field's
+// choices, its table's names, are checked first, in an error naming the key and the allowed names).
+template <class T>
+struct Codec<T, std::enable_if_t<std::is_enum_v<T>>> {
+  static constexpr const char* type_name = "TEXT";
+  static T decode(const YAML::Node& n, const std::string& w) {
+    return parse_enum(enum_names(T{}), decode_string(n, w), w.c_str());
+  }
+};
 template <>
 struct Codec<int> {
   static constexpr const char* type_name = "INT";
@@ -149,6 +164,9 @@ class Schema {
     field.key = key;
     field.help = std::move(help);
     field.type_name = Codec<T>::type_name;
+    if constexpr (std::is_enum_v<T>) {
+      for (const auto& [value, name] : enum_names(T{})) field.choices.push_back(name);
+    }
     field.read = [access](Config& config, const YAML::Node& node, const std::string& where) {
       access(config) = Codec<T>::decode(node, where);
     };
@@ -200,7 +218,18 @@ class Schema {
     if (!root || root.IsNull()) return;
     SG2_CHECK(root.IsMap(), "{}: the top level must be a map of keys, got a {}", source,
               root.IsSequence() ? "list" : "scalar");
-    for (const auto& [key, node] : flatten_yaml(root)) set(config, key, node, source);
+    std::vector<std::pair<std::string, YAML::Node>> entries;
+    try {
+      entries = flatten_yaml(root);
+    } catch (const Error& e) {
+      SG2_FAIL("{}: {}", source, without_location(e.what()));
+    }
+    std::vector<std::string> seen;  // YAML itself keeps the last of two equal keys without a word
+    for (const auto& [key, node] : entries) {
+      SG2_CHECK(std::find(seen.begin(), seen.end(), key) == seen.end(), "{}: key '{}' is given twice", source, key);
+      seen.push_back(key);
+      set(config, key, node, source);
+    }
   }
 
   void read_yaml_file(Config& config, const std::string& path) const {

@@ -39,4 +39,10 @@ const char* enum_name(const EnumNames<Enum, N>& names, Enum value) {
   return "?";
 }
 
+// The name of a value of an enum whose table `enum_names(Enum{})` returns (argument-dependent lookup).
+template <class Enum>
+const char* name_of(Enum value) {
+  return enum_name(enum_names(value), value);
+}
+
 }  // namespace sg2

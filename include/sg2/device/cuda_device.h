@@ -4,6 +4,7 @@
 // them answers honestly instead: no devices and the reason, zero memory, or an error naming what is
 // missing (src/device/cuda_device.cpp).
 
+#include "sg2/core/enum_names.h"
 #include <ATen/ATen.h>
 
 #include <functional>
@@ -54,6 +55,9 @@ void release_cached_device_memory(const at::Device& device);
 // device, nonzero, stream and device synchronisation. Off; Warn: LibTorch warns at every such call;
 // Error: the call throws (is_host_sync_error). Raw CUDA runtime calls are not seen.
 enum class HostSyncCheck { Off, Warn, Error };
+inline constexpr EnumNames<HostSyncCheck, 3> kHostSyncCheckNames{
+    {{HostSyncCheck::Off, "off"}, {HostSyncCheck::Warn, "warn"}, {HostSyncCheck::Error, "error"}}};
+constexpr const auto& enum_names(HostSyncCheck) { return kHostSyncCheckNames; }  // config fields by name
 HostSyncCheck parse_host_sync_check(const std::string& name);  // off, warn, error
 std::string to_string(HostSyncCheck check);
 

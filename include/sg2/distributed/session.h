@@ -3,6 +3,7 @@
 // rendezvous of stylegan2_launch / torchrun / srun), bootstrapped once, and the communicator it owns;
 // and ending every rank after a fatal error on one.
 
+#include "sg2/core/enum_names.h"
 #include "sg2/distributed/communicator.h"
 
 #include <ATen/ATen.h>
@@ -13,9 +14,19 @@
 
 namespace sg2::dist {
 
+// dist.backend; Auto: local for one process, else nccl on CUDA, mpi under mpirun/srun, gloo under
+// stylegan2_launch.
+enum class Backend { Auto, Nccl, Mpi, Gloo, Local };
+inline constexpr EnumNames<Backend, 5> kBackendNames{{{Backend::Auto, "auto"},
+                                                      {Backend::Nccl, "nccl"},
+                                                      {Backend::Mpi, "mpi"},
+                                                      {Backend::Gloo, "gloo"},
+                                                      {Backend::Local, "local"}}};
+constexpr const auto& enum_names(Backend) { return kBackendNames; }  // config fields by name
+
 // The part of the options a training config sets (its dist.backend and dist.timeout).
 struct CommunicatorSettings {
-  std::string backend = "auto";  // auto, nccl, mpi, gloo, local
+  Backend backend = Backend::Auto;
   double timeout_seconds = 600;  // collectives and rendezvous that take longer fail the job
 };
 
@@ -35,8 +46,7 @@ class Session {
   Communicator& comm() { return *comm_; }
 
   // Which backend `auto` resolves to for this launch, device and world size (one process: local).
-  static std::string resolve_backend(const std::string& requested, Launcher launcher, const at::Device& device,
-                                     int world_size);
+  static Backend resolve_backend(Backend requested, Launcher launcher, const at::Device& device, int world_size);
 
  private:
   Session() = default;

@@ -6,6 +6,7 @@
 // bfloat16; built when LibTorch has CUDA and the toolkit is found). Tested against the references in
 // tests/unit/nn.
 
+#include "sg2/core/enum_names.h"
 #include "sg2/nn/kernel_variant.h"  // KernelVariant: which CUDA kernel a raw forward or gradient runs
 #include "sg2/nn/op_impl.h"
 
@@ -30,11 +31,11 @@ bool cuda_kernels_built();
 // that one (Unstaged: the kernel the second H200 run timed, kept as the fallback should the staged
 // one fail on a GPU).
 enum class FirKernelPolicy { Autotune, Staged, Unstaged };
+inline constexpr EnumNames<FirKernelPolicy, 3> kFirKernelPolicyNames{
+    {{FirKernelPolicy::Autotune, "autotune"}, {FirKernelPolicy::Staged, "staged"}, {FirKernelPolicy::Unstaged, "unstaged"}}};
+constexpr const auto& enum_names(FirKernelPolicy) { return kFirKernelPolicyNames; }  // config fields by name
 void set_fir_kernel_policy(FirKernelPolicy policy);
 FirKernelPolicy fir_kernel_policy();
-
-// run.fir_kernel's names: "autotune", "staged", "unstaged".
-FirKernelPolicy parse_fir_kernel_policy(const std::string& name);
 
 // Which CUDA kernel upfirdn2d's Fastest variant runs on given arguments: the generic one (also
 // wherever no CUDA kernel runs), the tiled one, or the tiled one in 16-byte lanes of channels (with

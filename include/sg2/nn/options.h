@@ -18,6 +18,9 @@
 namespace sg2::nn {
 
 enum class Architecture { Orig, Skip, Resnet };
+inline constexpr EnumNames<Architecture, 3> kArchitectureNames{
+    {{Architecture::Orig, "orig"}, {Architecture::Skip, "skip"}, {Architecture::Resnet, "resnet"}}};
+constexpr const auto& enum_names(Architecture) { return kArchitectureNames; }  // config fields by name
 Architecture parse_architecture(const std::string& name);
 std::string to_string(Architecture arch);
 
@@ -28,6 +31,9 @@ enum class NoiseMode { Random, Const, None };
 // fp16_channels_last), or all of them. The weights follow their input (ops::weight_for); the
 // images, the mapping and D's epilogue stay contiguous.
 enum class ChannelsLast { Off, Reduced, All };
+inline constexpr EnumNames<ChannelsLast, 3> kChannelsLastNames{
+    {{ChannelsLast::Off, "off"}, {ChannelsLast::Reduced, "reduced"}, {ChannelsLast::All, "all"}}};
+constexpr const auto& enum_names(ChannelsLast) { return kChannelsLastNames; }
 ChannelsLast parse_channels_last(const std::string& name);  // off, reduced, all
 std::string to_string(ChannelsLast mode);
 
@@ -115,6 +121,10 @@ std::string describe_precision(const GeneratorOptions& g, const DiscriminatorOpt
 // Checks a configuration the networks can be built from; errors name the field.
 void validate(const GeneratorOptions& g);
 void validate(const DiscriminatorOptions& d);
+// The checks of the options a config sets itself (not those the dataset gives: resolution,
+// channels, labels), so that a config is refused before any dataset is opened.
+void validate_own_options(const GeneratorOptions& g);
+void validate_own_options(const DiscriminatorOptions& d);
 
 // The constructor arguments as config fields (key, type, default, help; None as the reference).
 // Precision is not among them: it does not change the parameters, and each run chooses its own.

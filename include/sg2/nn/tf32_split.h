@@ -45,9 +45,6 @@ class Tf32SplitScope : public ScopedSetting<Tf32SplitDevices> {
   explicit Tf32SplitScope(Tf32SplitDevices devices) : ScopedSetting(tf32_split_devices, set_tf32_split, devices) {}
 };
 
-// run.float32_convolutions's names: "ieee" (None: as the reference) and "3xtf32" (Cuda).
-Tf32SplitDevices parse_float32_convolutions(const std::string& name);
-
 // a = hi + lo exactly: hi is a rounded to the nearest TF32 number (its 13 low mantissa bits clear,
 // ties away from zero; a TF32 pass reads it unchanged), lo = a - hi (exact in float32, at most 2^-11
 // of a). a: float32, finite and below float32's largest less 2^-11 of it (which would round to

@@ -8,7 +8,9 @@
 
 #include "sg2/core/config_schema.h"
 #include "sg2/data/options.h"
+#include "sg2/device/cuda_device.h"
 #include "sg2/distributed/session.h"
+#include "sg2/nn/kernels.h"
 #include "sg2/nn/options.h"
 #include "sg2/train/optim.h"
 #include "sg2/train/loss_options.h"
@@ -18,21 +20,57 @@
 
 namespace sg2::train {
 
+// The config's choices, read once from their names (the fields are written and read by name; a
+// name outside a table is an error naming the key and the allowed names).
+enum class DeviceChoice { Auto, Cpu, Cuda };  // run.device; auto: CUDA where LibTorch sees a GPU
+inline constexpr EnumNames<DeviceChoice, 3> kDeviceChoiceNames{
+    {{DeviceChoice::Auto, "auto"}, {DeviceChoice::Cpu, "cpu"}, {DeviceChoice::Cuda, "cuda"}}};
+constexpr const auto& enum_names(DeviceChoice) { return kDeviceChoiceNames; }
+
+enum class Float32Convolutions { Ieee, ThreeTf32 };  // run.float32_convolutions (nn/tf32_split.h)
+inline constexpr EnumNames<Float32Convolutions, 2> kFloat32ConvolutionNames{
+    {{Float32Convolutions::Ieee, "ieee"}, {Float32Convolutions::ThreeTf32, "3xtf32"}}};
+constexpr const auto& enum_names(Float32Convolutions) { return kFloat32ConvolutionNames; }
+
+enum class ReducedType { Auto, Float16, BFloat16, Off };  // run.mixed_precision: the reduced blocks' type
+inline constexpr EnumNames<ReducedType, 4> kReducedTypeNames{{{ReducedType::Auto, "auto"},
+                                                                {ReducedType::Float16, "float16"},
+                                                                {ReducedType::BFloat16, "bfloat16"},
+                                                                {ReducedType::Off, "off"}}};
+constexpr const auto& enum_names(ReducedType) { return kReducedTypeNames; }
+
+enum class ChannelsLastBlocks { Auto, Off, Reduced, All };  // run.channels_last (nn::ChannelsLast, or auto)
+inline constexpr EnumNames<ChannelsLastBlocks, 4> kChannelsLastBlockNames{{{ChannelsLastBlocks::Auto, "auto"},
+                                                                            {ChannelsLastBlocks::Off, "off"},
+                                                                            {ChannelsLastBlocks::Reduced, "reduced"},
+                                                                            {ChannelsLastBlocks::All, "all"}}};
+constexpr const auto& enum_names(ChannelsLastBlocks) { return kChannelsLastBlockNames; }
+
+enum class FusedModconv { Auto, Always, Never };  // G.fused_modconv: auto, true, false
+inline constexpr EnumNames<FusedModconv, 3> kFusedModconvNames{
+    {{FusedModconv::Auto, "auto"}, {FusedModconv::Always, "true"}, {FusedModconv::Never, "false"}}};
+constexpr const auto& enum_names(FusedModconv) { return kFusedModconvNames; }
+
+enum class StepRandomness { Rank, Global };  // dist.rng
+inline constexpr EnumNames<StepRandomness, 2> kStepRandomnessNames{
+    {{StepRandomness::Rank, "rank"}, {StepRandomness::Global, "global"}}};
+constexpr const auto& enum_names(StepRandomness) { return kStepRandomnessNames; }
+
 struct TrainConfig {
   struct Run {
     std::string outdir = "runs";
     std::string desc;                    // run directory suffix; empty: <dataset>-<preset>
     std::string preset = "config-f";     // name of the preset the config came from
-    std::string device = "auto";         // auto, cpu, cuda
+    DeviceChoice device = DeviceChoice::Auto;
     int threads = 0;                     // CPU threads per process; 0: the node's cores / its processes
     bool allow_tf32 = false;             // TF32 in CUDA matmuls and cuDNN convs (the reference: off)
-    std::string float32_convolutions = "ieee";  // CUDA: ieee (FFMA, as the reference) or 3xtf32 (tf32_split.h)
+    Float32Convolutions float32_convolutions = Float32Convolutions::Ieee;  // CUDA: FFMA, as the reference
     bool cudnn_benchmark = true;         // cuDNN picks the fastest algorithm per shape (the reference: on)
-    std::string fir_kernel = "autotune";  // CUDA: upfirdn2d in lanes: autotune (time both per shape), staged, unstaged
+    nn::kernels::FirKernelPolicy fir_kernel = nn::kernels::FirKernelPolicy::Autotune;  // CUDA: upfirdn2d in lanes
     bool conv2d_gradfix = true;          // CUDA: second-order gradients by ordinary convolutions (as the reference)
-    std::string mixed_precision = "auto";  // auto (float16 on CUDA, off on the CPU), float16, bfloat16, off
-    std::string channels_last = "auto";  // activations NHWC: auto (reduced on CUDA, else off), off, reduced, all
-    std::string host_sync_check = "off";  // LibTorch ops that make the host wait for the GPU inside a step: off, warn, error
+    ReducedType mixed_precision = ReducedType::Auto;  // auto: float16 on CUDA, off on the CPU
+    ChannelsLastBlocks channels_last = ChannelsLastBlocks::Auto;  // activations NHWC; auto: reduced on CUDA, else off
+    HostSyncCheck host_sync_check = HostSyncCheck::Off;  // ops that make the host wait for the GPU inside a step
     bool cuda_graphs = false;            // CUDA: each training phase captured once, then replayed (phase_graphs.h)
     int image_snapshot_ticks = 50;
     int network_snapshot_ticks = 50;
@@ -46,7 +84,7 @@ struct TrainConfig {
   // The network options; c_dim, img_resolution and img_channels come from the dataset, and the
   // precision's reduced type from run.mixed_precision (generator_options() in trainer.h).
   struct Generator : nn::GeneratorOptions {
-    std::string fused_modconv = "auto";  // auto, true, false
+    FusedModconv fused_modconv = FusedModconv::Auto;
   } G;
   nn::DiscriminatorOptions D;
   LossOptions loss;
@@ -69,7 +107,7 @@ struct TrainConfig {
   struct Dist : dist::CommunicatorSettings {  // dist.backend, dist.timeout (its timeout_seconds)
     double bucket_mb = 25;               // gradient fusion bucket size
     bool overlap = true;                 // allreduce buckets during backward
-    std::string rng = "rank";            // rank: seed per rank (the paper's); global: world-size invariant
+    StepRandomness rng = StepRandomness::Rank;  // rank: seed per rank (the paper's); global: world-size invariant
   } dist;
   std::vector<std::string> metrics;      // evaluated during training, e.g. fid50k_full, kid50k_full
   struct Metric {
@@ -97,6 +135,8 @@ constexpr int64_t kMaxBatchPerRound = 65536;
 // Checks combinations no single field can (batch vs batch_gpu vs world size, mbstd groups, ...).
 // Errors name the keys and say which values would work.
 void validate(const TrainConfig& config, int world_size);
+// The part of validate() that an evaluation of a snapshot needs (metric.*).
+void validate_metric_options(const TrainConfig& config);
 
 // G.fused_modconv decoded once: "true" fuses everywhere, "false" nowhere, "auto" in inference only
 // (sample grids), as the reference's training loop.

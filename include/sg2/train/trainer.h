@@ -78,7 +78,7 @@ class Trainer {
   int rank() const { return comm_->rank(); }         // from the communicator (one process: 0 of 1)
   int world_size() const { return comm_->size(); }
   dist::Communicator& comm() { return *comm_; }
-  bool global_rng() const { return config_.dist.rng == "global"; }
+  bool global_rng() const { return config_.dist.rng == StepRandomness::Global; }
 
  private:
   at::Generator keyed_rng(std::initializer_list<uint64_t> keys) const;
@@ -129,14 +129,15 @@ nn::DiscriminatorOptions discriminator_options(const TrainConfig& config, const 
                                                const at::Device& device);
 
 // The reduced type run.mixed_precision asks for on this device (kFloat: off).
-at::ScalarType mixed_precision_type(const std::string& mode, const at::Device& device);
+at::ScalarType mixed_precision_type(ReducedType mode, const at::Device& device);
 // The precision G runs inference with on this device, as it trained (the reference's pickles keep
 // their float16 blocks): G.num_fp16_res in run.mixed_precision's type, float32 where the device has
 // no such type (float16 on the CPU).
 nn::MixedPrecision inference_precision(const TrainConfig& config, const at::Device& device);
 
-// "auto" -> CUDA if LibTorch sees a GPU, else CPU; "cuda" without one is an error.
-at::Device resolve_device(const std::string& name, int local_rank = 0);
+// Auto -> CUDA if LibTorch sees a GPU, else CPU; Cuda without one is an error. On CUDA, the GPU of
+// local_rank (modulo the GPUs the process sees).
+at::Device resolve_device(DeviceChoice choice, int local_rank = 0);
 
 using nn::make_rng;
 

@@ -171,7 +171,7 @@ TEST(Benchmark, DeviceKernelsProfileOneMoreCycleOfTheRealStep) {
 // ops, and no column for the CUDA kernels' specialised variants.
 TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
   train::TrainConfig c = test::tiny_config();
-  c.run.device = "cpu";
+  c.run.device = train::DeviceChoice::Cpu;
   c.G.conv_clamp = 256;
   c.D.conv_clamp = 128;
   OpsBenchOptions options;

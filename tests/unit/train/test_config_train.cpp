@@ -188,7 +188,7 @@ TEST(TrainConfig, FusedModconvAutoFusesInInferenceOnly) {
   const std::vector<std::tuple<std::string, bool, bool>> cases = {
       {"auto", false, true}, {"true", true, true}, {"false", false, false}};
   for (const auto& [value, training, inference] : cases) {
-    config.G.fused_modconv = value;
+    train_schema().set(config, "G.fused_modconv", YAML::Node(value), "test");  // by name, as a config file
     EXPECT_EQ(fused_modconv_in_training(config), training) << value;
     EXPECT_EQ(fused_modconv_in_inference(config), inference) << value;
   }
@@ -196,12 +196,12 @@ TEST(TrainConfig, FusedModconvAutoFusesInInferenceOnly) {
 
 TEST(TrainConfig, MixedPrecisionTypeFollowsTheModeAndDevice) {
   const at::Device cpu(at::kCPU), cuda(at::kCUDA, 0);
-  EXPECT_EQ(mixed_precision_type("auto", cpu), at::kFloat);
-  EXPECT_EQ(mixed_precision_type("auto", cuda), at::kHalf);
-  EXPECT_EQ(mixed_precision_type("off", cuda), at::kFloat);
-  EXPECT_EQ(mixed_precision_type("bfloat16", cpu), at::kBFloat16);
-  EXPECT_EQ(mixed_precision_type("float16", cuda), at::kHalf);
-  EXPECT_NE(test::error_message([&] { mixed_precision_type("float16", cpu); }).find("use bfloat16 or off"),
+  EXPECT_EQ(mixed_precision_type(ReducedType::Auto, cpu), at::kFloat);
+  EXPECT_EQ(mixed_precision_type(ReducedType::Auto, cuda), at::kHalf);
+  EXPECT_EQ(mixed_precision_type(ReducedType::Off, cuda), at::kFloat);
+  EXPECT_EQ(mixed_precision_type(ReducedType::BFloat16, cpu), at::kBFloat16);
+  EXPECT_EQ(mixed_precision_type(ReducedType::Float16, cuda), at::kHalf);
+  EXPECT_NE(test::error_message([&] { mixed_precision_type(ReducedType::Float16, cpu); }).find("use bfloat16 or off"),
             std::string::npos);
 }
 
@@ -210,22 +210,44 @@ TEST(TrainConfig, MixedPrecisionTypeFollowsTheModeAndDevice) {
 TEST(TrainConfig, ChannelsLastReachesTrainingAndInference) {
   const at::Device cpu(at::kCPU);
   TrainConfig c;
-  EXPECT_EQ(c.run.channels_last, "auto");
+  EXPECT_EQ(c.run.channels_last, ChannelsLastBlocks::Auto);
   EXPECT_EQ(inference_precision(c, cpu).channels_last, nn::ChannelsLast::Off);  // auto: the reference's layout
   EXPECT_EQ(inference_precision(c, at::Device(at::kCUDA, 0)).channels_last, nn::ChannelsLast::Reduced);  // measured
   train_schema().set(c, "run.channels_last", YAML::Node("reduced"), "--run.channels_last");
-  c.run.mixed_precision = "bfloat16";
+  c.run.mixed_precision = ReducedType::BFloat16;
   c.G.precision.num_fp16_res = 2;
   const nn::MixedPrecision p = inference_precision(c, cpu);
   EXPECT_EQ(p.channels_last, nn::ChannelsLast::Reduced);
   EXPECT_EQ(p.block_memory_format(p.block_type(256, 256)), at::MemoryFormat::ChannelsLast);
   EXPECT_EQ(p.block_memory_format(p.block_type(64, 256)), at::MemoryFormat::Contiguous);
-  c.run.mixed_precision = "float16";  // a GPU run's config on the CPU: float32, in the layout asked for
-  c.run.channels_last = "all";
+  c.run.mixed_precision = ReducedType::Float16;  // a GPU run's config on the CPU: float32, in the layout asked for
+  c.run.channels_last = ChannelsLastBlocks::All;
   EXPECT_EQ(inference_precision(c, cpu).block_memory_format(at::kFloat), at::MemoryFormat::ChannelsLast);
   const std::string message = test::error_message(
       [&] { train_schema().set(c, "run.channels_last", YAML::Node("nhwc"), "--run.channels_last"); });
   EXPECT_NE(message.find("auto, off, reduced, all"), std::string::npos) << message;
+}
+
+// The config's choices are enums, read and written by their names; another name is refused naming
+// the key and every allowed name.
+TEST(TrainConfig, ChoicesAreReadOnceAndWrittenByName) {
+  TrainConfig c;
+  train_schema().set(c, "dist.backend", YAML::Node("gloo"), "test");
+  train_schema().set(c, "dist.rng", YAML::Node("global"), "test");
+  train_schema().set(c, "run.device", YAML::Node("cpu"), "test");
+  EXPECT_EQ(c.dist.backend, dist::Backend::Gloo);
+  EXPECT_EQ(c.dist.rng, StepRandomness::Global);
+  EXPECT_EQ(c.run.device, DeviceChoice::Cpu);
+  const TrainConfig back = train_schema().from_yaml_string(train_schema().to_yaml_string(c), "written");
+  EXPECT_EQ(back.dist.backend, dist::Backend::Gloo);
+  EXPECT_EQ(back.dist.rng, StepRandomness::Global);
+  EXPECT_NE(train_schema().to_yaml_string(c).find("backend: gloo"), std::string::npos);
+  const std::string message =
+      test::error_message([&] { train_schema().set(c, "dist.backend", YAML::Node("ucc"), "--dist.backend"); });
+  EXPECT_NE(message.find("key 'dist.backend' (--dist.backend): 'ucc' is not one of: auto, nccl, mpi, gloo, local"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(train_schema().find("run.device")->choices, (std::vector<std::string>{"auto", "cpu", "cuda"}));
 }
 
 TEST(TrainConfig, BatchWorldAndGroupsAreCheckedTogether) {
@@ -347,15 +369,15 @@ TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
   c.run.threads = 1;
   c.run.allow_tf32 = true;
   c.run.cudnn_benchmark = false;
-  c.run.fir_kernel = "unstaged";
-  c.run.float32_convolutions = "3xtf32";
+  c.run.fir_kernel = nn::kernels::FirKernelPolicy::Unstaged;
+  c.run.float32_convolutions = Float32Convolutions::ThreeTf32;
   EXPECT_NE(apply_compute_settings(c, world).find("TF32 on, float32 convolutions in 3xTF32, cuDNN benchmark off, "
                                                   "upfirdn2d unstaged"),
             std::string::npos);
   EXPECT_EQ(nn::ops::tf32_split_devices(), nn::ops::Tf32SplitDevices::Cuda);
   EXPECT_EQ(compute_settings_warning(at::Device(at::kCPU)), "");
   EXPECT_EQ(nn::kernels::fir_kernel_policy(), nn::kernels::FirKernelPolicy::Unstaged);
-  c.run.fir_kernel = "staged";
+  c.run.fir_kernel = nn::kernels::FirKernelPolicy::Staged;
   apply_compute_settings(c, world);
   EXPECT_EQ(nn::kernels::fir_kernel_policy(), nn::kernels::FirKernelPolicy::Staged);
   const std::string message = test::error_message(

@@ -137,11 +137,11 @@ TEST(Trainer, CudaGraphsTrainAsThePhasesWithoutThem) {
   at::globalContext().setDeterministicCuDNN(true);
   TrainConfig c = test::tiny_config();
   c.train.batch_gpu = 4;  // 2 rounds of 4
-  c.run.mixed_precision = "float16";
-  c.run.channels_last = "reduced";
+  c.run.mixed_precision = ReducedType::Float16;
+  c.run.channels_last = ChannelsLastBlocks::Reduced;
   c.G.precision.num_fp16_res = c.D.precision.num_fp16_res = 2;
   c.G.conv_clamp = c.D.conv_clamp = 256;
-  c.run.host_sync_check = "error";
+  c.run.host_sync_check = HostSyncCheck::Error;
   constexpr int kSteps = 10;  // Greg at 0, 2, 4 (captured), 6, 8; Dreg at 0, 3, 6 (captured), 9
   const auto train = [&](bool graphs) {
     c.run.cuda_graphs = graphs;
@@ -149,8 +149,8 @@ TEST(Trainer, CudaGraphsTrainAsThePhasesWithoutThem) {
     for (int step = 0; step < kSteps; ++step) trainer->step();
     return trainer;
   };
-  for (const std::string rng : {"rank", "global"}) {
-    SCOPED_TRACE("dist.rng " + rng);
+  for (const StepRandomness rng : {StepRandomness::Rank, StepRandomness::Global}) {
+    SCOPED_TRACE(std::string("dist.rng ") + name_of(rng));
     c.dist.rng = rng;
     expect_the_same_training(*train(false), *train(true));
   }

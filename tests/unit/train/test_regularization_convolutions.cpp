@@ -84,11 +84,11 @@ enum class Layout { Float32Nchw, Float32ChannelsLast, Reduced16Bit, Float16Chann
 TrainConfig tiny_config_in(Layout layout) {
   TrainConfig c = test::tiny_config();
   c.data.workers = 0;
-  c.run.mixed_precision = "off";
-  if (layout == Layout::Float32ChannelsLast) c.run.channels_last = "all";
+  c.run.mixed_precision = ReducedType::Off;
+  if (layout == Layout::Float32ChannelsLast) c.run.channels_last = ChannelsLastBlocks::All;
   if (layout == Layout::Reduced16Bit || layout == Layout::Float16ChannelsLast) {
-    c.run.mixed_precision = "float16";
-    c.run.channels_last = layout == Layout::Reduced16Bit ? "reduced" : "all";
+    c.run.mixed_precision = ReducedType::Float16;
+    c.run.channels_last = layout == Layout::Reduced16Bit ? ChannelsLastBlocks::Reduced : ChannelsLastBlocks::All;
     c.G.precision.num_fp16_res = c.D.precision.num_fp16_res = 2;
     c.G.conv_clamp = c.D.conv_clamp = 256;
   }

@@ -125,7 +125,7 @@ TEST(Resume, SnapshotChecksumCatchesAFlippedBit) {
 TEST(Resume, GeneratorOfASnapshotRunsInItsRunsPrecision) {
   test::TempDir dir;
   TrainConfig c = test::tiny_config();
-  c.run.mixed_precision = "bfloat16";
+  c.run.mixed_precision = ReducedType::BFloat16;
   c.G.precision.num_fp16_res = 1;
   const at::Device cpu(at::kCPU);
   Snapshot s = snapshot_after_one_step(c, dir);
@@ -137,7 +137,7 @@ TEST(Resume, GeneratorOfASnapshotRunsInItsRunsPrecision) {
   run.noise_mode = nn::NoiseMode::Const;
   EXPECT_EQ(G->forward(at::randn({2, G->options.z_dim}), at::Tensor(), {}, run).scalar_type(), at::kFloat);
 
-  c.run.mixed_precision = "float16";  // a GPU run's snapshot, rendered on the CPU
+  c.run.mixed_precision = ReducedType::Float16;  // a GPU run's snapshot, rendered on the CPU
   s.config_yaml = train_schema().to_yaml_string(c);
   EXPECT_EQ(snapshot_precision(s, cpu).num_fp16_res, 0);
   EXPECT_EQ(inference_precision(c, at::Device(at::kCPU)).num_fp16_res, 0);

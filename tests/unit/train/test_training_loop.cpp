@@ -129,9 +129,9 @@ TEST(Generate, LatentsAreNumpyCompatible) {
 TEST(Trainer, NoStepMakesTheHostWaitForTheGpu) {
   const bool gpu = torch::cuda::is_available();
   TrainConfig c = test::tiny_config();
-  c.run.host_sync_check = "error";
-  c.run.mixed_precision = gpu ? "float16" : "bfloat16";
-  c.run.channels_last = "reduced";
+  c.run.host_sync_check = HostSyncCheck::Error;
+  c.run.mixed_precision = gpu ? ReducedType::Float16 : ReducedType::BFloat16;
+  c.run.channels_last = ChannelsLastBlocks::Reduced;
   c.G.precision.num_fp16_res = c.D.precision.num_fp16_res = 2;
   c.G.conv_clamp = c.D.conv_clamp = 256;
   c.data.workers = 2;
