@@ -51,8 +51,8 @@ FloatMatrix read_npy_float32(const std::string& path, const std::string& what) {
   const std::string shape = header_field(header, "shape", path);
   std::smatch dims;
   const std::regex two_dims("\\(\\s*(\\d{1,18})\\s*,\\s*(\\d{1,18})\\s*\\)");  // 18 digits: no overflow
-  SG2_CHECK(std::regex_match(shape, dims, two_dims), "'{}': expected a 2-D array of {}, the shape is {}", path, what,
-            shape);
+  SG2_CHECK(std::regex_match(shape, dims, two_dims), "'{}': expected a 2-D array of {} with counts of 0 to 10^18, the "
+            "shape is {}", path, what, shape);
   FloatMatrix matrix;
   matrix.rows = std::stoll(dims[1]);
   matrix.cols = std::stoll(dims[2]);

@@ -23,7 +23,8 @@ std::string file_identity(const std::string& path) {
 class TorchScriptDetector : public FeatureDetector {
  public:
   TorchScriptDetector(const std::string& path, const at::Device& device) : path_(path), device_(device) {
-    SG2_CHECK(std::filesystem::is_regular_file(path), "detector file '{}' does not exist", path);
+    SG2_CHECK(std::filesystem::is_regular_file(path), "detector file '{}' {}", path,
+              std::filesystem::exists(path) ? "is not a file (a directory?)" : "does not exist");
     identity_ = file_identity(path);
     try {
       module_ = torch::jit::load(path, device);

@@ -30,6 +30,19 @@ std::string mean_of(const std::map<std::string, StatValue>& stats, const std::st
   return (it == stats.end() || it->second.count == 0) ? std::string("-") : fmt::format("{:.4f}", it->second.mean);
 }
 
+// Fails, on every rank alike (the statistics are reduced over the ranks), when a loss of the tick
+// is not finite: from there the networks train on NaN, and every later snapshot would hold it.
+void check_losses_are_finite(const std::map<std::string, StatValue>& stats, int64_t tick, double kimg) {
+  for (const char* name : {"Loss/G/loss", "Loss/D/loss", "Loss/r1_penalty", "Loss/pl_penalty"}) {
+    const auto it = stats.find(name);
+    if (it == stats.end() || it->second.count == 0 || std::isfinite(it->second.mean)) continue;
+    SG2_FAIL("{} is {} in tick {} ({:.1f} kimg): the networks no longer train. The snapshots before this tick "
+             "hold the last finite networks; lower optim.G_lr / optim.D_lr or the loss weights, or check the "
+             "networks' options (G.mapping_lr_multiplier, G.resample_filter, ...), then resume from one of them",
+             name, it->second.mean, tick, kimg);
+  }
+}
+
 }  // namespace
 
 TrainingLoop::TrainingLoop(Trainer& trainer, std::string run_dir, bool resumed)
@@ -166,11 +179,13 @@ void TrainingLoop::report_tick(double tick_end) {
   at::Tensor moments = stats.packed_moments().to(trainer_.comm().device()).contiguous();
   trainer_.comm().allreduce({moments}, dist::ReduceOp::Sum);
   const auto values = stats.finish(moments.cpu());
-  if (!is_rank0()) return;
-  spdlog::info(status_line(values, tick_seconds));
-  write_stats_line(values);
-  for (const auto& [name, value] : values)
-    if (value.count > 0) events_->add_scalar(name, value.mean, p.cur_nimg);
+  if (is_rank0()) {
+    spdlog::info(status_line(values, tick_seconds));
+    write_stats_line(values);
+    for (const auto& [name, value] : values)
+      if (value.count > 0) events_->add_scalar(name, value.mean, p.cur_nimg);
+  }
+  check_losses_are_finite(values, p.cur_tick, p.cur_nimg / 1e3);
 }
 
 void TrainingLoop::write_sample_grid() {

@@ -144,6 +144,9 @@ for option in "--train.batch_gpu -1" "--G.num_fp16_res -1" "--D.mbstd_group_size
   read -r key value <<< "$option"
   expect_error "${key#--} = '\?$value'\?: must" "$bin/stylegan2_train" "${tiny[@]}" --data fm.zip --dry-run "$key" "$value"
 done
+# Losses that became NaN end the run naming them, instead of training on NaN and exiting 0.
+expect_error "Loss/.* is -\?nan in tick .*The snapshots before this tick" "$bin/stylegan2_train" "${tiny[@]}" \
+    --data fm.zip --outdir runs-nan --optim.G_lr 1e12 --optim.D_lr 1e12 --kimg 0.064
 expect_error "data.split = test: only the Fashion-MNIST IDX files have splits" "$bin/stylegan2_train" "${tiny[@]}" \
     --data fm.zip --data.split test --dry-run
 expect_error "level 8: only TFRecord directories have levels" "$bin/stylegan2_dataset" export fm.zip --outdir lv --level 8

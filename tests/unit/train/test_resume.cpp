@@ -114,7 +114,7 @@ TEST(Resume, SnapshotChecksumCatchesAFlippedBit) {
 
   // A version-1 snapshot (no checksum yet) still loads; a version-2 one without it does not.
   auto old = read_pickled_dict(dir.file("a.pt"));
-  old.erase("checksum");
+  EXPECT_EQ(old.erase("checksum"), 1u);
   EXPECT_THROW(verify_snapshot_checksum(old, "v2.pt"), Error);
   old.insert_or_assign("version", int64_t{1});
   EXPECT_NO_THROW(verify_snapshot_checksum(old, "v1.pt"));
