@@ -273,6 +273,14 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
     imported = snapshot->imported();
     trainer.broadcast_from_rank0();
   }
+  // A snapshot already at train.total_kimg: nothing to train, and no run directory to make for it.
+  if (snapshot && !imported && trainer.progress().cur_nimg >= images_of_kimg(config.train.total_kimg)) {
+    if (world.is_root()) {
+      std::cout << fmt::format("{} is at {:.3f} kimg, train.total_kimg is {}: nothing to train; raise it (--kimg) to "
+                               "continue\n", snapshot_path, trainer.progress().cur_nimg / 1e3, config.train.total_kimg);
+    }
+    return 0;
+  }
   // An imported network starts a new run (fine-tuning); a training snapshot continues its own.
   const std::string continued = imported ? std::string() : snapshot_path;
   // Every rank logs its warnings and errors to the run's log.txt where the directory is shared.

@@ -137,7 +137,9 @@ MetricEvaluator::MetricEvaluator(dist::Communicator& comm, std::shared_ptr<Featu
       reals_identity_(std::move(reals_identity)),
       options_(std::move(options)) {
   SG2_CHECK(detector_->feature_dim() > 0, "the detector has not been probed (feature dimension unknown)");
-  SG2_CHECK(reals_->size() > 0, "the real dataset '{}' is empty", reals_->name());
+  SG2_CHECK(reals_->size() >= 2, "the real dataset '{}' has {}: the metrics compare distributions, whose "
+            "covariance needs at least 2 images (tens of thousands for a meaningful FID)", reals_->name(),
+            reals_->size() == 1 ? "1 image" : "no images");
   if (reals_->label_dim() > 0) label_table_ = data::all_labels(*reals_);
 }
 

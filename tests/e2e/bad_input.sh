@@ -144,6 +144,13 @@ for option in "--train.batch_gpu -1" "--G.num_fp16_res -1" "--D.mbstd_group_size
   read -r key value <<< "$option"
   expect_error "${key#--} = '\?$value'\?: must" "$bin/stylegan2_train" "${tiny[@]}" --data fm.zip --dry-run "$key" "$value"
 done
+# A snapshot already at train.total_kimg: said, exit 0, and no empty run directory left behind.
+"$bin/stylegan2_train" --resume loose.pt --data fm.zip --outdir runs-done --kimg 0.008 > done.log 2>&1 ||
+  { cat done.log; fail "a resume with nothing to train failed"; }
+grep -q "loose.pt is at 0.008 kimg, train.total_kimg is 0.008: nothing to train" done.log || { cat done.log; fail "no word"; }
+[ ! -e runs-done ] || fail "a resume with nothing to train made a run directory"
+expect_error "has 1 image: the metrics compare distributions" "$bin/stylegan2_metrics" --network "$snap" --data fm.zip \
+    --detector det.pt --data.max_images 1 --metrics fid1k --no-log
 # Losses that became NaN end the run naming them, instead of training on NaN and exiting 0.
 expect_error "Loss/.* is -\?nan in tick .*The snapshots before this tick" "$bin/stylegan2_train" "${tiny[@]}" \
     --data fm.zip --outdir runs-nan --optim.G_lr 1e12 --optim.D_lr 1e12 --kimg 0.064
