@@ -181,16 +181,18 @@ std::string new_or_resumed_run_dir(const TrainConfig& config, const data::Datase
 int TrainCommand::run() {
   init_logging(0, verbose_);
   install_stop_signal_handlers();
-  std::string snapshot_path, snapshot_yaml;
+  std::string snapshot_path;
+  std::optional<Snapshot> snapshot;
   if (!resume_.empty()) {
     snapshot_path = resolve_resume(resume_, config_.resolve().run.outdir);
-    snapshot_yaml = load_snapshot(snapshot_path).config_yaml;
+    snapshot = load_snapshot(snapshot_path);
   }
-  const TrainConfig config = config_.resolve(snapshot_yaml);
+  const TrainConfig config = config_.resolve(snapshot ? snapshot->config_yaml : "");
+  const Snapshot* loaded = snapshot ? &*snapshot : nullptr;
   return run_session_on_every_rank("stylegan2_train", config, verbose_, [&](dist::Session& session) {
     if (dry_run_) return print_dry_run(config, session);
     return naming_the_batch_on_out_of_memory(config, session.world().size,
-                                             [&] { return train(config, session, snapshot_path); });
+                                             [&] { return train(config, session, snapshot_path, loaded); });
   });
 }
 
@@ -249,16 +251,15 @@ int TrainCommand::print_dry_run(const TrainConfig& config, dist::Session& sessio
   return 0;
 }
 
-int TrainCommand::train(const TrainConfig& requested, dist::Session& session, const std::string& snapshot_path) {
+int TrainCommand::train(const TrainConfig& requested, dist::Session& session, const std::string& snapshot_path,
+                        const Snapshot* snapshot) {
   const dist::World& world = session.world();
   validate(requested, world.size);
   const at::Device device = session.comm().device();
   const std::string compute = apply_compute_settings(requested, world);
   if (const std::string warning = compute_settings_warning(device); !warning.empty()) spdlog::warn("{}", warning);
   auto dataset = open_configured_dataset(requested);
-  std::optional<Snapshot> snapshot;
-  if (!snapshot_path.empty()) {
-    snapshot = load_snapshot(snapshot_path);
+  if (snapshot != nullptr) {
     const nn::GeneratorOptions g = nn::generator_options_from_json(snapshot->networks.at("G"));
     check_network_fits_dataset(g, snapshot_path, *dataset, requested.data.path);
     SG2_CHECK(g.c_dim > 0 || dataset->label_dim() == 0, "'{}' is unconditional, but data.use_labels gives it {} "

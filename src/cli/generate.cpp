@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 
 namespace sg2::cli {
 
@@ -231,15 +232,12 @@ void check_outputs_are_new(const std::vector<std::string>& paths, const Generate
               clash == paths.end() ? "" : *clash, input);
   }
   if (o.overwrite) return;
-  const auto existing = std::count_if(paths.begin(), paths.end(), [](const std::string& p) {
-    return std::filesystem::exists(p);
-  });
-  const auto first = std::find_if(paths.begin(), paths.end(), [](const std::string& p) {
-    return std::filesystem::exists(p);
-  });
-  SG2_CHECK(existing == 0, "{} of the {} file{} to write exist{} already (first '{}'); pass --overwrite to replace "
-            "them, or choose another --outdir", existing, paths.size(), paths.size() == 1 ? "" : "s",
-            existing == 1 ? "s" : "", existing == 0 ? "" : *first);
+  std::vector<std::string> existing;
+  std::copy_if(paths.begin(), paths.end(), std::back_inserter(existing),
+               [](const std::string& p) { return std::filesystem::exists(p); });
+  SG2_CHECK(existing.empty(), "{} of the {} file{} to write exist{} already (first '{}'); pass --overwrite to replace "
+            "them, or choose another --outdir", existing.size(), paths.size(), paths.size() == 1 ? "" : "s",
+            existing.size() == 1 ? "s" : "", existing.empty() ? "" : existing.front());
 }
 
 }  // namespace

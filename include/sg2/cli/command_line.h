@@ -6,6 +6,7 @@
 #include "sg2/data/dataset.h"
 #include "sg2/distributed/session.h"
 #include "sg2/train/config.h"
+#include "sg2/train/snapshot.h"
 
 #include <CLI/CLI.hpp>
 
@@ -61,7 +62,9 @@ class TrainCommand {
   int run();
 
  private:
-  int train(const TrainConfig& config, dist::Session& session, const std::string& snapshot_path);
+  // snapshot: the --resume file, loaded (and checksummed) once by run(); null for a new run.
+  int train(const TrainConfig& config, dist::Session& session, const std::string& snapshot_path,
+            const train::Snapshot* snapshot);
   int print_dry_run(const TrainConfig& config, dist::Session& session);
   ConfigOptions config_;
   std::string resume_;
