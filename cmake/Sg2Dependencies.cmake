@@ -129,7 +129,7 @@ endif()
 find_package(CUDAToolkit QUIET)
 sg2_resolve_switch(SG2_WITH_CUDA "${CUDAToolkit_FOUND}" "the CUDA toolkit (set CUDAToolkit_ROOT)")
 
-# The CUDA kernels (src/nn/cuda) need both the toolkit's compiler and a LibTorch with CUDA. They are
+# The CUDA kernels (src/ops/cuda) need both the toolkit's compiler and a LibTorch with CUDA. They are
 # built for Ampere and Hopper (the A100, H100 and H200) unless TORCH_CUDA_ARCH_LIST (LibTorch's
 # flags) and CMAKE_CUDA_ARCHITECTURES say otherwise.
 set(SG2_CUDA_KERNELS OFF)

@@ -28,7 +28,7 @@ object_of() {
   if [ -n "$batch" ] && [ -f "$batch.o" ]; then echo "$batch.o"; fi
 }
 # Every CUDA source must have been compiled (not its CPU stub)...
-for source in distributed/nccl_backend.cpp nn/cuda/kernels_cuda.cpp nn/cuda/fir_bias_act_kernels.cu; do
+for source in distributed/nccl_backend.cpp ops/cuda/kernels_cuda.cpp ops/cuda/fir_bias_act_kernels.cu; do
   [ -n "$(object_of "$source")" ] || { echo "test_torch_wheel: src/$source was not compiled" >&2; exit 1; }
 done
 # ... and the device module with both of its CUDA parts: the runtime's and LibTorch's (its graphs too).

@@ -1,11 +1,34 @@
-# The arithmetic and parsing behind scripts/bench/gpu_vs_reference.sh's summary, sourced by it and
-# tested by tests/scripts/gpu_kit_steps.sh: fields of stylegan2_bench's output, ratios, goal checks,
-# and config-f's estimate for an H100 SXM from an H200's profile.
+# The arithmetic behind scripts/bench/gpu_vs_reference.sh's summary, sourced by it and tested by
+# tests/scripts/gpu_kit_steps.sh: values of the benches' records (stylegan2_bench --jsonl and
+# reference_bench.py --jsonl), ratios, goal checks, and config-f's estimate for an H100 SXM from an
+# H200's profile.
 
-# Field N of the "throughput X img/s, Y s/kimg; ... peak device memory Z GiB" line.
-field() { awk -v n="$2" '/^throughput/ {gsub(/[,;]/, ""); print $n}' "$1"; }
+# The value at KEY (dotted: "device_kernels.other_s") of the last record in the --jsonl FILE, times
+# SCALE (default 1) to DIGITS decimals (default: as it is); nothing where the file, the record or
+# the value is missing (a run that failed or was skipped).
+field() {  # field FILE KEY [SCALE DIGITS]
+  python3 - "$@" << 'PY'
+import json, sys
+path, key = sys.argv[1], sys.argv[2]
+scale = float(sys.argv[3]) if len(sys.argv) > 3 else None
+try:
+    with open(path) as f:
+        lines = [line for line in f if line.strip()]
+    value = json.loads(lines[-1]) if lines else None
+except (OSError, ValueError):
+    value = None
+for part in key.split("."):
+    value = value.get(part) if isinstance(value, dict) else None
+if isinstance(value, bool):
+    print("true" if value else "false")
+elif isinstance(value, (int, float)) and scale is not None:
+    print(f"{value * scale:.{int(sys.argv[4]) if len(sys.argv) > 4 else 6}f}")
+elif value is not None:
+    print(value)
+PY
+}
 # The ms a step the host took to issue the bench's timed steps.
-host_ms_per_step() { sed -n 's/.*the host issued them in \([0-9.]*\) ms a step.*/\1/p' "$1"; }
+host_ms_per_step() { field "$1" host_s_per_step 1000 1; }
 # A / B to two decimals, "-" where either is not a positive number.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-"}'; }
 # "met" or "not met" for VALUE OP LIMIT (OP: >= or <=), "-" where VALUE is none.
@@ -14,8 +37,8 @@ meets() {  # meets VALUE OP LIMIT
     if (a == "" || a == "-") print "-"; else print ((op == ">=" ? a >= b : a <= b) ? "met" : "not met") }'
 }
 
-# The GPU time a profiled step spent in kernels other than convolutions and matrix products.
-other_kernel_ms() { sed -n 's/^GPU time per step by kind: .*, other kernels \([0-9.]*\) ms.*/\1/p' "$1"; }
+# The GPU time (ms) a profiled step spent in kernels other than convolutions and matrix products.
+other_kernel_ms() { field "$1" device_kernels.other_s 1000 1; }
 # An H100 SXM's memory bandwidth (3.35 TB/s) against this GPU's where that is an H200 (4.8 TB/s, the
 # same GH100 chip: its SMs and clocks): how much longer a kernel bound by memory would take on an
 # H100 SXM (the datasheets' ratio; the H200's copy reached 86% of its 4.8 TB/s).

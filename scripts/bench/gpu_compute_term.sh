@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The GPU compute term of the scaling model (issue 15, item 5): config-f at 256x256 (synthetic
-# data, the reference's mixed precision: num_fp16_res 4, conv_clamp 256) on one GPU at per-GPU
-# batches 4, 8, 16 and 32, then the gradient bucket layout. Writes $OUT/compute-b<B>.txt and
-# $OUT/layout-config-f-256.txt, and the build's output and every run's errors to $OUT/gpu_compute_term.log;
+# The GPU compute term of the scaling model: config-f at 256x256 (synthetic data, the reference's
+# mixed precision: num_fp16_res 4, conv_clamp 256) on one GPU at per-GPU batches 4, 8, 16 and 32,
+# then the gradient bucket layout. Writes $OUT/compute-b<B>.txt and .jsonl (the output and the
+# record) and $OUT/layout-config-f-256.txt and .jsonl, and the build's output and every run's
+# errors to $OUT/gpu_compute_term.log;
 # a run that fails or passes SG2_RUN_LIMIT_S (default 150 s) is named there and the others still run,
 # all within SG2_BENCH_BUDGET_S (default 560 s, inside a device call's 600); for
-#   scripts/bench/scaling_model predict-gpu $OUT/layout-config-f-256.txt --measured $OUT --measured-fabric H100
+#   scripts/bench/scaling_model predict-gpu $OUT/layout-config-f-256.jsonl --measured $OUT --measured-fabric H100
 #   OUT=$OUT scripts/bench/gpu_compute_term.sh [BUILD_DIR]     (the GPU kit's build: build-gpu)
 #   DEVICE=cpu OUT=/tmp/x scripts/bench/gpu_compute_term.sh build   (the script's own dry run: tiny networks)
 #   SG2_BENCH_EXTRA="--run.cuda_graphs true" OUT=$OUT scripts/bench/gpu_compute_term.sh   (more flags for
@@ -37,11 +38,14 @@ config+=("${extra[@]}")
 [ ${#extra[@]} -eq 0 ] || label="$label, ${extra[*]}"
 for batch in ${BATCHES:-4 8 16 32}; do
   echo "== $label, batch $batch"
+  rm -f "$out/compute-b$batch.jsonl"
   budgeted_run "$out/compute-b$batch.txt" "$build/bin/stylegan2_bench" "${config[@]}" --train.batch "$batch" \
-      --no-op-families --cycles 1
-  grep -E "^(step|throughput)" "$out/compute-b$batch.txt" || true
+      --no-op-families --cycles 1 --jsonl "$out/compute-b$batch.jsonl"
+  [ -s "$out/compute-b$batch.jsonl" ] &&
+    echo "step_s img_per_s: $(scripts/bench/scaling_model fields "$out/compute-b$batch.jsonl" step_s img_per_s)"
 done
+rm -f "$out/layout-config-f-256.jsonl"
 budgeted_run "$out/layout-config-f-256.txt" "$build/bin/stylegan2_bench" comm "${config[@]}" --max-bytes 1048576 \
-    --iters 2
+    --iters 2 --jsonl "$out/layout-config-f-256.jsonl"
 echo "== $out"
 [ "$run_failures" -eq 0 ] || { echo "gpu_compute_term: $run_failures run(s) failed (see $log)" >&2; exit 1; }

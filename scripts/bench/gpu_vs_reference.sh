@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# This project against stylegan2-ada-pytorch on the same GPU, side by side in one call (issue 13):
+# This project against stylegan2-ada-pytorch on the same GPU, side by side in one call:
 # config-f at 256x256 (the reference's 'stylegan2' configuration: its mixed precision, batch 32 in
 # rounds of 4) and paper256 (batch 64 in rounds of 8), each timed by
 #   - scripts/bench/reference_bench.py: the reference's own networks and loss, at its defaults
@@ -24,12 +24,10 @@
 #   SG2_BENCH_PRESETS=config-f scripts/bench/gpu_vs_reference.sh   # one preset
 #   SG2_BENCH_VARIANTS="auto:nhwc ref:off" ...   # some of ours (default all: auto:nhwc auto:nhwc:3xtf32
 #                                                # auto:nhwc:graphs ref:off ref:off:graphs auto:off ref:nhwc reference:full
-#                                                # auto:nhwc:nogradfix auto:all; also auto:nhwc:unstaged; ref: the
+#                                                # auto:nhwc:nogradfix auto:all; ref: the
 #                                                # reference's batch_gpu, nhwc: channels_last reduced, all:
 #                                                # channels_last all; reference:full the reference in one
-#                                                # round; nogradfix: run.conv2d_gradfix false; unstaged:
-#                                                # run.fir_kernel unstaged, run by itself where auto:nhwc fails,
-#                                                # and then every later run of ours with it;
+#                                                # round; nogradfix: run.conv2d_gradfix false;
 #                                                # 3xtf32: run.float32_convolutions 3xtf32, its own goal line;
 #                                                # graphs: run.cuda_graphs true, auto:nhwc:graphs and ref:off:graphs)
 #   SG2_TORCH_EXTENSIONS_DIR=DIR ...   # the reference's plugins built there already (reference_bench.py
@@ -73,21 +71,20 @@ for case in "${all_cases[@]}"; do
   [[ " $presets " == *" ${case%%|*} "* ]] && cases+=("$case")
 done
 [ "${#cases[@]}" -gt 0 ] || { echo "gpu_vs_reference: no preset among '$presets' (config-f, paper256)" >&2; exit 2; }
-# Ours: BATCH_GPU:LAYOUT[:nogradfix|unstaged|3xtf32|graphs], with ref for the reference's per-round batch, nhwc for
+# Ours: BATCH_GPU:LAYOUT[:nogradfix|3xtf32|graphs], with ref for the reference's per-round batch, nhwc for
 # channels_last in the float16 blocks (all: in the float32 blocks too, cuDNN's FFMA kernels then
 # NHWC) and nogradfix for LibTorch's own double backward of the convolutions (the A/B of
 # run.conv2d_gradfix), graphs for run.cuda_graphs true (each phase replayed from a CUDA graph: the
-# host's launches, which bound the small per-round batches, gone; skipped in the CPU dry run). The default order puts first the variant most likely fastest (issue 13's
+# host's launches, which bound the small per-round batches, gone; skipped in the CPU dry run). The default order puts first the variant most likely fastest (the goal of
 # 5 s/kimg for config-f), the probed batch channels_last, right after the reference.
 all_variants="auto:nhwc auto:nhwc:3xtf32 auto:nhwc:graphs ref:off ref:off:graphs auto:off ref:nhwc reference:full
               auto:nhwc:nogradfix auto:all"
 all_variants=$(echo $all_variants)  # one line
 variants=${SG2_BENCH_VARIANTS:-$all_variants}
 for variant in $variants; do
-  [[ " $all_variants auto:nhwc:unstaged " == *" $variant "* ]] ||
-    { echo "gpu_vs_reference: no variant '$variant' (one of: $all_variants auto:nhwc:unstaged)" >&2; exit 2; }
+  [[ " $all_variants " == *" $variant "* ]] ||
+    { echo "gpu_vs_reference: no variant '$variant' (one of: $all_variants)" >&2; exit 2; }
 done
-fir_fallback=()  # --run.fir_kernel unstaged for every run of ours after the default's failed
 # The variant most likely fastest adds --device-kernels: one more cycle under the Kineto profiler, after
 # the timed ones: GPU time by kernel and how busy the GPU is (the numbers to tune by next).
 common=(--data synthetic --data.resolution 256 --data.channels 3 --run.device "$device" --no-op-families)
@@ -108,13 +105,14 @@ source scripts/bench/comparison_summary.sh  # field, ratio, meets, the H100 SXM 
 
 # The reference: its runs, and a summary row with the ratio of its img/s to ref_rate.
 run_reference() {  # run_reference PRESET CONFIG BATCH_GPU NAME LABEL
-  local file="$cases_dir/$4.txt" label=$5 rate
+  local file="$cases_dir/$4.txt" record="$cases_dir/$4.jsonl" label=$5 rate
   echo "== $1: $label, batch_gpu $3" | tee -a "$log"
+  rm -f "$record"
   budgeted_run "$file" "$python" scripts/bench/reference_bench.py --ref "$ref" --config "$2" "${ref_common[@]}" \
-      --conv-clamp 256 --batch-gpu "$3"
-  rate=$(field "$file" 2)
-  grep -q "fell back to reference ops" "$file" && label="$label (plugins fell back: not its real speed)"
-  echo "| $1 | $label | $3 | $rate | $(field "$file" 4) | $(field "$file" 9) | - |" \
+      --conv-clamp 256 --batch-gpu "$3" --jsonl "$record"
+  rate=$(field "$record" img_per_s 1 2)
+  [ "$(field "$record" plugins_fell_back)" = true ] && label="$label (plugins fell back: not its real speed)"
+  echo "| $1 | $label | $3 | $rate | $(field "$record" s_per_kimg 1 2) | $(field "$record" peak_device_gib 1 2) | - |" \
        "$(ratio "$rate" "${ref_rate:-$rate}") |" >> "$summary"
   last_rate=$rate
 }
@@ -122,22 +120,19 @@ run_reference() {  # run_reference PRESET CONFIG BATCH_GPU NAME LABEL
 # One variant of ours (BATCH_GPU:LAYOUT[:OPTION]) of the case being run: its run and summary row;
 # sets rate, and the rates the goals read.
 run_ours() {  # run_ours VARIANT
-  local variant=$1 batch_gpu layout option name label chosen extra=()
+  local variant=$1 batch_gpu layout option name label chosen record extra=()
   IFS=':' read -r batch_gpu layout option <<< "$variant"
   [ "$batch_gpu" = ref ] && batch_gpu=$ref_batch_gpu
   [ "$layout" = nhwc ] && layout=$nhwc
   name="$preset-ours-$batch_gpu"
   label="stylegan2-cpp"
   [ "$layout" = off ] || { name="$name-channels-last-$layout"; label="$label, channels_last $layout"; }
-  local probed_nhwc=0  # the goal's run (or its fallback with the unstaged kernel): profiled
-  [[ "$variant" = auto:nhwc || "$variant" = auto:nhwc:unstaged ]] && probed_nhwc=1
+  local probed_nhwc=0  # the goal's run: profiled
+  [ "$variant" = auto:nhwc ] && probed_nhwc=1
   [ "$probed_nhwc" = 1 ] && extra=("${profiled[@]}")
   if [ "$option" = nogradfix ]; then
     name="$name-nogradfix" label="$label, conv2d_gradfix off"
     extra=(--run.conv2d_gradfix false)
-  elif [ "$option" = unstaged ]; then
-    name="$name-unstaged" label="$label, upfirdn2d unstaged"
-    extra+=(--run.fir_kernel unstaged)
   elif [ "$option" = 3xtf32 ]; then
     name="$name-3xtf32" label="$label, float32 convolutions 3xTF32"
     extra=(--run.float32_convolutions 3xtf32)
@@ -150,10 +145,6 @@ run_ours() {  # run_ours VARIANT
       return 0
     fi
   fi
-  if [ ${#fir_fallback[@]} -gt 0 ] && [ "$option" != unstaged ]; then
-    name="$name-unstaged" label="$label, upfirdn2d unstaged (the default failed)"
-    extra+=("${fir_fallback[@]}")
-  fi
   rate="" ran=0
   if [ -e "$cases_dir/$name.txt" ]; then  # the dry run's nhwc is all: auto:nhwc and auto:all are one run
     echo "== $preset: $label, train.batch_gpu $batch_gpu: ran already" | tee -a "$log"
@@ -162,27 +153,28 @@ run_ours() {  # run_ours VARIANT
   echo "== $preset: $label, train.batch_gpu $batch_gpu" | tee -a "$log"
   # Whether it runs: budgeted_run skips it where the budget is spent.
   [ "$(run_seconds_left "$run_start" "$run_budget" "$run_limit" "$run_min")" -gt 0 ] && ran=1
-  budgeted_run "$cases_dir/$name.txt" "$bench" --config "$config" "${common[@]}" "${ours[@]}" \
+  record="$cases_dir/$name.jsonl"
+  rm -f "$record"
+  budgeted_run "$cases_dir/$name.txt" "$bench" --config "$config" "${common[@]}" "${ours[@]}" --jsonl "$record" \
       --train.batch_gpu "$batch_gpu" --run.channels_last "$layout" "${extra[@]}"
-  rate=$(field "$cases_dir/$name.txt" 2)
-  chosen=$(sed -n 's/.*train.batch_gpu auto: \([0-9]*\) images.*/\1/p' "$cases_dir/$name.txt")
-  echo "| $preset | $label | $batch_gpu${chosen:+: $chosen} | $rate | $(field "$cases_dir/$name.txt" 4) |" \
-       "$(field "$cases_dir/$name.txt" 13) | $(host_ms_per_step "$cases_dir/$name.txt") |" \
+  rate=$(field "$record" img_per_s 1 2)
+  [ "$batch_gpu" = auto ] && chosen=$(field "$record" batch_gpu)
+  echo "| $preset | $label | $batch_gpu${chosen:+: $chosen} | $rate | $(field "$record" s_per_kimg 1 2) |" \
+       "$(field "$record" peak_device_gib 1 2) | $(host_ms_per_step "$record") |" \
        "$(ratio "$rate" "$ref_rate") |" >> "$summary"
-  # The unstaged kernel's run stands for the default's where that has no rate (a fallback).
-  if [ "$batch_gpu" = auto ] && [[ -z "$option" || "$option" = unstaged ]] && [ -n "$rate" ] && [ -z "$auto_rate" ]; then
+  if [ "$batch_gpu" = auto ] && [ -z "$option" ] && [ -n "$rate" ] && [ -z "$auto_rate" ]; then
     auto_rate=$rate auto_batch=$chosen
   fi
   [ "$probed_nhwc" = 1 ] && [ -n "$rate" ] && : "${probed_nhwc_rate:=$rate}" \
-      "${probed_nhwc_kimg:=$(field "$cases_dir/$name.txt" 4)}" "${other_ms:=$(other_kernel_ms "$cases_dir/$name.txt")}"
+      "${probed_nhwc_kimg:=$(field "$record" s_per_kimg 1 2)}" "${other_ms:=$(other_kernel_ms "$record")}"
   [ "$option" = nogradfix ] && nogradfix_rate=$rate
   [ "$variant" = ref:off ] && ref_off_rate=$rate
   [ "$variant" = ref:off:graphs ] && ref_graphs_rate=$rate
   [ "$variant" = auto:nhwc:graphs ] && auto_graphs_rate=$rate
   # 3xTF32 keeps float32's accuracy but not the reference's arithmetic: a goal line of its own.
-  [ "$option" = 3xtf32 ] && { split_rate=$rate split_kimg=$(field "$cases_dir/$name.txt" 4); return 0; }
+  [ "$option" = 3xtf32 ] && { split_rate=$rate split_kimg=$(field "$record" s_per_kimg 1 2); return 0; }
   if [ -n "$rate" ] && awk -v a="$rate" -v b="${best_rate:-0}" 'BEGIN {exit !(a > b)}'; then
-    best_rate=$rate best_kimg=$(field "$cases_dir/$name.txt" 4)
+    best_rate=$rate best_kimg=$(field "$record" s_per_kimg 1 2)
   fi
   return 0
 }
@@ -216,13 +208,6 @@ for case in "${cases[@]}"; do
       continue
     fi
     run_ours "$variant"
-    # The staged FIR kernel is the default's newest part: should its run fail, the same with the
-    # unstaged kernel (timed in the second H200 run) still gives the session its number, and the
-    # runs after it take the unstaged kernel too.
-    if [ "$variant" = auto:nhwc ] && [ "$ran" = 1 ] && [ -z "$rate" ] && [ ${#fir_fallback[@]} -eq 0 ]; then
-      fir_fallback=(--run.fir_kernel unstaged)
-      run_ours auto:nhwc:unstaged
-    fi
   done
   best_ratio=$(ratio "$best_rate" "$ref_rate")
   goals+=("- $preset: the best of ours, ${best_rate:--} img/s, is ${best_ratio}x the reference at its defaults (goal \
@@ -258,7 +243,7 @@ conditions="in the reference's default precision: float16 in the 4 highest resol
 [ "$device" = cpu ] && conditions="a CPU dry run: tiny float32 networks, not the goals' conditions"
 {
   echo
-  echo "Issue 13's goals ($device; $conditions):"
+  echo "Goals ($device; $conditions):"
   printf '%s\n' "${goals[@]}"
 } >> "$summary"
 echo "== summary ($device)"

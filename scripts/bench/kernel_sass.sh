@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the compiler made of the CUDA kernels, with no GPU: per kernel of src/nn/cuda/fir_bias_act_kernels.cu,
+# What the compiler made of the CUDA kernels, with no GPU: per kernel of src/ops/cuda/fir_bias_act_kernels.cu,
 # its instruction count and the instructions that cost (global loads, the MUFU.RCP of each integer
 # division, local-memory spills, FFMA, and the 16-byte loads and stores), read off the SASS of the built object with cuobjdump (PyPI's
 # nvidia-cuda-cuobjdump, fetched once into the cache beside the torch wheel).
@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-gpu-kit}
 arch=${2:-sm_90}
-object="$build/src/nn/CMakeFiles/sg2_nn.dir/cuda/fir_bias_act_kernels.cu.o"
+object="$build/src/ops/CMakeFiles/sg2_ops.dir/cuda/fir_bias_act_kernels.cu.o"
 [ -f "$object" ] || { echo "kernel_sass: no $object (build with CUDA first: scripts/gpu/prepare.sh --prebuilt)" >&2; exit 1; }
 cache=${SG2_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/stylegan2-cpp}/cuobjdump
 tools="$cache/nvidia/cu13/bin"

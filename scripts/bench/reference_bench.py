@@ -18,6 +18,7 @@ it says whether the reference's CUDA plugins (upfirdn2d, bias_act) compiled or f
 """
 import argparse
 import copy
+import json
 import math
 import sys
 import time
@@ -103,6 +104,9 @@ def main():
     parser.add_argument('--channels', type=int, default=None, help="override the config's data.channels")
     parser.add_argument('--fp16-res', type=int, default=None, help="num_fp16_res (default: the config's G.num_fp16_res)")
     parser.add_argument('--conv-clamp', type=float, default=None, help="conv_clamp (default: the config's; < 0: none)")
+    parser.add_argument('--jsonl', default=None, help='append the result to this file as one JSON object (as '
+                        "stylegan2_bench's training record: kind, step_s, img_per_s, s_per_kimg, phases, ...), "
+                        'for scripts')
     parser.add_argument('--build-plugins', action='store_true', help="build the reference's CUDA plugins into "
                         'TORCH_EXTENSIONS_DIR, say whether they load, and exit (started early in the background, '
                         'it spares the timed run their build)')
@@ -228,9 +232,11 @@ def main():
           f'D {c["d_fp16_res"]}, conv_clamp G {clamp["g"]} D {clamp["d"]}' + (f', {plugin_status()}; {gradfix_status(device)}' if device.type == 'cuda' else ''))
     print(f'{"phase":<10} {"ms/call":>10} {"img/s":>10}')
     real, z = fetch(0)
+    phase_records = []
     for phase, phase_z in zip(phases, z):
         seconds = timed(lambda: [run_phase(phase, real, phase_z) for _ in range(args.repeats)]) / args.repeats
         print(f'{phase[0]:<10} {seconds * 1e3:>10.1f} {batch / seconds:>10.2f}')
+        phase_records.append({'name': phase[0], 's': seconds})
     cycle = math.lcm(c['g_reg'] or 1, c['d_reg'] or 1)
     if device.type == 'cuda':
         torch.cuda.reset_peak_memory_stats(device)
@@ -239,6 +245,15 @@ def main():
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == 'cuda' else 0.0
     print(f'throughput {batch / seconds:.2f} img/s, {1000 * seconds / batch:.2f} s/kimg; '
           f'peak device memory {peak:.2f} GiB')
+    if args.jsonl:
+        plugins_fell_back = device.type == 'cuda' and (upfirdn2d._plugin is None or bias_act._plugin is None)
+        record = {'kind': 'train', 'implementation': 'stylegan2-ada-pytorch', 'torch': torch.__version__,
+                  'device': str(device), 'threads': args.threads, 'resolution': c['resolution'],
+                  'global_batch': batch, 'rank_batch': batch, 'batch_gpu': batch_gpu, 'timed_steps': cycle,
+                  'step_s': seconds, 'img_per_s': batch / seconds, 's_per_kimg': 1000 * seconds / batch,
+                  'phases': phase_records, 'peak_device_gib': peak, 'plugins_fell_back': plugins_fell_back}
+        with open(args.jsonl, 'a') as f:
+            f.write(json.dumps(record) + '\n')
 
 
 if __name__ == '__main__':

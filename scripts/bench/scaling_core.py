@@ -1,7 +1,6 @@
-"""The scaling model's core (scripts/bench/scaling_model): the parsers of stylegan2_bench's outputs, the ring
+"""The scaling model's core (scripts/bench/scaling_model): the readers of stylegan2_bench's records, the ring
 allreduce and the overlap of each phase's buckets with its backward. docs/scaling.md says how it is used."""
 import json
-import re
 import sys
 
 PHASES = (("Gmain", "G", "G_reg_interval", False), ("Greg", "G", "G_reg_interval", True),
@@ -11,56 +10,45 @@ def fail(message):
     sys.exit(f"scaling_model: {message}")
 
 
-def read_text(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError as e:
-        fail(f"cannot read {path}: {e.strerror}")
+# ---- reading stylegan2_bench's records (--jsonl) ------------------------------------------------
 
+def last_record(path, kind):
+    """The last record of `kind` in a stylegan2_bench --jsonl file."""
+    records = [r for r in read_jsonl(path) if r.get("kind") == kind]
+    if not records:
+        fail(f"{path}: no '{kind}' record: not the --jsonl file of a stylegan2_bench {kind} run")
+    return records[-1]
 
-# ---- parsing stylegan2_bench output ----------------------------------------------------------
 
 def parse_comm(path):
-    """{ranks, sweep: [(bytes, seconds)], buckets: {"G": [bytes...], "D": [...]}} of a comm bench."""
-    text = read_text(path)
-    header = re.search(r"# allreduce \(sum\), backend (\S+), (\d+) ranks", text)
-    if not header:
-        fail(f"{path}: no '# allreduce (sum), backend B, N ranks' line: not a stylegan2_bench comm output")
-    sweep, buckets = [], {"G": [], "D": []}
-    for line in text.splitlines():
-        bucket = re.match(r"\s*([GD]) bucket (\d+)\s+(\d+)\s+([\d.]+)", line)
-        size = re.match(r"\s*(\d+)\s+(\d+)\s+([\d.]+)\s", line)
-        if bucket:
-            buckets[bucket.group(1)].append(int(bucket.group(3)))
-        elif size:
-            sweep.append((int(size.group(2)), float(size.group(3)) * 1e-6))
+    """{ranks, backend, sweep: [(bytes, seconds)], buckets: {"G": [bytes...], "D": [...]}} of a comm bench's
+    --jsonl record."""
+    record = last_record(path, "comm")
+    sweep = [(row["bytes"], row["seconds"]) for row in record["rows"] if row.get("size_sweep")]
+    buckets = {"G": [], "D": []}
+    for row in record["rows"]:
+        network, _, rest = row["label"].partition(" ")
+        if network in buckets and rest.startswith("bucket "):
+            buckets[network].append(row["bytes"])
     if not sweep:
-        fail(f"{path}: no message-size rows")
-    return {"path": path, "backend": header.group(1), "ranks": int(header.group(2)), "sweep": sweep,
-            "buckets": buckets}
+        fail(f"{path}: the comm record has no message-size rows")
+    return {"path": path, "backend": record["backend"], "ranks": record["ranks"], "sweep": sweep, "buckets": buckets}
 
 
 def parse_bench(path):
     """{phases: {name: seconds per call}, step: seconds, batch, intervals: {G_reg_interval, D_reg_interval},
-    launch: {network: fractions}, buckets: {network: bytes}} of a training bench."""
-    text = read_text(path)
-    phases = {m.group(1): float(m.group(2)) * 1e-3
-              for m in re.finditer(r"^(Gmain|Greg|Dmain|Dreg)\s+([\d.]+)\s", text, re.M)}
-    step = re.search(r"^step\s+([\d.]+)\s", text, re.M)
-    batch = re.search(r"batch (\d+)", text)
-    if not step or not batch:
-        fail(f"{path}: no 'step' row: not a finished stylegan2_bench output")
-    intervals = {f"{m.group(1)}_reg_interval": int(m.group(2))
-                 for m in re.finditer(r"^([GD])reg\s+[\d.]+\s+[\d.]+\s+(\d+) steps?(?:\s+[\d.]+)?$", text, re.M)}
-    launch = {m.group(1): [float(f) for f in m.group(2).split()]
-              for m in re.finditer(r"^# ([GD]) buckets launched at ([\d. ]*) of their pass", text, re.M)}
-    buckets = {m.group(1): [int(b) for b in m.group(2).split()]
-               for m in re.finditer(r"^# ([GD]) bucket bytes ([\d ]*) \(launch order\)", text, re.M)}
-    reducer = re.search(r"allreduce per step busy ([\d.]+) s, exposed after backward ([\d.]+) s", text)
-    allreduce = {"busy": float(reducer.group(1)), "exposed": float(reducer.group(2))} if reducer else None
-    return {"path": path, "phases": phases, "step": float(step.group(1)) * 1e-3, "batch": int(batch.group(1)),
-            "intervals": intervals, "launch": launch, "buckets": buckets, "allreduce": allreduce}
+    launch: {network: fractions}, buckets: {network: bytes}, allreduce} of a training bench's --jsonl record."""
+    record = last_record(path, "train")
+    phases = {phase["name"]: phase["s"] for phase in record["phases"]}
+    intervals = {f"{phase['name'][0]}_reg_interval": phase["every"] for phase in record["phases"]
+                 if phase["name"] in ("Greg", "Dreg")}
+    buckets = record.get("buckets", {})
+    reduced = record["allreduce"]
+    allreduce = {"busy": reduced["busy_s"], "exposed": reduced["exposed_s"]} if reduced.get("measured", True) else None
+    return {"path": path, "phases": phases, "step": record["step_s"], "batch": record["rank_batch"],
+            "intervals": intervals,
+            "launch": {net: b["launch_fraction"] for net, b in buckets.items() if b["launch_fraction"]},
+            "buckets": {net: b["bytes"] for net, b in buckets.items() if b["bytes"]}, "allreduce": allreduce}
 
 
 # The values the bench scripts tabulate, by name (`scaling_model fields`): one parser for every script.

@@ -351,7 +351,7 @@ run_cpu_suite() {  # run_cpu_suite BUILD_DIR
     (cd "$build" && ctest -j "$(( $(nproc) / 2 > 1 ? $(nproc) / 2 : 1 ))" -E '^slurm' --timeout 600 --output-on-failure)
     return
   fi
-  run_filtered_tests "$build" "bin/test_nn|*" "bin/test_device|*" "tests/test_dist|*" "bin/test_train|Trainer.*:Ema.*" \
+  run_filtered_tests "$build" "bin/test_ops|*" "bin/test_nn|*" "bin/test_device|*" "tests/test_dist|*" "bin/test_train|Trainer.*:Ema.*" \
       "bin/test_metrics|PrecisionRecall.*"
 }
 
@@ -363,7 +363,8 @@ run_cpu_suite() {  # run_cpu_suite BUILD_DIR
 # map as a kernel, no weight gradient in a first backward), its phases replayed from CUDA graphs
 # against the same steps without, the G_ema update and precision/recall
 # on the GPU against the CPU.
-gpu_tests=("bin/test_nn|CudaKernels.*:ChannelsLastNetworks.EveryFeatureMapFilterOfAStepTakesTheLanesKernel"
+gpu_tests=("bin/test_ops|CudaKernels.*"
+           "bin/test_nn|ChannelsLastNetworks.EveryFeatureMapFilterOfAStepTakesTheLanesKernel"
            "bin/test_device|*"
            "bin/test_train|Trainer.NoStepMakesTheHostWaitForTheGpu:Ema.*:Conv2dGradfix.*:Tf32Split.*:ChannelsLastRegularization.*"
            "bin/test_metrics|PrecisionRecall.TheGpuCountsAsTheCpu")

@@ -38,7 +38,7 @@ build_prebuilt() {  # build_prebuilt KIT_PREBUILT_DIR BUILD_DIR
   local staging
   staging=$(mktemp -d)
   mkdir -p "$dest" "$staging/bin" "$staging/tests"
-  cp "$build"/bin/{stylegan2_train,stylegan2_bench,stylegan2_metrics,test_nn,test_device,test_train,test_metrics} \
+  cp "$build"/bin/{stylegan2_train,stylegan2_bench,stylegan2_metrics,test_ops,test_nn,test_device,test_train,test_metrics} \
       "$staging/bin/"
   cp "$build"/tests/{test_dist,parity_check} "$staging/tests/"
   strip "$staging"/bin/* "$staging"/tests/*

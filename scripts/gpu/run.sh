@@ -134,7 +134,7 @@ if [ "$mode" = gpu ] && [ -x "$sanitizer" ]; then
   # machines seen so far) compute-sanitizer refuses the GPU: the step is then skipped, not failed.
   step kernels_memcheck lacks "SKIPPED" unless_refused "Device not supported" \
       env PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$sanitizer" --tool memcheck \
-      --error-exitcode 9 --print-limit 20 "$build/bin/test_nn" --gtest_filter='CudaKernels.*'
+      --error-exitcode 9 --print-limit 20 "$build/bin/test_ops" --gtest_filter='CudaKernels.*'
 else
   skip kernels_memcheck "no GPU or no compute-sanitizer"
 fi

@@ -4,12 +4,11 @@
 # (it is, 30 s after a call). So the session makes one or two calls of this script, each of which
 # runs what matters most first, within SG2_SESSION_BUDGET_S (default 420 s: a device call's
 # timeout_s of 480 leaves it a minute), and writes to $OUT as it goes (default gpu-results/):
-#   first   the kit's correctness steps (issue 12: the GPU's own tests, the collectives on NCCL,
-#           parity on the GPU, training, resume on the GPU and across devices, the NCCL reducer,
-#           mixed precision with train.batch_gpu auto, the comm bench; issue 13: no host
-#           synchronisation in a step; the op bench, memcheck), then config-f 256 against
-#           stylegan2-ada-pytorch (issue 13: the reference, ours probed and channels_last, profiled
-#           (again with run.fir_kernel unstaged should that run fail), the same with the float32
+#   first   the kit's correctness steps (the GPU's own tests, the collectives on NCCL, parity on
+#           the GPU, training, resume on the GPU and across devices, the NCCL reducer, mixed
+#           precision with train.batch_gpu auto, the comm bench, no host synchronisation in a
+#           step, the op bench, memcheck), then config-f 256 against stylegan2-ada-pytorch (the
+#           reference, ours probed and channels_last, profiled, the same with the float32
 #           blocks' convolutions in 3xTF32 (run.float32_convolutions), the same with every phase
 #           replayed from a CUDA graph (run.cuda_graphs), ours at the reference's per-round batch
 #           without graphs and with, and the reference in one round of the whole

@@ -1,10 +1,9 @@
 #include "sg2/cli/bench_command.h"
 
 #include "sg2/cli/bench_record.h"
+#include "sg2/cli/run_setup.h"
 #include "sg2/core/error.h"
 #include "sg2/core/logging.h"
-#include "sg2/nn/ops.h"
-#include "sg2/train/batch_probe.h"
 
 #include <filesystem>
 #include <iostream>
@@ -30,20 +29,17 @@ train::TrainConfig with_rank_share_of_batch(train::TrainConfig config, int ranks
 int bench_training(const train::TrainConfig& requested, const BenchOptions& bench, const BenchOutput& output,
                    dist::Session& session) {
   const dist::World& world = session.world();
-  const std::string compute = apply_compute_settings(requested, world);
-  if (world.is_root()) std::cout << "# compute: " << compute << "\n";
-  const std::string warning = compute_settings_warning(session.comm().device());
-  if (world.is_root() && !warning.empty()) std::cout << "# warning: " << warning << "\n";
   const std::unique_ptr<dist::Communicator> alone =
       output.compute_alone ? dist::local_communicator(session.comm().device()) : nullptr;
   dist::Communicator& comm = alone ? *alone : session.comm();
-  const train::TrainConfig per_comm = alone ? with_rank_share_of_batch(requested, world.size) : requested;
-  auto dataset = train::open_configured_dataset(per_comm);
-  std::string batch_report;
-  const train::TrainConfig config =
-      train::with_probed_batch_gpu(per_comm, dataset, comm.device(), comm, &batch_report);
-  if (world.is_root() && !batch_report.empty()) std::cout << "# " << batch_report << "\n";
-  train::Trainer trainer(config, dataset, comm.device(), &comm);
+  const ReadyRun run = set_up_run(alone ? with_rank_share_of_batch(requested, world.size) : requested, comm, world);
+  if (world.is_root()) {
+    std::cout << "# compute: " << run.compute << "\n";
+    if (!run.compute_warning.empty()) std::cout << "# warning: " << run.compute_warning << "\n";
+    if (!run.batch_report.empty()) std::cout << "# " << run.batch_report << "\n";
+  }
+  const train::TrainConfig& config = run.config;
+  train::Trainer& trainer = *run.trainer;
   BenchResult result = run_benchmark(trainer, bench);
   if (alone) keep_slowest_rank(result, session.comm());
   if (!world.is_root()) return 0;
@@ -67,8 +63,8 @@ int bench_training(const train::TrainConfig& requested, const BenchOptions& benc
                            comm.backend(), times, reduced.bytes / 1e6);
   if (!output.jsonl.empty()) {
     const BenchLaunch launch{alone ? BenchMode::ComputeAlone : BenchMode::Distributed, world.size,
-                                  world.size / std::max(1, world.local_size), comm.backend(),
-                                  config.train.batch * (alone ? world.size : 1)};
+                             world.size / std::max(1, world.local_size), comm.backend(),
+                             config.train.batch * (alone ? world.size : 1), comm.host_waits_for_collectives()};
     append_json_line(output.jsonl, training_bench_record(result, trainer, launch));
   }
   return 0;
@@ -167,7 +163,8 @@ void BenchCommand::add_to(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--jsonl", output_.jsonl,
-                 "Append the results to this file as one JSON object a run (rank 0), for scripts");
+                 "Append the results to this file for scripts, one JSON object a line: one a run (rank 0); "
+                 "stylegan2_bench ops: one a row of its tables");
   app.add_flag("--compute-alone", output_.compute_alone,
                "Every rank trains train.batch / ranks images a step at once with no communication; the times are "
                "the slowest rank's (the scaling model's compute term)");
@@ -175,7 +172,7 @@ void BenchCommand::add_to(CLI::App& app) {
   app.add_flag("--device-kernels", bench_.device_kernels,
                "One more cycle under LibTorch's Kineto profiler: the device's time by kernel, and how busy it is, "
                "then each phase's kernels in one call of it (CUDA; on the CPU, ops by name, nested ones included)");
-  app.add_flag("--reference-ops", reference_ops_, "Use the reference ops instead of the hand-written kernels");
+  app.add_flag("--reference-ops", bench_.reference_ops, "Use the reference ops instead of the hand-written kernels");
 
   comm_ = app.add_subcommand("comm", "Allreduce sweep over message sizes (and, with --config, the "
                                               "preset's gradient buckets), verified, with algbw and busbw");
@@ -236,7 +233,6 @@ void BenchCommand::add_to(CLI::App& app) {
 
 int BenchCommand::run() {
   bench_.op_families = !no_ops_;
-  const nn::ops::ImplScope ops_impl(reference_ops_ ? nn::ops::Impl::Reference : nn::ops::Impl::Fast);
   init_logging();
   const auto config = config_options_.resolve();
   for (const std::string& input : {config_options_.config_file(), config.data.path}) {
@@ -245,7 +241,11 @@ int BenchCommand::run() {
               "--jsonl '{}' is an input of the bench ({}); append the results to another file", output_.jsonl, input);
   }
   if (ops_->parsed()) {
-    std::cout << run_ops_benchmark(config, ops_options_);
+    const OpsBenchResult result = run_ops_benchmark(config, ops_options_);
+    std::cout << result.text;
+    if (!output_.jsonl.empty()) {
+      for (const nlohmann::json& record : result.records) append_json_line(output_.jsonl, record);
+    }
     return 0;
   }
   // As every multi-rank program: an error on one rank ends every rank, other options are refused.

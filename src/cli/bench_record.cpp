@@ -1,5 +1,6 @@
 #include "sg2/cli/bench_record.h"
 
+#include "sg2/cli/kernel_profile.h"
 #include "sg2/core/error.h"
 #include "sg2/train/run_record.h"
 
@@ -20,8 +21,12 @@ nlohmann::json bucket_record(const std::vector<int64_t>& bytes, const std::vecto
 nlohmann::json training_bench_record(const BenchResult& r, const Trainer& trainer, const BenchLaunch& launch) {
   const auto& config = trainer.config();
   nlohmann::json phases = nlohmann::json::array();
-  for (const auto& p : r.phases) phases.push_back({{"name", p.name}, {"every", p.interval}, {"s", p.seconds}});
+  for (const auto& p : r.phases) {
+    phases.push_back({{"name", p.name}, {"every", p.interval}, {"s", p.seconds}, {"host_s", p.host_seconds}});
+  }
   const double img_per_s = static_cast<double>(launch.global_batch) / r.step_seconds;
+  const KernelKinds kinds = split_by_kind(r.kernel_seconds);
+  const bool profiled = kinds.matrix_seconds + kinds.other_seconds > 0;
   return {{"kind", "train"},
           {"mode", mode_name(launch.mode)},
           {"ranks", launch.ranks},
@@ -35,18 +40,24 @@ nlohmann::json training_bench_record(const BenchResult& r, const Trainer& traine
           {"precision", nn::describe_precision(trainer.G().options, trainer.D().options)},
           {"global_batch", launch.global_batch},
           {"rank_batch", r.batch},
+          {"batch_gpu", train::batch_per_round(config, launch.mode == BenchMode::ComputeAlone ? 1 : launch.ranks)},
           {"timed_steps", r.timed_steps},
           {"step_s", r.step_seconds},
+          {"host_s_per_step", r.step_host_seconds},
           {"img_per_s", img_per_s},
           {"s_per_kimg", 1000.0 / img_per_s},
           {"phases", phases},
           {"allreduce",
            {{"busy_s", r.step_allreduce.busy_seconds},
             {"exposed_s", r.step_allreduce.exposed_seconds},
-            {"bytes", r.step_allreduce.bytes}}},
+            {"bytes", r.step_allreduce.bytes},
+            {"measured", launch.allreduce_measured}}},
           {"buckets",
            {{"G", bucket_record(r.G_bucket_bytes, r.G_bucket_launch)},
             {"D", bucket_record(r.D_bucket_bytes, r.D_bucket_launch)}}},
+          {"device_kernels", profiled ? nlohmann::json{{"matrix_s", kinds.matrix_seconds},
+                                                       {"other_s", kinds.other_seconds}}
+                                      : nlohmann::json(nullptr)},
           {"peak_rss_gib", r.peak_rss_gib},
           {"peak_device_gib", r.peak_device_gib},
           {"git_commit", train::source_commit()}};

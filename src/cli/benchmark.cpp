@@ -5,7 +5,7 @@
 #include "sg2/device/cuda_device.h"
 #include "sg2/cli/kernel_profile.h"
 #include "sg2/cli/op_profile.h"
-#include "sg2/nn/upfirdn2d.h"
+#include "sg2/ops/compute_settings.h"
 
 #include <ATen/Parallel.h>
 #include <fmt/ranges.h>
@@ -161,6 +161,9 @@ void count_phase_ops(Trainer& trainer, BenchResult& result) {
 
 BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
   BenchResult result;
+  if (options.reference_ops) {
+    trainer.set_compute(ops::with_kernel(train::compute_settings_of(trainer.config()), ops::Kernel::Reference));
+  }
   const at::Device device = trainer.device();
   result.batch = trainer.config().train.batch;
   // With run.cuda_graphs the replays allocate nothing (the graphs' pool holds their memory), so the
@@ -237,9 +240,6 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
                      r.step_seconds * 1e3, img_per_s, r.timed_steps, r.step_host_seconds * 1e3);
   out << fmt::format("throughput {:.2f} img/s, {:.2f} s/kimg; peak RSS {:.2f} GiB, peak device memory {:.2f} GiB\n",
                      img_per_s, 1000.0 / img_per_s, r.peak_rss_gib, r.peak_device_gib);
-  if (trainer.device().is_cuda() && c.run.fir_kernel == nn::kernels::FirKernelPolicy::Autotune) {
-    out << fmt::format("# upfirdn2d's kernel in lanes, timed per shape: {}\n", nn::kernels::upfirdn2d_timing_summary());
-  }
   for (const auto& [name, fractions, bytes] : {std::tuple{"G", &r.G_bucket_launch, &r.G_bucket_bytes},
                                                 std::tuple{"D", &r.D_bucket_launch, &r.D_bucket_bytes}}) {
     out << fmt::format("# {} buckets launched at {:.3f} of their pass (prepare to finish)\n", name,

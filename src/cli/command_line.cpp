@@ -1,15 +1,14 @@
 #include "sg2/cli/command_line.h"
 
+#include "sg2/cli/run_setup.h"
+
 #include "sg2/core/error.h"
 #include "sg2/core/logging.h"
 #include "sg2/core/system.h"
 #include "sg2/data/atomic_file.h"
 #include "sg2/device/cuda_device.h"
 #include "sg2/distributed/consistency.h"
-#include "sg2/nn/conv_gradfix.h"
-#include "sg2/nn/kernels.h"
-#include "sg2/nn/tf32_split.h"
-#include "sg2/train/batch_probe.h"
+#include "sg2/ops/tf32_split.h"
 #include "sg2/train/out_of_memory.h"
 #include "sg2/train/run_dir.h"
 #include "sg2/train/run_record.h"
@@ -120,7 +119,7 @@ std::string host_sync_check_note(const TrainConfig& c) {
 
 }  // namespace
 
-std::string apply_compute_settings(const TrainConfig& c, const dist::World& world) {
+std::string apply_libtorch_settings(const TrainConfig& c, const dist::World& world) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   const int threads = c.run.threads > 0 ? c.run.threads : std::max(1, cores / std::max(world.local_size, 1));
   at::set_num_threads(threads);
@@ -128,24 +127,18 @@ std::string apply_compute_settings(const TrainConfig& c, const dist::World& worl
   at::globalContext().setAllowTF32CuBLAS(c.run.allow_tf32);
   at::globalContext().setAllowTF32CuDNN(c.run.allow_tf32);
   at::globalContext().setBenchmarkCuDNN(c.run.cudnn_benchmark);
-  nn::ops::set_conv2d_gradfix(c.run.conv2d_gradfix ? nn::ops::GradfixDevices::Cuda : nn::ops::GradfixDevices::None);
-  nn::kernels::set_fir_kernel_policy(c.run.fir_kernel);
-  const bool split_tf32 = c.run.float32_convolutions == Float32Convolutions::ThreeTf32;
-  nn::ops::set_tf32_split(split_tf32 ? nn::ops::Tf32SplitDevices::Cuda : nn::ops::Tf32SplitDevices::None);
-  const std::string fir_kernel = c.run.fir_kernel == nn::kernels::FirKernelPolicy::Autotune
-                                     ? ""
-                                     : fmt::format(", upfirdn2d {}", name_of(c.run.fir_kernel));
-  const char* split = split_tf32 ? ", float32 convolutions in 3xTF32" : "";
-  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}{}, cuDNN benchmark {}{}{}{}{}",
+  const ops::ComputeSettings compute = compute_settings_of(c);
+  const char* split = compute.tf32_split != ops::DeviceSet::None ? ", float32 convolutions in 3xTF32" : "";
+  const char* gradfix = compute.conv2d_gradfix == ops::DeviceSet::None ? ", conv2d_gradfix off" : "";
+  return fmt::format("{} CPU threads ({} cores, {} processes on this node), TF32 {}{}, cuDNN benchmark {}{}{}{}",
                      threads, cores, world.local_size, c.run.allow_tf32 ? "on" : "off", split,
-                     c.run.cudnn_benchmark ? "on" : "off", fir_kernel,
-                     c.run.conv2d_gradfix ? "" : ", conv2d_gradfix off", host_sync_check_note(c),
+                     c.run.cudnn_benchmark ? "on" : "off", gradfix, host_sync_check_note(c),
                      c.run.cuda_graphs ? ", phases replayed from CUDA graphs" : "");
 }
 
-std::string compute_settings_warning(const at::Device& device) {
+std::string compute_settings_warning(const TrainConfig& config, const at::Device& device) {
   if (!device.is_cuda()) return "";
-  return nn::ops::tf32_split_warning(nn::ops::tf32_split_devices(), cuda_compute_capability(device.index()));
+  return ops::tf32_split_warning(compute_settings_of(config).tf32_split, cuda_compute_capability(device.index()));
 }
 
 void TrainCommand::add_to(CLI::App& app) {
@@ -254,26 +247,13 @@ int TrainCommand::print_dry_run(const TrainConfig& config, dist::Session& sessio
 int TrainCommand::train(const TrainConfig& requested, dist::Session& session, const std::string& snapshot_path,
                         const Snapshot* snapshot) {
   const dist::World& world = session.world();
-  validate(requested, world.size);
-  const at::Device device = session.comm().device();
-  const std::string compute = apply_compute_settings(requested, world);
-  if (const std::string warning = compute_settings_warning(device); !warning.empty()) spdlog::warn("{}", warning);
-  auto dataset = open_configured_dataset(requested);
-  if (snapshot != nullptr) {
-    const nn::GeneratorOptions g = nn::generator_options_from_json(snapshot->networks.at("G"));
-    check_network_fits_dataset(g, snapshot_path, *dataset, requested.data.path);
-    SG2_CHECK(g.c_dim > 0 || dataset->label_dim() == 0, "'{}' is unconditional, but data.use_labels gives it {} "
-              "label values: resume with --data.use_labels false", snapshot_path, dataset->label_dim());
-  }
-  std::string batch_report;
-  const TrainConfig config = with_probed_batch_gpu(requested, dataset, device, session.comm(), &batch_report);
-  Trainer trainer(config, dataset, device, &session.comm());
-  bool imported = false;
-  if (snapshot) {
-    restore_trainer(trainer, *snapshot);
-    imported = snapshot->imported();
-    trainer.broadcast_from_rank0();
-  }
+  const ReadyRun run = set_up_run(requested, session.comm(), world, snapshot, snapshot_path);
+  if (!run.compute_warning.empty()) spdlog::warn("{}", run.compute_warning);
+  const TrainConfig& config = run.config;
+  const data::Dataset& dataset = *run.dataset;
+  Trainer& trainer = *run.trainer;
+  const at::Device device = trainer.device();
+  const bool imported = snapshot != nullptr && snapshot->imported();
   // A snapshot already at train.total_kimg: nothing to train, and no run directory to make for it.
   if (snapshot && !imported && trainer.progress().cur_nimg >= images_of_kimg(config.train.total_kimg)) {
     if (world.is_root()) {
@@ -286,7 +266,7 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
   const std::string continued = imported ? std::string() : snapshot_path;
   // Every rank logs its warnings and errors to the run's log.txt where the directory is shared.
   const std::string run_dir =
-      session.comm().broadcast_bytes(new_or_resumed_run_dir(config, *dataset, continued, world.is_root()), 0);
+      session.comm().broadcast_bytes(new_or_resumed_run_dir(config, dataset, continued, world.is_root()), 0);
   std::optional<RunDirLock> run_dir_lock;  // held until the run ends: no second run writes here meanwhile
   if (world.is_root()) run_dir_lock.emplace(run_dir);
   if (!world.is_root() && fs::is_directory(run_dir)) add_log_file(run_dir + "/log.txt");
@@ -306,12 +286,12 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
                batch_per_round(config, world.size));
   const std::string mbstd_warning = mbstd_group_warning(config, world.size);
   if (world.is_root() && !mbstd_warning.empty()) spdlog::warn(mbstd_warning);
-  spdlog::info("Dataset: {} ({}, {}x{}x{}, {}), device {}", dataset->name(), counted(dataset->size(), "image"),
-               dataset->shape().channels, dataset->resolution(), dataset->resolution(),
-               dataset->label_dim() > 0 ? "labels of " + counted(dataset->label_dim(), "value") : "no labels used",
+  spdlog::info("Dataset: {} ({}, {}x{}x{}, {}), device {}", dataset.name(), counted(dataset.size(), "image"),
+               dataset.shape().channels, dataset.resolution(), dataset.resolution(),
+               dataset.label_dim() > 0 ? "labels of " + counted(dataset.label_dim(), "value") : "no labels used",
                device.str());
-  spdlog::info("Compute: {}", compute);
-  if (!batch_report.empty()) spdlog::info(batch_report);
+  spdlog::info("Compute: {}", run.compute);
+  if (!run.batch_report.empty()) spdlog::info(run.batch_report);
   spdlog::info("G: {} parameters, D: {} parameters", nn::count_parameters(trainer.G()),
                nn::count_parameters(trainer.D()));
   const nn::GeneratorOptions& g = trainer.G().options;

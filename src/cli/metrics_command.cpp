@@ -53,10 +53,11 @@ int MetricsCommand::run() {
   if (config.metrics.empty()) config.metrics = {"fid50k_full"};
   validate_metric_options(config);
   return run_session_on_every_rank("stylegan2_metrics", config, verbose_, [&](dist::Session& session) {
-    spdlog::info("Compute: {}", apply_compute_settings(config, session.world()));
+    spdlog::info("Compute: {}", apply_libtorch_settings(config, session.world()));
     const at::Device device = session.comm().device();
     auto G = load_generator(snapshot, inference_precision(config, device));  // the resolved config: flags too
     G->to(device);
+    nn::set_compute(*G, compute_settings_of(config));
     spdlog::info("Precision: G {}", G->options.precision.describe(G->options.img_resolution));
     const std::shared_ptr<data::Dataset> reals = open_configured_dataset(config);
     check_network_fits_dataset(G->options, network_, *reals, config.data.path);

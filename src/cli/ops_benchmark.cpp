@@ -3,11 +3,12 @@
 #include "sg2/cli/benchmark.h"
 #include "sg2/cli/command_line.h"
 #include "sg2/core/error.h"
-#include "sg2/nn/bias_act.h"
-#include "sg2/nn/conv_epilogue.h"
-#include "sg2/nn/conv_gradfix.h"
-#include "sg2/nn/tf32_split.h"
-#include "sg2/nn/upfirdn2d.h"
+#include "sg2/ops/bias_act.h"
+#include "sg2/ops/conv_epilogue.h"
+#include "sg2/ops/conv_gradfix.h"
+#include "sg2/ops/tf32_split.h"
+#include "sg2/ops/upfirdn2d.h"
+#include "sg2/train/run_record.h"
 #include "sg2/train/trainer.h"
 
 #include <fmt/format.h>
@@ -26,9 +27,10 @@ namespace sg2::cli {
 
 namespace {
 
-namespace kernels = nn::kernels;
-using nn::ops::BiasActParams;
-using nn::ops::FirParams;
+namespace kernels = ops::kernels;
+using ops::Kernel;
+using ops::BiasActParams;
+using ops::FirParams;
 
 // Seconds per call of fn: the best of three timings of `repeats` calls, after a warm-up call.
 double seconds_per_call(const at::Device& device, int repeats, const std::function<void()>& fn) {
@@ -71,38 +73,100 @@ struct Timer {
 // One timed call: the specialised CUDA kernel (none on the CPU, or where it is not built for the
 // shape), the generic kernel, the reference op, and the bytes the op must move at least.
 struct OpTimings {
-  std::optional<double> staged, lanes;  // upfirdn2d's kernels in 16-byte lanes, staged or not (its table only)
+  std::optional<double> lanes;  // upfirdn2d's kernel in 16-byte lanes of channels (its table only)
   std::optional<double> fastest;
   double generic = 0, reference = 0, bytes = 0;
-  std::string picked;  // upfirdn2d: what its Fastest variant timed faster on the shape (run.fir_kernel autotune)
 };
-
-// fastest and generic name the first two columns (OpTimings' fastest and generic); with_lanes puts
-// 'staged' and 'lanes' columns before them.
-std::string table_header(const std::string& fastest, const std::string& generic = "generic", bool with_lanes = false) {
-  return fmt::format("| op | x | layout | {2}{0} ms | {1} ms | reference ms | best GB/s | floor ms | best / floor | "
-                     "{1} / {0} | reference / best |\n|---|---|---|{3}---|---|---|---|---|---|---|---|\n",
-                     fastest, generic, with_lanes ? "staged ms | lanes ms | " : "", with_lanes ? "---|---|" : "");
-}
 
 std::string milliseconds(std::optional<double> seconds) {
   return seconds ? fmt::format("{:.3f}", *seconds * 1e3) : "-";
 }
 
-std::string table_row(const std::string& name, const at::Tensor& x, const OpTimings& t, double bandwidth,
-                      bool with_lanes = false) {
-  const double best = std::min({t.staged.value_or(1e30), t.lanes.value_or(1e30), t.fastest.value_or(t.generic)});
-  const double floor = t.bytes / bandwidth;
-  const bool channels_last = x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous();
-  return fmt::format("| {}{} | {} | {} | {}{} | {} | {} | {:.0f} | {:.3f} | {:.2f} | {} | {:.2f} |\n", name,
-                     t.picked.empty() ? "" : " (autotune: " + t.picked + ")",
-                     fmt::join(x.sizes(), "x"), channels_last ? "NHWC" : "NCHW",
-                     with_lanes ? milliseconds(t.staged) + " | " + milliseconds(t.lanes) + " | " : "",
-                     milliseconds(t.fastest),
-                     milliseconds(t.generic), milliseconds(t.reference), t.bytes / best / 1e9, floor * 1e3,
-                     best / floor, t.fastest ? fmt::format("{:.2f}", t.generic / *t.fastest) : "-",
-                     t.reference / best);
-}
+// The tables as text for people (markdown) and as one JSON record a row for scripts (--jsonl).
+class OpsReport {
+ public:
+  OpsReport(const at::Device& device, std::string dtype) : device_(device.str()), dtype_(std::move(dtype)) {}
+
+  // Starts a table: `table` names it in the records; kernel and generic name its first two timed
+  // columns (OpTimings' fastest and generic); with_lanes puts a 'lanes' column before them.
+  void start_table(const std::string& title, std::string table, std::string kernel, std::string generic = "generic",
+                   bool with_lanes = false) {
+    table_ = std::move(table);
+    kernel_ = std::move(kernel);
+    generic_ = std::move(generic);
+    with_lanes_ = with_lanes;
+    text_ << fmt::format("\n## {}\n\n| op | x | layout | {}{} ms | {} ms | reference ms | best GB/s | floor ms | "
+                         "best / floor | {} / {} | reference / best |\n|---|---|---|{}---|---|---|---|---|---|---|---|\n",
+                         title, with_lanes_ ? "lanes ms | " : "", kernel_, generic_, generic_, kernel_,
+                         with_lanes_ ? "---|" : "");
+  }
+
+  void add_row(const std::string& name, const at::Tensor& x, const OpTimings& t, double bandwidth) {
+    const double best = std::min(t.lanes.value_or(1e30), t.fastest.value_or(t.generic));
+    const double floor = t.bytes / bandwidth;
+    const std::string layout = x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous()
+                                   ? "NHWC"
+                                   : "NCHW";
+    text_ << fmt::format("| {} | {} | {} | {}{} | {} | {} | {:.0f} | {:.3f} | {:.2f} | {} | {:.2f} |\n", name,
+                         fmt::join(x.sizes(), "x"), layout, with_lanes_ ? milliseconds(t.lanes) + " | " : "",
+                         milliseconds(t.fastest), milliseconds(t.generic), milliseconds(t.reference),
+                         t.bytes / best / 1e9, floor * 1e3, best / floor,
+                         t.fastest ? fmt::format("{:.2f}", t.generic / *t.fastest) : "-", t.reference / best);
+    nlohmann::json record = row_record(name, x, layout);
+    record["seconds"] = {{kernel_, seconds_or_null(t.fastest)}, {generic_, t.generic}, {"reference", t.reference}};
+    if (with_lanes_) record["seconds"]["lanes"] = seconds_or_null(t.lanes);
+    record["bytes"] = t.bytes;
+    record["floor_s"] = floor;
+    records_.push_back(std::move(record));
+  }
+
+  // A row of the float32 convolutions' table: seconds and relative error per arithmetic.
+  void add_float32_row(const std::string& name, const at::Tensor& a, const at::Tensor& w, double flops,
+                       const std::vector<std::tuple<std::string, double, double>>& by_arithmetic) {
+    const std::string layout = a.is_contiguous() ? "NCHW" : "NHWC";
+    std::string seconds, errors;
+    nlohmann::json record = row_record(name, a, layout);
+    record["w"] = w.sizes().vec();
+    record["flops"] = flops;
+    for (const auto& [arithmetic, s, error] : by_arithmetic) {
+      seconds += fmt::format(" {:.3f} |", s * 1e3);
+      errors += fmt::format(" {:.1e} |", error);
+      record["seconds"][arithmetic] = s;
+      record["relative_error"][arithmetic] = error;
+    }
+    const double ieee = std::get<1>(by_arithmetic.at(0)), split = std::get<1>(by_arithmetic.at(1));
+    text_ << fmt::format("| {} | {} | {} | {} |{}{} {:.1f} | {:.1f} | {:.2f} |\n", name, fmt::join(a.sizes(), "x"),
+                         fmt::join(w.sizes(), "x"), layout, seconds, errors, flops / ieee / 1e12, flops / split / 1e12,
+                         ieee / split);
+    records_.push_back(std::move(record));
+  }
+
+  // The float32 convolutions' table (rows: add_float32_row).
+  void start_float32_table() {
+    table_ = "float32_convolutions";
+    text_ << "\n## Float32 convolutions (the float32 blocks'; run.float32_convolutions ieee or 3xtf32, "
+             "run.allow_tf32)\n\n| op | x | w | layout | ieee ms | 3xtf32 ms | tf32 ms | ieee error | 3xtf32 error | "
+             "tf32 error | ieee TFLOP/s | 3xtf32 TFLOP/s | ieee / 3xtf32 |\n"
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  }
+
+  std::ostringstream& text() { return text_; }
+  OpsBenchResult finish() { return {text_.str(), std::move(records_)}; }
+
+ private:
+  static nlohmann::json seconds_or_null(std::optional<double> seconds) {
+    return seconds ? nlohmann::json(*seconds) : nlohmann::json(nullptr);
+  }
+  nlohmann::json row_record(const std::string& name, const at::Tensor& x, const std::string& layout) const {
+    return {{"kind", "ops"}, {"table", table_}, {"op", name},   {"x", x.sizes().vec()}, {"layout", layout},
+            {"dtype", dtype_}, {"device", device_}, {"git_commit", train::source_commit()}};
+  }
+
+  std::string device_, dtype_, table_, kernel_, generic_;
+  bool with_lanes_ = false;
+  std::ostringstream text_;
+  std::vector<nlohmann::json> records_;
+};
 
 struct FirCase {
   std::string name;
@@ -137,20 +201,13 @@ std::vector<FirCase> fir_cases(int64_t batch, int64_t r, const train::TrainConfi
 OpTimings time_fir(const Timer& time, const at::Tensor& x, const at::Tensor& f, const FirParams& p) {
   OpTimings t;
   t.bytes = static_cast<double>(x.nbytes() + kernels::upfirdn2d_forward(x, f, p).nbytes());
-  t.reference = time([&] { nn::ops::upfirdn2d_reference(x, f, p); });
-  const kernels::FirKernelRun run = kernels::upfirdn2d_kernel_run(x, f, p);
-  if (run == kernels::FirKernelRun::InLanes) {
-    t.staged = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Staged); });
-    t.lanes = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Lanes); });
-    kernels::upfirdn2d_forward(x, f, p);  // the shape's first launch of Fastest times both, once
-    if (const auto timed = kernels::upfirdn2d_timed_variant(x, f, p)) {
-      t.picked = *timed == kernels::KernelVariant::Staged ? "staged" : "lanes";
-    }
+  t.reference = time([&] { ops::upfirdn2d_reference(x, f, p); });
+  const Kernel auto_kernel = kernels::upfirdn2d_auto_kernel(x, f, p);
+  if (auto_kernel == Kernel::ChannelLanes) {
+    t.lanes = time([&] { kernels::upfirdn2d_forward(x, f, p, Kernel::ChannelLanes); });
   }
-  if (run != kernels::FirKernelRun::Generic) {
-    t.fastest = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Tiled); });
-  }
-  t.generic = time([&] { kernels::upfirdn2d_forward(x, f, p, kernels::KernelVariant::Generic); });
+  if (auto_kernel != Kernel::PerElement) t.fastest = time([&] { kernels::upfirdn2d_forward(x, f, p, Kernel::Tiled); });
+  t.generic = time([&] { kernels::upfirdn2d_forward(x, f, p, Kernel::PerElement); });
   return t;
 }
 
@@ -164,8 +221,8 @@ struct BiasActCase {
 // Every bias_act call of the networks at resolution r is one of these shapes, clamped at the
 // network's conv_clamp.
 std::vector<BiasActCase> bias_act_cases(int64_t batch, int64_t r, const train::TrainConfig& config) {
-  const auto lrelu = [](double clamp) { return BiasActParams{1, nn::ops::Activation::LRelu, -1, -1, clamp}; };
-  const BiasActParams rgb{1, nn::ops::Activation::Linear, -1, -1, config.G.conv_clamp};
+  const auto lrelu = [](double clamp) { return BiasActParams{1, ops::Activation::LRelu, -1, -1, clamp}; };
+  const BiasActParams rgb{1, ops::Activation::Linear, -1, -1, config.G.conv_clamp};
   const std::vector<int64_t> g_shape{batch, config.G.channels_at(r), r, r};
   const std::vector<int64_t> d_shape{batch, config.D.channels_at(r), r, r};
   return {{"G: conv output, lrelu", g_shape, lrelu(config.G.conv_clamp), false},
@@ -181,17 +238,17 @@ OpTimings time_bias_act(const Timer& time, const at::Tensor& x, const at::Tensor
   const BiasActParams& p = c.params;
   if (!c.gradient) {
     t.bytes = 2.0 * static_cast<double>(x.nbytes());
-    t.reference = time([&] { nn::ops::bias_act_reference(x, b, p); });
+    t.reference = time([&] { ops::bias_act_reference(x, b, p); });
     if (kernels::bias_act_runs_packed(x)) t.fastest = time([&] { kernels::bias_act_forward(x, b, p); });
-    t.generic = time([&] { kernels::bias_act_forward(x, b, p, kernels::KernelVariant::Generic); });
+    t.generic = time([&] { kernels::bias_act_forward(x, b, p, Kernel::PerElement); });
     return t;
   }
   const at::Tensor y = kernels::bias_act_forward(x, b, p), dy = at::randn_like(y);
   t.bytes = 3.0 * static_cast<double>(y.nbytes());
-  const at::Tensor xr = x.detach().requires_grad_(true), yr = nn::ops::bias_act_reference(xr, b, p);
+  const at::Tensor xr = x.detach().requires_grad_(true), yr = ops::bias_act_reference(xr, b, p);
   t.reference = time([&] { torch::autograd::grad({yr}, {xr}, {dy}, /*retain_graph=*/true); });
   if (kernels::bias_act_runs_packed(y)) t.fastest = time([&] { kernels::bias_act_gradient(dy, y, p); });
-  t.generic = time([&] { kernels::bias_act_gradient(dy, y, p, kernels::KernelVariant::Generic); });
+  t.generic = time([&] { kernels::bias_act_gradient(dy, y, p, Kernel::PerElement); });
   return t;
 }
 
@@ -199,68 +256,69 @@ OpTimings time_bias_act(const Timer& time, const at::Tensor& x, const at::Tensor
 // lrelu, G's clamp), forward and gradient: the fused kernels (where they run), the composition with
 // bias_act's kernel (what the layers ran before) and the reference's composition. The gradients are
 // those of every input, as training takes them (the kernel's plane sums reduced as the op does).
-std::string epilogue_rows(const Timer& time, const at::TensorOptions& on_device, int64_t batch, int64_t r,
-                          const train::TrainConfig& config, at::MemoryFormat layout) {
+void add_epilogue_rows(OpsReport& report, const Timer& time, const at::TensorOptions& on_device, int64_t batch,
+                       int64_t r, const train::TrainConfig& config, at::MemoryFormat layout) {
   const at::Tensor x = at::randn({batch, config.G.channels_at(r), r, r}, on_device).contiguous(layout);
   const at::TensorOptions floats = on_device.dtype(at::kFloat);
   const at::Tensor demod = at::rand({batch, x.size(1)}, floats) + 0.5, noise = at::randn({batch, 1, r, r}, floats);
   const at::Tensor strength = at::full({}, 0.1, floats), b = at::randn({x.size(1)}, floats);
-  const BiasActParams p{1, nn::ops::Activation::LRelu, -1, -1, config.G.conv_clamp};
+  const BiasActParams p{1, ops::Activation::LRelu, -1, -1, config.G.conv_clamp};
   const kernels::EpilogueTensors t{x, demod, noise, strength, b};
-  const bool fused = kernels::conv_epilogue_runs_fused(x, noise, nn::ops::Impl::Fast);
-  const auto composed = [&](nn::ops::Impl impl, const std::vector<at::Tensor>& v) {
-    return nn::ops::demodulate_noise_bias_act_composed(v[0], v[1], noise, v[2], v[3], p, impl);
+  const bool fused = kernels::conv_epilogue_runs_fused(x, noise, Kernel::Auto);
+  const auto composed = [&](Kernel kernel, const std::vector<at::Tensor>& v) {
+    return ops::demodulate_noise_bias_act_composed(v[0], v[1], noise, v[2], v[3], p, ops::ComputeSettings{kernel});
   };
   OpTimings forward;
   forward.bytes = 2.0 * static_cast<double>(x.nbytes());
   if (fused) forward.fastest = time([&] { kernels::conv_epilogue_forward(t, p); });
-  forward.generic = time([&] { composed(nn::ops::Impl::Fast, {x, demod, strength, b}); });
-  forward.reference = time([&] { composed(nn::ops::Impl::Reference, {x, demod, strength, b}); });
+  forward.generic = time([&] { composed(Kernel::Auto, {x, demod, strength, b}); });
+  forward.reference = time([&] { composed(Kernel::Reference, {x, demod, strength, b}); });
 
   OpTimings gradient;
   gradient.bytes = 4.0 * static_cast<double>(x.nbytes());
-  const at::Tensor y = composed(nn::ops::Impl::Fast, {x, demod, strength, b}), dy = at::randn_like(y);
+  const at::Tensor y = composed(Kernel::Auto, {x, demod, strength, b}), dy = at::randn_like(y);
   if (fused) {
     gradient.fastest = time([&] {
       const kernels::EpilogueGradient g = kernels::conv_epilogue_gradient(dy, y, t, p);
       g.plane_sums.sum(0);  // the bias's and the noise strength's sums, as the op takes them
     });
   }
-  const auto autograd = [&](nn::ops::Impl impl) {
+  const auto autograd = [&](Kernel kernel) {
     std::vector<at::Tensor> v{x, demod, strength, b};
     for (at::Tensor& leaf : v) leaf = leaf.detach().requires_grad_(true);
-    const at::Tensor out = composed(impl, v);
+    const at::Tensor out = composed(kernel, v);
     return time([&] { torch::autograd::grad({out}, v, {dy}, /*retain_graph=*/true); });
   };
-  gradient.generic = autograd(nn::ops::Impl::Fast);
-  gradient.reference = autograd(nn::ops::Impl::Reference);
-  return table_row("G: epilogue (demodulation, noise, bias, lrelu)", x, forward, time.bandwidth) +
-         table_row("G: epilogue, gradient", x, gradient, time.bandwidth);
+  gradient.generic = autograd(Kernel::Auto);
+  gradient.reference = autograd(Kernel::Reference);
+  report.add_row("G: epilogue (demodulation, noise, bias, lrelu)", x, forward, time.bandwidth);
+  report.add_row("G: epilogue, gradient", x, gradient, time.bandwidth);
 }
 
 // The modulation of G's layer inputs at resolution r (x * styles, ops::scale_planes) and its
 // gradient, to x and the styles: the epilogue's kernels against the product (the composition and
 // the reference alike).
-std::string modulation_rows(const Timer& time, const at::TensorOptions& on_device, int64_t batch, int64_t r,
-                            const train::TrainConfig& config, at::MemoryFormat layout) {
+void add_modulation_rows(OpsReport& report, const Timer& time, const at::TensorOptions& on_device, int64_t batch,
+                         int64_t r, const train::TrainConfig& config, at::MemoryFormat layout) {
   const at::Tensor x = at::randn({batch, config.G.channels_at(r), r, r}, on_device).contiguous(layout);
   const at::Tensor styles = at::randn({batch, x.size(1)}, on_device.dtype(at::kFloat)), dy = at::randn_like(x);
-  const bool fused = kernels::conv_epilogue_runs_fused(x, at::Tensor(), nn::ops::Impl::Fast);
+  const bool fused = kernels::conv_epilogue_runs_fused(x, at::Tensor(), Kernel::Auto);
   OpTimings forward, gradient;
   forward.bytes = 2.0 * static_cast<double>(x.nbytes());
   gradient.bytes = 3.0 * static_cast<double>(x.nbytes());
-  const auto timings = [&](nn::ops::Impl impl) {
+  const auto timings = [&](Kernel kernel) {
+    const ops::ComputeSettings compute{kernel};
     const at::Tensor xr = x.detach().requires_grad_(true), sr = styles.detach().requires_grad_(true);
-    const at::Tensor y = nn::ops::scale_planes(xr, sr, impl);
-    return std::make_pair(time([&] { nn::ops::scale_planes(x, styles, impl); }),
+    const at::Tensor y = ops::scale_planes(xr, sr, compute);
+    return std::make_pair(time([&] { ops::scale_planes(x, styles, compute); }),
                           time([&] { torch::autograd::grad({y}, {xr, sr}, {dy}, /*retain_graph=*/true); }));
   };
-  if (fused) std::tie(forward.fastest, gradient.fastest) = timings(nn::ops::Impl::Fast);
-  std::tie(forward.generic, gradient.generic) = timings(nn::ops::Impl::Reference);
+  if (fused) std::tie(forward.fastest, gradient.fastest) = timings(Kernel::Auto);
+  std::tie(forward.generic, gradient.generic) = timings(Kernel::Reference);
   forward.reference = forward.generic;
   gradient.reference = gradient.generic;
-  return table_row("G: input modulation", x, forward, time.bandwidth) +
-         table_row("G: input modulation, gradient", x, gradient, time.bandwidth);
+  report.add_row("G: input modulation", x, forward, time.bandwidth);
+  report.add_row("G: input modulation, gradient", x, gradient, time.bandwidth);
 }
 
 const std::vector<at::MemoryFormat> kLayouts{at::MemoryFormat::Contiguous, at::MemoryFormat::ChannelsLast};
@@ -269,120 +327,118 @@ const std::vector<at::MemoryFormat> kLayouts{at::MemoryFormat::Contiguous, at::M
 // one TF32 pass (run.allow_tf32: faster still, with 10 mantissa bits).
 enum class Float32Arithmetic { Ieee, Split3xTf32, Tf32 };
 
-// fn() with float32 convolutions in `arithmetic`, the settings before it back after.
-template <typename Fn>
-auto in_arithmetic(Float32Arithmetic arithmetic, Fn&& fn) {
-  const nn::ops::CudnnTf32Scope tf32(arithmetic == Float32Arithmetic::Tf32);
-  const nn::ops::Tf32SplitScope split(arithmetic == Float32Arithmetic::Split3xTf32 ? nn::ops::Tf32SplitDevices::All
-                                                                                   : nn::ops::Tf32SplitDevices::None);
-  return fn();
+// A convolution or one of its gradients, bilinear in (a, b), on the devices whose float32 passes
+// run split (ConvGeometry::tf32_split).
+using SplitBilinear = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, ops::DeviceSet)>;
+
+// f(a, b) with float32 convolutions in `arithmetic`, LibTorch's TF32 setting before it back after.
+at::Tensor in_arithmetic(Float32Arithmetic arithmetic, const SplitBilinear& f, const at::Tensor& a,
+                         const at::Tensor& b) {
+  const ops::CudnnTf32Scope tf32(arithmetic == Float32Arithmetic::Tf32);
+  return f(a, b, arithmetic == Float32Arithmetic::Split3xTf32 ? ops::DeviceSet::All : ops::DeviceSet::None);
 }
 
 // One row: f(a, b), a convolution or one of its gradients, timed in each arithmetic at `flops` a
 // call, with its error in each against f in float64 (the largest difference over the largest value).
-std::string float32_convolution_row(const Timer& time, const std::string& name, const at::Tensor& a,
-                                    const at::Tensor& b, const at::Tensor& shown_w, double flops,
-                                    const nn::ops::Bilinear& f) {
-  const at::Tensor exact = f(a.to(at::kDouble), b.to(at::kDouble));
+void add_float32_convolution_row(OpsReport& report, const Timer& time, const std::string& name, const at::Tensor& a,
+                                 const at::Tensor& b, const at::Tensor& shown_w, double flops, const SplitBilinear& f) {
+  const at::Tensor exact = f(a.to(at::kDouble), b.to(at::kDouble), ops::DeviceSet::None);
   const double scale = std::max(exact.abs().max().item<double>(), 1e-30);
-  std::string seconds, errors;
-  double ieee = 0, split = 0;
-  for (const auto arithmetic : {Float32Arithmetic::Ieee, Float32Arithmetic::Split3xTf32, Float32Arithmetic::Tf32}) {
-    const double s = in_arithmetic(arithmetic, [&] { return time([&] { f(a, b); }); });
-    const double error =
-        in_arithmetic(arithmetic, [&] { return (f(a, b).to(at::kDouble) - exact).abs().max().item<double>(); });
-    seconds += fmt::format(" {:.3f} |", s * 1e3);
-    errors += fmt::format(" {:.1e} |", error / scale);
-    if (arithmetic == Float32Arithmetic::Ieee) ieee = s;
-    if (arithmetic == Float32Arithmetic::Split3xTf32) split = s;
+  std::vector<std::tuple<std::string, double, double>> by_arithmetic;
+  for (const auto& [arithmetic, arithmetic_name] : {std::pair{Float32Arithmetic::Ieee, "ieee"},
+                                                    std::pair{Float32Arithmetic::Split3xTf32, "3xtf32"},
+                                                    std::pair{Float32Arithmetic::Tf32, "tf32"}}) {
+    const double s = time([&] { in_arithmetic(arithmetic, f, a, b); });
+    const double error = (in_arithmetic(arithmetic, f, a, b).to(at::kDouble) - exact).abs().max().item<double>();
+    by_arithmetic.emplace_back(arithmetic_name, s, error / scale);
   }
-  return fmt::format("| {} | {} | {} | {} |{}{} {:.1f} | {:.1f} | {:.2f} |\n", name, fmt::join(a.sizes(), "x"),
-                     fmt::join(shown_w.sizes(), "x"), a.is_contiguous() ? "NCHW" : "NHWC", seconds, errors,
-                     flops / ieee / 1e12, flops / split / 1e12, ieee / split);
+  report.add_float32_row(name, a, shown_w, flops, by_arithmetic);
 }
 
 // The float32 blocks' 3x3 convolutions at resolution r (512 channels in config-f below 32x32) as
 // training runs them through conv2d_gradfix: forward, input gradient and weight gradient; and G's
 // transposed 2x upsampling convolution into r. No gradient is recorded: each is one of the
 // gradfix's functions, as its backward calls them.
-std::string float32_convolution_rows(const Timer& time, const at::Device& device, int64_t batch, int64_t r,
-                                     const train::TrainConfig& config, at::MemoryFormat layout) {
+void add_float32_convolution_rows(OpsReport& report, const Timer& time, const at::Device& device, int64_t batch,
+                                  int64_t r, const train::TrainConfig& config, at::MemoryFormat layout) {
   const auto floats = at::TensorOptions().device(device).dtype(at::kFloat);
   const int64_t c = config.G.channels_at(r);
   const at::Tensor x = at::randn({batch, c, r, r}, floats).contiguous(layout), w = at::randn({c, c, 3, 3}, floats);
   const at::Tensor dy = at::randn({batch, c, r, r}, floats).contiguous(layout);
   const at::Tensor x_half = at::randn({batch, c, r / 2, r / 2}, floats).contiguous(layout);
-  nn::ops::ConvGeometry same, up;
+  ops::ConvGeometry same, up;
   same.padding = {1, 1};
   same.layout = up.layout = layout;
   up.stride = {2, 2};
   up.transpose = true;
-  const nn::ops::ConvGeometry back = nn::ops::input_gradient_geometry(same, x.sizes(), dy.sizes(), w.sizes());
+  const ops::ConvGeometry back = ops::input_gradient_geometry(same, x.sizes(), dy.sizes(), w.sizes());
   const double flops = 2.0 * static_cast<double>(batch * c * c * 9 * r * r);
-  const auto convolution = [](const nn::ops::ConvGeometry& g) {
-    return [g](const at::Tensor& a, const at::Tensor& b) { return nn::ops::conv2d_gradfix(a, b, g); };
+  const auto convolution = [](ops::ConvGeometry g) {
+    return [g](const at::Tensor& a, const at::Tensor& b, ops::DeviceSet split) mutable {
+      g.tf32_split = split;
+      return ops::conv2d_gradfix(a, b, g);
+    };
   };
   const at::NoGradGuard no_grad;
   const std::string name = fmt::format("3x3 conv at {}x{}", r, r);
-  return float32_convolution_row(time, name, x, w, w, flops, convolution(same)) +
-         float32_convolution_row(time, name + ", input gradient", dy, w, w, flops, convolution(back)) +
-         float32_convolution_row(time, name + ", weight gradient", dy, x, w, flops,
-                                 [&](const at::Tensor& a, const at::Tensor& b) {
-                                   return nn::ops::conv2d_weight_gradient(a, b, same, w.sizes());
-                                 }) +
-         float32_convolution_row(time, fmt::format("2x transposed 3x3 conv (G's upsampling) from {0}x{0}", r / 2),
-                                 x_half, w, w, flops / 4, convolution(up));
+  add_float32_convolution_row(report, time, name, x, w, w, flops, convolution(same));
+  add_float32_convolution_row(report, time, name + ", input gradient", dy, w, w, flops, convolution(back));
+  add_float32_convolution_row(report, time, name + ", weight gradient", dy, x, w, flops,
+                              [&](const at::Tensor& a, const at::Tensor& b, ops::DeviceSet split) {
+                                ops::ConvGeometry g = same;
+                                g.tf32_split = split;
+                                return ops::conv2d_weight_gradient(a, b, g, w.sizes());
+                              });
+  add_float32_convolution_row(report, time, fmt::format("2x transposed 3x3 conv (G's upsampling) from {0}x{0}", r / 2),
+                              x_half, w, w, flops / 4, convolution(up));
 }
 
 }  // namespace
 
-std::string run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOptions& options) {
+OpsBenchResult run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOptions& options) {
   SG2_CHECK(options.resolution >= 8 && options.batch >= 1 && options.repeats >= 1,
             "stylegan2_bench ops: needs --resolution >= 8, --ops-batch >= 1 and --ops-repeats >= 1");
   const at::Device device = train::resolve_device(config.run.device);
   const auto [dtype, dtype_name] = dtype_for(options.dtype, device);
-  const std::string compute = apply_compute_settings(config, dist::World{});  // cuDNN benchmark, TF32, threads
+  const std::string compute = apply_libtorch_settings(config, dist::World{});  // cuDNN benchmark, TF32, threads
   const auto on_device = at::TensorOptions().device(device).dtype(dtype);
   const Timer time{device, options.repeats, copy_bandwidth(device, options.repeats)};
   const int64_t r = options.resolution;
-  std::ostringstream out;
-  out << fmt::format("# resolution {}, batch {}, {} on {}; device copy {:.1f} GB/s (read + write)\n", r, options.batch,
-                     dtype_name, device.str(), time.bandwidth / 1e9);
-  out << "# compute: " << compute << "\n\n## upfirdn2d\n\n" << table_header("tiled", "generic", /*with_lanes=*/true);
-  const at::Tensor f = nn::ops::setup_filter(config.G.resample_filter).to(device);
+  OpsReport report(device, dtype_name);
+  report.text() << fmt::format("# resolution {}, batch {}, {} on {}; device copy {:.1f} GB/s (read + write)\n", r,
+                               options.batch, dtype_name, device.str(), time.bandwidth / 1e9)
+                << "# compute: " << compute << "\n";
+  report.start_table("upfirdn2d", "upfirdn2d", "tiled", "per-element", /*with_lanes=*/true);
+  const at::Tensor f = ops::setup_filter(config.G.resample_filter).to(device);
   for (const FirCase& c : fir_cases(options.batch, r, config)) {
     for (const auto layout : kLayouts) {
       const at::Tensor x = at::randn(c.x_shape, on_device).contiguous(layout);
-      out << table_row(c.name, x, time_fir(time, x, f, c.params), time.bandwidth, /*with_lanes=*/true);
+      report.add_row(c.name, x, time_fir(time, x, f, c.params), time.bandwidth);
     }
   }
-  out << fmt::format("\n## bias_act (clamp: G {}, D {})\n\n", config.G.conv_clamp, config.D.conv_clamp)
-      << table_header("packs");
+  report.start_table(fmt::format("bias_act (clamp: G {}, D {})", config.G.conv_clamp, config.D.conv_clamp), "bias_act",
+                     "packs", "per-element");
   for (const BiasActCase& c : bias_act_cases(options.batch, r, config)) {
     for (const auto layout : kLayouts) {
       const at::Tensor x = at::randn(c.x_shape, on_device).contiguous(layout), b = at::randn({c.x_shape[1]}, on_device);
-      out << table_row(c.name, x, time_bias_act(time, x, b, c), time.bandwidth);
+      report.add_row(c.name, x, time_bias_act(time, x, b, c), time.bandwidth);
     }
   }
-  out << fmt::format("\n## The synthesis layers' epilogue (clamp {})\n\n", config.G.conv_clamp)
-      << table_header("fused", "composed");
+  report.start_table(fmt::format("The synthesis layers' epilogue (clamp {})", config.G.conv_clamp), "epilogue",
+                     "fused", "composed");
   for (const auto layout : kLayouts) {
-    out << epilogue_rows(time, on_device, options.batch, r, config, layout)
-        << modulation_rows(time, on_device, options.batch, r, config, layout);
+    add_epilogue_rows(report, time, on_device, options.batch, r, config, layout);
+    add_modulation_rows(report, time, on_device, options.batch, r, config, layout);
   }
-  out << "\n## Float32 convolutions (the float32 blocks'; run.float32_convolutions ieee or 3xtf32, run.allow_tf32)\n\n"
-      << "| op | x | w | layout | ieee ms | 3xtf32 ms | tf32 ms | ieee error | 3xtf32 error | tf32 error | ieee TFLOP/s "
-         "| 3xtf32 TFLOP/s | ieee / 3xtf32 |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  report.start_float32_table();
   for (const int64_t float32_r : {int64_t{16}, int64_t{8}}) {
-    for (const auto layout : kLayouts) {
-      out << float32_convolution_rows(time, device, options.batch, float32_r, config, layout);
-    }
+    for (const auto layout : kLayouts) add_float32_convolution_rows(report, time, device, options.batch, float32_r, config, layout);
   }
   if (!device.is_cuda()) {
-    out << "\n(On the CPU the upfirdn2d and bias_act kernel column is 'generic': one kernel, no CUDA variant; "
-           "float32 convolutions have no TF32 there, so 3xtf32 is three float32 passes.)\n";
+    report.text() << "\n(On the CPU upfirdn2d and bias_act have one kernel, in the per-element column; float32 "
+                     "convolutions have no TF32 there, so 3xtf32 is three float32 passes.)\n";
   }
-  return out.str();
+  return report.finish();
 }
 
 }  // namespace sg2::cli

@@ -1,5 +1,7 @@
 #include "sg2/core/config_schema.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -148,6 +150,10 @@ YAML::Node nest_yaml(const std::vector<std::pair<std::string, YAML::Node>>& entr
     path.back()[parts.back()] = value;
   }
   return root;
+}
+
+void warn_retired_key(const std::string& key, const std::string& source, const std::string& note) {
+  spdlog::warn("{}: key '{}' is retired and ignored ({})", source, key, note);
 }
 
 std::string describe_key(const std::string& key, const std::string& source) {

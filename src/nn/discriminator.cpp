@@ -69,7 +69,7 @@ std::pair<at::Tensor, at::Tensor> DiscriminatorBlock::forward(at::Tensor x, at::
     img = img.to(type, /*non_blocking=*/false, /*copy=*/false, format);
     at::Tensor y = fromrgb->forward(img);
     x = x.defined() ? x + y : y;
-    img = (architecture == Architecture::Skip) ? ops::downsample2d(img, resample_filter) : at::Tensor();
+    img = (architecture == Architecture::Skip) ? ops::downsample2d(img, resample_filter, 2, compute) : at::Tensor();
   }
   if (architecture == Architecture::Resnet) {
     at::Tensor y = skip->forward(x, std::sqrt(0.5));

@@ -80,7 +80,7 @@ std::pair<at::Tensor, at::Tensor> SynthesisBlock::forward(at::Tensor x, at::Tens
     x = conv1->forward(x, next_w(), block_run);
   }
 
-  if (img.defined()) img = ops::upsample2d(img, resample_filter);
+  if (img.defined()) img = ops::upsample2d(img, resample_filter, 2, compute);
   if (torgb) {
     // Images stay float32 and contiguous.
     at::Tensor y = torgb->forward(x, next_w(), block_run.fused_modconv)

@@ -13,6 +13,11 @@ at::Generator make_rng(const at::Device& device, uint64_t seed) {
   return rng;
 }
 
+void set_compute(torch::nn::Module& network, const ops::ComputeSettings& compute) {
+  network.apply([&compute](torch::nn::Module& module) {
+    if (auto* user = dynamic_cast<UsesCompute*>(&module)) user->compute = compute;
+  });
+}
 
 FullyConnectedLayer::FullyConnectedLayer(int64_t in_features, int64_t out_features, const FcOptions& o)
     : weight_gain(o.lr_multiplier / std::sqrt(static_cast<double>(in_features))),
@@ -32,7 +37,7 @@ at::Tensor FullyConnectedLayer::forward(const at::Tensor& x) {
   if (activation == ops::Activation::Linear && b.defined()) return at::addmm(b.unsqueeze(0), x, w.t());
   ops::BiasActParams p;
   p.act = activation;
-  return ops::bias_act(x.matmul(w.t()), b, p);
+  return ops::bias_act(x.matmul(w.t()), b, p, compute);
 }
 
 Conv2dLayer::Conv2dLayer(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const ConvOptions& o)
@@ -51,13 +56,13 @@ at::Tensor Conv2dLayer::forward(const at::Tensor& x, double gain) {
   conv.down = options.down;
   conv.padding = {padding, padding, padding, padding};
   conv.flip_weight = (options.up == 1);
-  at::Tensor y = ops::conv2d_resample(x, ops::weight_for(w, x), resample_filter, conv);
+  at::Tensor y = ops::conv2d_resample(x, ops::weight_for(w, x), resample_filter, conv, compute);
 
   ops::BiasActParams p;
   p.act = options.activation;
   p.gain = ops::default_gain(options.activation) * gain;
   p.clamp = options.conv_clamp >= 0 ? options.conv_clamp * gain : -1;
-  return ops::bias_act(y, bias.defined() ? bias.to(y.scalar_type()) : bias, p);
+  return ops::bias_act(y, bias.defined() ? bias.to(y.scalar_type()) : bias, p, compute);
 }
 
 SynthesisLayer::SynthesisLayer(int64_t in_channels, int64_t out_channels, int64_t w_dim, int64_t resolution_,
@@ -102,13 +107,13 @@ at::Tensor SynthesisLayer::forward(const at::Tensor& x, const at::Tensor& w, con
   p.gain = ops::default_gain(options.activation) * gain;
   p.clamp = options.conv_clamp >= 0 ? options.conv_clamp * gain : -1;
   if (!mc.fused) {
-    const ops::ModulatedConvParts conv = ops::modulated_conv2d_parts(x, weight, styles, resample_filter, mc);
+    const ops::ModulatedConvParts conv = ops::modulated_conv2d_parts(x, weight, styles, resample_filter, mc, compute);
     return ops::demodulate_noise_bias_act(conv.y, conv.demod, noise, noise.defined() ? noise_strength : at::Tensor(),
-                                          bias, p);
+                                          bias, p, compute);
   }
   if (noise.defined()) noise = noise * noise_strength;
-  at::Tensor y = ops::modulated_conv2d(x, weight, styles, noise, resample_filter, mc);
-  return ops::bias_act(y, bias.to(y.scalar_type()), p);
+  at::Tensor y = ops::modulated_conv2d(x, weight, styles, noise, resample_filter, mc, compute);
+  return ops::bias_act(y, bias.to(y.scalar_type()), p, compute);
 }
 
 ToRGBLayer::ToRGBLayer(int64_t in_channels, int64_t out_channels, int64_t w_dim, double conv_clamp_)
@@ -125,10 +130,10 @@ at::Tensor ToRGBLayer::forward(const at::Tensor& x, const at::Tensor& w, bool fu
   ops::ModConvParams mc;
   mc.demodulate = false;
   mc.fused = fused_modconv;
-  at::Tensor y = ops::modulated_conv2d(x, weight, styles, at::Tensor(), at::Tensor(), mc);
+  at::Tensor y = ops::modulated_conv2d(x, weight, styles, at::Tensor(), at::Tensor(), mc, compute);
   ops::BiasActParams p;
   p.clamp = conv_clamp;
-  return ops::bias_act(y, bias.to(y.scalar_type()), p);
+  return ops::bias_act(y, bias.to(y.scalar_type()), p, compute);
 }
 
 }  // namespace sg2::nn

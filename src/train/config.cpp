@@ -29,9 +29,7 @@ config::Schema<TrainConfig> make_schema() {
             "where the tensor cores outrun the FP32 units; training's convolutions through conv2d_gradfix and those "
             "without gradients)");
   SG2_FIELD(run.cudnn_benchmark, "Let cuDNN time its algorithms per shape and keep the fastest (on as the reference)");
-  SG2_FIELD(run.fir_kernel, "upfirdn2d's channels_last kernel on CUDA: autotune (time both on each new shape and keep "
-                            "the faster, as cuDNN's benchmark does), staged (the block's input in shared memory), "
-                            "unstaged (each thread loads its own window)");
+  s.retire("run.fir_kernel", "upfirdn2d has one channels_last kernel on CUDA");
   SG2_FIELD(run.conv2d_gradfix,
             "On CUDA, differentiate convolutions so that R1's and path length's second-order gradients run "
             "ordinary convolution kernels (on as the reference's conv2d_gradfix)");
@@ -135,6 +133,14 @@ std::string divisors_hint(int64_t value, int64_t limit) {
 const config::Schema<TrainConfig>& train_schema() {
   static const config::Schema<TrainConfig> schema = make_schema();
   return schema;
+}
+
+ops::ComputeSettings compute_settings_of(const TrainConfig& c) {
+  ops::ComputeSettings compute;
+  compute.conv2d_gradfix = c.run.conv2d_gradfix ? ops::DeviceSet::Cuda : ops::DeviceSet::None;
+  const bool split = c.run.float32_convolutions == Float32Convolutions::ThreeTf32;
+  compute.tf32_split = split ? ops::DeviceSet::Cuda : ops::DeviceSet::None;
+  return compute;
 }
 
 bool fused_modconv_in_training(const TrainConfig& config) { return config.G.fused_modconv == FusedModconv::Always; }

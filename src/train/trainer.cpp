@@ -94,6 +94,12 @@ std::unique_ptr<dist::Communicator> local_if_missing(dist::Communicator* comm, c
 
 }  // namespace
 
+void Trainer::set_compute(const ops::ComputeSettings& compute) {
+  for (auto* module : std::initializer_list<torch::nn::Module*>{G_.get(), D_.get(), G_ema_.get()}) {
+    nn::set_compute(*module, compute);
+  }
+}
+
 Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset> dataset, const at::Device& device,
                  dist::Communicator* comm)
     : config_(config),
@@ -119,6 +125,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
     module->to(device_);
     set_requires_grad(*module, false);
   }
+  set_compute(compute_settings_of(config_));
 
   loss_ = std::make_unique<StyleGAN2Loss>(*G_, *D_, config.loss, device_);
   loss_->fused_modconv = fused_modconv_in_training(config);

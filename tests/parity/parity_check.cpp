@@ -12,7 +12,7 @@
 //   cancelling sum that moves a gradient far above the rounding of everything else. Whenever the
 //   checked run is not the reference ops on the CPU (--kernels, or --device cuda), every such tie
 //   (within 1e-6 of 0, relative to its call) takes the side the reference ops took on the CPU in a
-//   first, silent run (sg2/nn/kink_pinning.h). parity_tiny has one at b32.conv0 that the kernels on
+//   first, silent run (tests/support/kink_pinning.h). parity_tiny has one at b32.conv0 that the kernels on
 //   AVX2 put on the other side (a noise-strength gradient moved by 1.6e-2, every other entry below
 //   2e-5). parity_orig_conditional_rgb has one at b16.conv1 (+4.1e-8 in float64, -1.0e-7 in float32
 //   on the CPU): on an H200 (2026-11-27) CUDA took the float64 side and 39 G gradients and losses
@@ -33,7 +33,7 @@
 #include "sg2/core/cli_parse.h"
 #include "sg2/core/cpu_level.h"
 #include "sg2/core/error.h"
-#include "sg2/nn/kink_pinning.h"
+#include "kink_pinning.h"
 #include "sg2/nn/networks.h"
 #include "sg2/nn/state_dict.h"
 #include "sg2/train/loss.h"
@@ -209,15 +209,15 @@ TensorMap on_device(const TensorMap& fixture, const at::Device& device) {
 }
 
 // The side of every kinked pre-activation in a silent run of the reference ops on the CPU (the
-// fixture's order of operations); Replay then gives near-ties those sides (sg2/nn/kink_pinning.h).
+// fixture's order of operations), recorded by `pins` (kink_pinning.h).
 void record_kink_sides(const TensorMap& fixture, const nlohmann::json& config, sg2::nn::Generator& G,
-                       sg2::nn::Discriminator& D) {
-  namespace ops = sg2::nn::ops;
-  const ops::ImplScope reference(ops::Impl::Reference);
-  ops::set_kink_pinning(ops::KinkPinning::Record);
+                       sg2::nn::Discriminator& D, sg2::test::KinkPins& pins) {
+  sg2::ops::ComputeSettings recording_settings(sg2::ops::Kernel::Reference);
+  recording_settings.pre_activation = pins.recorder();
+  sg2::nn::set_compute(G, recording_settings);
+  sg2::nn::set_compute(D, recording_settings);
   Report recording(fixture, /*quiet=*/true);
   evaluate(recording, fixture, config, G, D);
-  ops::set_kink_pinning(ops::KinkPinning::Replay, kKinkBand);
 }
 
 int run(const std::string& pt_path, const std::string& json_path, bool kernels, const at::Device& device) {
@@ -236,19 +236,21 @@ int run(const std::string& pt_path, const std::string& json_path, bool kernels, 
   sg2::nn::load_state_dict(*D, fixture, "D.", pt_path);
   fmt::print("G: {} parameters, D: {} parameters (loaded from {}), device {}\n", sg2::nn::count_parameters(*G),
              sg2::nn::count_parameters(*D), pt_path, device.str());
-  namespace ops = sg2::nn::ops;
   const bool reordered = kernels || !device.is_cpu();
-  if (reordered) record_kink_sides(fixture, config, *G, *D);  // on the CPU, before the move
+  sg2::test::KinkPins pins;
+  if (reordered) record_kink_sides(fixture, config, *G, *D, pins);  // on the CPU, before the move
   G->to(device);
   D->to(device);
   const TensorMap inputs = on_device(fixture, device);
-  const ops::ImplScope ops_impl(kernels ? ops::Impl::Fast : ops::Impl::Reference);
+  sg2::ops::ComputeSettings checked(kernels ? sg2::ops::Kernel::Auto : sg2::ops::Kernel::Reference);
+  if (reordered) checked.pre_activation = pins.replayer(kKinkBand);  // near-ties take the recorded sides
+  sg2::nn::set_compute(*G, checked);
+  sg2::nn::set_compute(*D, checked);
   Report report(fixture, /*quiet=*/false, reordered);
   evaluate(report, inputs, config, *G, *D);
   if (reordered) {
     fmt::print("kink ties: {} pre-activations within {:.0e} of 0 (relative) took the CPU reference's side\n",
-               ops::pinned_kink_count(), kKinkBand);
-    ops::set_kink_pinning(ops::KinkPinning::Off);
+               pins.pinned_count(), kKinkBand);
   }
   return report.finish();
 }

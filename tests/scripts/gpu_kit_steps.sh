@@ -175,18 +175,21 @@ budgeted_run "$runs/late" echo "never" 2> /dev/null
 expect "a run after the budget is skipped" "bench: SKIPPED (the 3 s budget is spent): echo never" "$runs/log"
 is "the failed and the skipped run are counted" 2 "$run_failures"
 
-# The comparison's summary (scripts/bench/comparison_summary.sh) on stylegan2_bench's lines.
+# The comparison's summary (scripts/bench/comparison_summary.sh) on stylegan2_bench's records.
 source scripts/bench/comparison_summary.sh
-cat > "$work/bench.txt" << 'EOF'
-step            132.6     241.39   (mean of 16 steps, regularization amortised; the host issued them in 104.2 ms a step)
-throughput 241.39 img/s, 4.14 s/kimg; peak RSS 2.01 GiB, peak device memory 10.83 GiB
-GPU time per step by kind: convolutions and matrix products 76.3 ms, other kernels 51.2 ms (element-wise, reductions, FIR, copies: bound by memory or latency)
+cat > "$work/bench.jsonl" << 'EOF'
+{"kind": "train", "img_per_s": 200.0, "s_per_kimg": 5.0}
+{"kind": "train", "img_per_s": 241.3912, "s_per_kimg": 4.1426, "batch_gpu": 32, "host_s_per_step": 0.10423, "peak_device_gib": 10.8312, "device_kernels": {"matrix_s": 0.0763, "other_s": 0.05118}, "plugins_fell_back": false}
 EOF
-is "img/s from the throughput line" 241.39 "$(field "$work/bench.txt" 2)"
-is "s/kimg" 4.14 "$(field "$work/bench.txt" 4)"
-is "peak device memory" 10.83 "$(field "$work/bench.txt" 13)"
-is "the host's ms a step" 104.2 "$(host_ms_per_step "$work/bench.txt")"
-is "the other kernels' ms" 51.2 "$(other_kernel_ms "$work/bench.txt")"
+is "img/s of the last record, to two decimals" 241.39 "$(field "$work/bench.jsonl" img_per_s 1 2)"
+is "s/kimg" 4.14 "$(field "$work/bench.jsonl" s_per_kimg 1 2)"
+is "peak device memory" 10.83 "$(field "$work/bench.jsonl" peak_device_gib 1 2)"
+is "an integer as it is" 32 "$(field "$work/bench.jsonl" batch_gpu)"
+is "a flag" false "$(field "$work/bench.jsonl" plugins_fell_back)"
+is "the host's ms a step" 104.2 "$(host_ms_per_step "$work/bench.jsonl")"
+is "the other kernels' ms" 51.2 "$(other_kernel_ms "$work/bench.jsonl")"
+is "nothing for a value the record lacks" "" "$(field "$work/bench.jsonl" device_kernels.none)"
+is "nothing for a run that left no record" "" "$(field "$work/none.jsonl" img_per_s 1 2)"
 is "a ratio" 9.67 "$(ratio 241.39 24.96)"
 is "no ratio without a rate" - "$(ratio "" 24.96)"
 is "a goal met" met "$(meets 4.14 "<=" 5)"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Tests of scripts/bench/scaling_model (the scaling performance model) and scripts/bench/plot_scaling:
 the allreduce fit recovers a known alpha and busbw, the overlap simulation matches hand-computed
-timelines, the parsers read what stylegan2_bench prints (run here, the comm bench on 2 MPI ranks),
-and the plot is a PNG.
+timelines, the readers read stylegan2_bench's --jsonl records (run here, the comm bench on 2 MPI
+ranks), and the plot is a PNG.
 
   test_scaling_model.py SOURCE_DIR BIN_DIR
 """
@@ -71,16 +71,16 @@ class Overlap(unittest.TestCase):
 
     def test_measured_launch_fractions_come_with_the_bucket_sizes_of_the_same_bench(self):
         comm_buckets = {"G": [1, 1], "D": [1, 1, 1]}  # the comm bench's layout: not the launch order
-        bench = {"path": "bench.txt", "launch": {"G": [0.2, 0.9]}, "buckets": {"G": [5, 7]}}
+        bench = {"path": "bench.jsonl", "launch": {"G": [0.2, 0.9]}, "buckets": {"G": [5, 7]}}
         buckets, ready = model.layout_and_ready(comm_buckets, bench, 0.5)
         self.assertEqual((buckets["G"], ready["G"]), ([5, 7], [0.2, 0.9]))
         self.assertEqual((buckets["D"], ready["D"]), ([1, 1, 1], model.ready_fractions([1, 1, 1], 0.5)))
 
     def test_launch_fractions_that_do_not_match_their_buckets_are_an_error(self):
-        bench = {"path": "bench.txt", "launch": {"G": [0.2, 0.9]}, "buckets": {"G": [5, 7, 9]}}
+        bench = {"path": "bench.jsonl", "launch": {"G": [0.2, 0.9]}, "buckets": {"G": [5, 7, 9]}}
         with self.assertRaises(SystemExit) as raised:
             model.layout_and_ready({"G": [1], "D": [1]}, bench, 0.5)
-        self.assertIn("bench.txt: 2 G launch fractions for 3 G buckets", str(raised.exception))
+        self.assertIn("bench.jsonl: 2 G launch fractions for 3 G buckets", str(raised.exception))
 
     def test_step_adds_regularization_phases_at_their_intervals(self):
         phases = {"Gmain": 3.0, "Greg": 3.0, "Dmain": 3.0, "Dreg": 3.0}
@@ -89,13 +89,13 @@ class Overlap(unittest.TestCase):
         self.assertAlmostEqual(step, 10.0 + 1 + 1 / 4 + 1 + 1 / 16)
 
 
-class Parsers(unittest.TestCase):
+class Readers(unittest.TestCase):
     def test_reads_the_comm_bench_and_the_bucket_layout(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
-            f.write(subprocess.run([BENCH, "comm", "--config", CONFIG, "--run.threads", "1", "--max-bytes", "65536",
-                                    "--iters", "1", "--warmup", "0"], capture_output=True, text=True, check=True).stdout)
-            f.flush()
-            comm = model.parse_comm(f.name)
+        with tempfile.TemporaryDirectory() as directory:
+            record = os.path.join(directory, "comm.jsonl")
+            subprocess.run([BENCH, "comm", "--config", CONFIG, "--run.threads", "1", "--max-bytes", "65536",
+                            "--iters", "1", "--warmup", "0", "--jsonl", record], capture_output=True, check=True)
+            comm = model.parse_comm(record)
         self.assertEqual(comm["ranks"], 1)
         self.assertEqual([size for size, _ in comm["sweep"]][-1], 65536)
         self.assertGreater(sum(comm["buckets"]["G"]), 1e6)
@@ -107,30 +107,31 @@ class Parsers(unittest.TestCase):
         # machine the times need not grow with the size); test_recovers_alpha_and_busbw_of_a_ring
         # tests the fit itself.
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        output = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", BENCH, "comm", "--config", CONFIG,
-                                 "--run.threads", "1", "--min-bytes", "65536", "--max-bytes", "1048576",
-                                 "--step-factor", "2", "--iters", "2", "--warmup", "1"], capture_output=True, text=True, env=env, check=True).stdout
-        for rank in (0, 1):
+        with tempfile.TemporaryDirectory() as directory:
+            record = os.path.join(directory, "comm.jsonl")
+            output = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", BENCH, "comm", "--config", CONFIG,
+                                     "--run.threads", "1", "--min-bytes", "65536", "--max-bytes", "1048576",
+                                     "--step-factor", "2", "--iters", "2", "--warmup", "1", "--jsonl", record],
+                                    capture_output=True, text=True, env=env, check=True).stdout
+            comm = model.parse_comm(record)
+            with open(record) as f:
+                rows = json.loads(f.readline())["rows"]
+        for rank in (0, 1):  # the table for people lists every rank
             self.assertRegex(output, rf"#  rank +{rank}  host \S+  pid \d+  device cpu")
-        self.assertIn("# wrong results: 0 of", output)
-        self.assertRegex(output, r"# avg busbw: \d+\.\d+ GB/s over the 5 sizes of the sweep")  # not the buckets
-        with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
-            f.write(output)
-            f.flush()
-            comm = model.parse_comm(f.name)
+        self.assertTrue(all(row["verified"] for row in rows))
         self.assertEqual(comm["ranks"], 2)
         self.assertEqual([size for size, _ in comm["sweep"]], [65536 << k for k in range(5)])
         self.assertTrue(all(seconds > 0 for _, seconds in comm["sweep"]))
         self.assertGreater(sum(comm["buckets"]["G"]), 1e6)
 
     def test_reads_phases_and_step_of_the_training_bench(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
-            f.write(run_bench("--train.batch", "4", "--optim.G_reg_interval", "1", "--optim.D_reg_interval", "1",
-                              "--warmup", "0", "--repeats", "1", "--cycles", "1", "--no-op-families"))
-            f.flush()
-            bench = model.parse_bench(f.name)
-            # What the bench scripts tabulate comes from this parser (scaling_model fields).
-            fields = subprocess.run([os.path.join(SOURCE_DIR, "scripts/bench/scaling_model"), "fields", f.name,
+        with tempfile.TemporaryDirectory() as directory:
+            record = os.path.join(directory, "bench.jsonl")
+            run_bench("--train.batch", "4", "--optim.G_reg_interval", "1", "--optim.D_reg_interval", "1",
+                      "--warmup", "0", "--repeats", "1", "--cycles", "1", "--no-op-families", "--jsonl", record)
+            bench = model.parse_bench(record)
+            # What the bench scripts tabulate comes from this reader (scaling_model fields).
+            fields = subprocess.run([os.path.join(SOURCE_DIR, "scripts/bench/scaling_model"), "fields", record,
                                      "step_s", "img_per_s", "Gmain_s", "allreduce_busy_s", "allreduce_exposed_s"],
                                     capture_output=True, text=True, check=True).stdout.rstrip("\n").split("\t")
         self.assertEqual(len(fields), 5)
@@ -147,13 +148,14 @@ class Parsers(unittest.TestCase):
             self.assertEqual(len(bench["buckets"][network]), len(bench["launch"][network]))
         self.assertEqual(bench["intervals"], {"G_reg_interval": 1, "D_reg_interval": 1})
 
-    def test_names_the_file_that_is_not_a_bench_output(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
-            f.write("hello\n")
+    def test_names_the_file_that_is_not_a_bench_record(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
+            f.write('{"kind": "train", "step_s": 1.0}\n')
             f.flush()
             with self.assertRaises(SystemExit) as raised:
                 model.parse_comm(f.name)
         self.assertIn(f.name, str(raised.exception))
+        self.assertIn("no 'comm' record", str(raised.exception))
 
 
 class SimulatedCluster(unittest.TestCase):

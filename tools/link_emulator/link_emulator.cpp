@@ -1,4 +1,4 @@
-// link_emulator: the network of an emulated cluster with a bandwidth and a latency (issue 15), for
+// link_emulator: the network of an emulated cluster with a bandwidth and a latency, for
 // kernels without tc's netem. One TUN device per node, created inside the node's network namespace;
 // every IPv4 packet a node sends is held for its egress at RATE plus the one-way DELAY
 // (link_schedule.h), then written to the destination node's device. A TCP segment of up to 64 KiB

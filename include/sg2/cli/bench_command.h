@@ -40,7 +40,7 @@ class BenchCommand {
   ConfigOptions config_options_;
   BenchOptions bench_;
   BenchOutput output_;
-  bool no_ops_ = false, reference_ops_ = false;
+  bool no_ops_ = false;
   dist::CommBenchOptions comm_options_;
   SimulateOptions simulate_options_;
   OpsBenchOptions ops_options_;

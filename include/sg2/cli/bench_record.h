@@ -23,11 +23,15 @@ struct BenchLaunch {
   int nodes = 1;           // ranks / ranks a node (the launcher's local world)
   std::string backend;     // the gradient allreduce's ("local" when computing alone)
   int64_t global_batch = 0;
+  bool allreduce_measured = true;  // the host waits for the collectives, so their times are measured
 };
 
 // {"kind": "train", "mode", "ranks", "nodes", "backend", "preset", "resolution", "device", "precision",
-//  "global_batch", "rank_batch", "step_s", "img_per_s", "s_per_kimg", "phases": [{"name", "every", "s"}],
-//  "allreduce": {"busy_s", "exposed_s", "bytes"}, "buckets": {"G": {"bytes", "launch_fraction"}, "D": ...},
+//  "global_batch", "rank_batch" (train.batch of the run: the global batch unless computing alone),
+//  "batch_gpu" (images a process and round), "step_s", "host_s_per_step" (until the host had issued
+//  a step), "img_per_s", "s_per_kimg", "phases": [{"name", "every", "s", "host_s"}], "allreduce":
+//  {"busy_s", "exposed_s", "bytes", "measured"}, "buckets": {"G": {"bytes", "launch_fraction"}, "D":
+//  ...}, "device_kernels": {"matrix_s", "other_s"} (--device-kernels on CUDA; else null),
 //  "peak_rss_gib", "peak_device_gib"}; img/s and s/kimg of the global batch.
 nlohmann::json training_bench_record(const BenchResult& result, const Trainer& trainer, const BenchLaunch& launch);
 

@@ -21,6 +21,7 @@ struct BenchOptions {
   int step_cycles = 1;     // timed cycles of lcm(reg intervals) steps
   bool op_families = true;
   bool device_kernels = false;  // one more cycle under the Kineto profiler, then each phase once: what the device ran
+  bool reference_ops = false;   // the trainer's networks run the reference ops (ops::Kernel::Reference)
 };
 
 struct PhaseTiming {

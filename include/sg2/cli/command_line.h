@@ -44,14 +44,15 @@ std::unique_ptr<dist::Session> start_session(const TrainConfig& config, bool ver
 // networks and fail in a collective that cannot say why).
 void check_config_same_on_every_rank(const TrainConfig& config, dist::Session& session);
 
-// This process's compute settings: CPU threads (run.threads; 0: the node's cores divided by the
-// processes on it, so ranks do not oversubscribe the cores), OpenBLAS kept to one thread, and the
-// float32 precision policy (run.allow_tf32, run.cudnn_benchmark). Returns a line describing them.
-std::string apply_compute_settings(const TrainConfig& config, const dist::World& world);
+// LibTorch's process-wide settings for a run: CPU threads (run.threads; 0: the node's cores divided
+// by the processes on it, so ranks do not oversubscribe the cores), OpenBLAS kept to one thread, and
+// the float32 precision policy (run.allow_tf32, run.cudnn_benchmark). Returns a line describing them
+// and the run's compute settings (train::compute_settings_of), which its networks get.
+std::string apply_libtorch_settings(const TrainConfig& config, const dist::World& world);
 
-// What in the settings in force would run slower than their default on `device`: 3xTF32 on a GPU
-// without TF32. Empty where nothing would.
-std::string compute_settings_warning(const at::Device& device);
+// What in the config's compute settings would run slower than their default on `device`: 3xTF32 on
+// a GPU without TF32. Empty where nothing would.
+std::string compute_settings_warning(const TrainConfig& config, const at::Device& device);
 
 // stylegan2_train: parses its command line and trains (new run or --resume).
 class TrainCommand {

@@ -11,7 +11,10 @@
 
 #include "sg2/train/config.h"
 
+#include <nlohmann/json.hpp>
+
 #include <string>
+#include <vector>
 
 namespace sg2::cli {
 
@@ -22,7 +25,16 @@ struct OpsBenchOptions {
   int repeats = 20;            // calls per timing; the best of three timings counts
 };
 
-// The two tables (markdown) for config's G and D channels on its run.device.
-std::string run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOptions& options);
+// The tables for people (markdown) and one JSON record a row for scripts (stylegan2_bench ops
+// --jsonl): {"kind": "ops", "table", "op", "x", "layout", "dtype", "device", "seconds": {column:
+// seconds or null}, ...; the kernel tables "bytes" and "floor_s", the float32 convolutions' "w",
+// "flops" and "relative_error": {arithmetic: error}}.
+struct OpsBenchResult {
+  std::string text;
+  std::vector<nlohmann::json> records;
+};
+
+// The tables of config's G and D channels on its run.device.
+OpsBenchResult run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOptions& options);
 
 }  // namespace sg2::cli

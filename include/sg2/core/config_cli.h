@@ -82,7 +82,12 @@ void apply_cli(const Schema<Config>& schema, Config& config, const CliValues& va
 template <class Config>
 void reject_extras(const Schema<Config>& schema, const std::vector<std::string>& extras) {
   for (const auto& arg : extras) {
-    if (arg.rfind("--", 0) == 0) fail_unknown_key(arg.substr(2, arg.find('=') - 2), "command line", schema.keys());
+    if (arg.rfind("--", 0) != 0) continue;
+    const std::string key = arg.substr(2, arg.find('=') - 2);
+    if (const std::string* note = schema.retired_note(key)) {
+      throw Error("command line: --" + key + " is retired (" + *note + "); leave it out");
+    }
+    fail_unknown_key(key, "command line", schema.keys());
   }
   if (!extras.empty()) throw Error("unexpected command-line argument '" + extras.front() + "'");
 }

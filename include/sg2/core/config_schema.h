@@ -121,6 +121,8 @@ YAML::Node nest_yaml(const std::vector<std::pair<std::string, YAML::Node>>& entr
 // "unknown key 'G.zdim' in FILE; did you mean 'G.z_dim'?"
 [[noreturn]] void fail_unknown_key(const std::string& key, const std::string& source,
                                    const std::vector<std::string>& known_keys);
+// Says that a config (a file, a snapshot's) gives a retired key, which is ignored, and why.
+void warn_retired_key(const std::string& key, const std::string& source, const std::string& note);
 // "key 'G.z_dim' (configs/x.yaml)": how errors name a field and where its value came from.
 std::string describe_key(const std::string& key, const std::string& source);
 // Throws unless `value` is one of `allowed`, listing them.
@@ -200,6 +202,18 @@ class Schema {
 
   const std::vector<Field>& fields() const { return fields_; }
 
+  // A key that configs no longer set (a snapshot's config may still hold it): read files and
+  // snapshots ignore it with a warning that says `note`; the command line rejects it (its flag is gone).
+  void retire(std::string key, std::string note) { retired_.emplace_back(std::move(key), std::move(note)); }
+
+  // Why `key` was retired; nullptr for a key that was not.
+  const std::string* retired_note(const std::string& key) const {
+    for (const auto& [retired, note] : retired_) {
+      if (retired == key) return &note;
+    }
+    return nullptr;
+  }
+
   const Field* find(const std::string& key) const {
     for (const auto& f : fields_) {
       if (f.key == key) return &f;
@@ -238,6 +252,7 @@ class Schema {
 
   // Sets one field from a YAML node (a parsed scalar or list); unknown keys are errors.
   void set(Config& config, const std::string& key, const YAML::Node& node, const std::string& source) const {
+    if (const std::string* note = retired_note(key)) return warn_retired_key(key, source, *note);
     const Field* field = find(key);
     if (field == nullptr) fail_unknown_key(key, source, keys());
     const std::string where = describe_key(key, source);
@@ -273,6 +288,7 @@ class Schema {
 
  private:
   std::vector<Field> fields_;
+  std::vector<std::pair<std::string, std::string>> retired_;  // key, note
 };
 
 }  // namespace sg2::config

@@ -3,12 +3,22 @@
 // run time by lr_multiplier / sqrt(fan_in), so Adam sees the same dynamic range everywhere.
 // Parameter and buffer names follow the reference (weight, bias, affine, noise_const, ...).
 
-#include "sg2/nn/ops.h"
+#include "sg2/ops/ops.h"
 #include "sg2/nn/options.h"
 
 #include <torch/nn/module.h>
 
 namespace sg2::nn {
+
+// A module whose forward calls the ops: it passes them its network's compute settings.
+struct UsesCompute {
+  ops::ComputeSettings compute;
+  virtual ~UsesCompute() = default;
+};
+
+// Gives every module of `network` that calls the ops these settings (a new network computes as
+// ops::ComputeSettings' defaults say); the run's, or a test's.
+void set_compute(torch::nn::Module& network, const ops::ComputeSettings& compute);
 
 struct FcOptions {
   bool bias = true;
@@ -17,7 +27,7 @@ struct FcOptions {
   double bias_init = 0.0;
 };
 
-class FullyConnectedLayer : public torch::nn::Module {
+class FullyConnectedLayer : public torch::nn::Module, public UsesCompute {
  public:
   FullyConnectedLayer(int64_t in_features, int64_t out_features, const FcOptions& options = {});
   at::Tensor forward(const at::Tensor& x);  // [N, in] -> [N, out]
@@ -38,7 +48,7 @@ struct ConvOptions {
   double conv_clamp = -1;
 };
 
-class Conv2dLayer : public torch::nn::Module {
+class Conv2dLayer : public torch::nn::Module, public UsesCompute {
  public:
   Conv2dLayer(int64_t in_channels, int64_t out_channels, int64_t kernel_size, const ConvOptions& options = {});
   at::Tensor forward(const at::Tensor& x, double gain = 1.0);  // [N, I, H, W] -> [N, O, H*up/down, W*up/down]
@@ -72,7 +82,7 @@ struct SynthesisRun {
 at::Generator make_rng(const at::Device& device, uint64_t seed);
 
 // Modulated 3x3 convolution + noise + bias + lrelu.
-class SynthesisLayer : public torch::nn::Module {
+class SynthesisLayer : public torch::nn::Module, public UsesCompute {
  public:
   SynthesisLayer(int64_t in_channels, int64_t out_channels, int64_t w_dim, int64_t resolution,
                  const SynthesisLayerOptions& options = {});
@@ -90,7 +100,7 @@ class SynthesisLayer : public torch::nn::Module {
 };
 
 // Modulated 1x1 convolution to image channels, without demodulation.
-class ToRGBLayer : public torch::nn::Module {
+class ToRGBLayer : public torch::nn::Module, public UsesCompute {
  public:
   ToRGBLayer(int64_t in_channels, int64_t out_channels, int64_t w_dim, double conv_clamp = -1);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& w, bool fused_modconv);  // -> [N, C_img, R, R]

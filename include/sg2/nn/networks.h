@@ -32,7 +32,7 @@ class MappingNetwork : public torch::nn::Module {
   at::Tensor w_avg;  // buffer [w_dim], only when tracked
 };
 
-class SynthesisBlock : public torch::nn::Module {
+class SynthesisBlock : public torch::nn::Module, public UsesCompute {
  public:
   SynthesisBlock(int64_t in_channels, int64_t out_channels, int64_t resolution, bool is_last,
                  const GeneratorOptions& g);
@@ -74,7 +74,7 @@ class Generator : public torch::nn::Module {
   std::shared_ptr<MappingNetwork> mapping;
 };
 
-class DiscriminatorBlock : public torch::nn::Module {
+class DiscriminatorBlock : public torch::nn::Module, public UsesCompute {
  public:
   DiscriminatorBlock(int64_t in_channels, int64_t tmp_channels, int64_t out_channels, int64_t resolution,
                      const DiscriminatorOptions& d);

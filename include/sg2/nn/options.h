@@ -5,7 +5,7 @@
 // (train/config.h), are both made from it.
 
 #include "sg2/core/config_schema.h"
-#include "sg2/nn/activation.h"
+#include "sg2/ops/activation.h"
 
 #include <c10/core/MemoryFormat.h>
 #include <c10/core/ScalarType.h>

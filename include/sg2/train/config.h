@@ -10,7 +10,7 @@
 #include "sg2/data/options.h"
 #include "sg2/device/cuda_device.h"
 #include "sg2/distributed/session.h"
-#include "sg2/nn/kernels.h"
+#include "sg2/ops/compute_settings.h"
 #include "sg2/nn/options.h"
 #include "sg2/train/optim.h"
 #include "sg2/train/loss_options.h"
@@ -66,7 +66,6 @@ struct TrainConfig {
     bool allow_tf32 = false;             // TF32 in CUDA matmuls and cuDNN convs (the reference: off)
     Float32Convolutions float32_convolutions = Float32Convolutions::Ieee;  // CUDA: FFMA, as the reference
     bool cudnn_benchmark = true;         // cuDNN picks the fastest algorithm per shape (the reference: on)
-    nn::kernels::FirKernelPolicy fir_kernel = nn::kernels::FirKernelPolicy::Autotune;  // CUDA: upfirdn2d in lanes
     bool conv2d_gradfix = true;          // CUDA: second-order gradients by ordinary convolutions (as the reference)
     ReducedType mixed_precision = ReducedType::Auto;  // auto: float16 on CUDA, off on the CPU
     ChannelsLastBlocks channels_last = ChannelsLastBlocks::Auto;  // activations NHWC; auto: reduced on CUDA, else off
@@ -121,6 +120,11 @@ struct TrainConfig {
 };
 
 const config::Schema<TrainConfig>& train_schema();
+
+// How the run's ops compute (sg2/ops/compute_settings.h): the fast kernels, run.conv2d_gradfix and
+// run.float32_convolutions on CUDA. The trainer gives it to its networks; so do the commands that
+// load a snapshot to run it.
+ops::ComputeSettings compute_settings_of(const TrainConfig& config);
 
 // metric.cache_dir, or the per-user default when it is empty.
 std::string metric_cache_dir(const TrainConfig& config);

@@ -1,7 +1,7 @@
 #pragma once
 // run.cuda_graphs: the training phases (Gmain, Greg, Dmain, Dreg) in CUDA graphs. A phase runs as
 // itself for its first kEagerRuns calls, which set up what a capture cannot (cuDNN's benchmark, the
-// FIR kernels' timing per shape, the gradient reducer's bucket order, the allocator's blocks). Its
+// gradient reducer's bucket order, the allocator's blocks). Its
 // next call captures the phase's rounds, forward and backward with the reducer's hooks writing
 // their buckets, and from then on each call copies the step's inputs into the captured ones and
 // replays the graph: the host issues one launch instead of a few thousand ops. The optimizer's

@@ -59,6 +59,10 @@ class Trainer {
   const dist::GradientReducer& G_reducer() const { return *G_reducer_; }
   const dist::GradientReducer& D_reducer() const { return *D_reducer_; }
 
+  // How G, D and G_ema compute: compute_settings_of(config) from the start; a benchmark of the
+  // reference ops, or a test, gives them others.
+  void set_compute(const ops::ComputeSettings& compute);
+
   nn::Generator& G() { return *G_; }
   nn::Discriminator& D() { return *D_; }
   const nn::Generator& G() const { return *G_; }

@@ -1,6 +1,6 @@
 // Layers and networks: equalized learning rate, reference key lists, architectures, state dicts.
 #include "sg2/core/error.h"
-#include "sg2/nn/kernels.h"
+#include "sg2/ops/kernels.h"
 #include "sg2/nn/networks.h"
 #include "sg2/nn/state_dict.h"
 #include "cuda/kernels_cuda.h"
@@ -250,16 +250,16 @@ INSTANTIATE_TEST_SUITE_P(EveryBlockKind, ChannelsLastNetworks,
                          ::testing::Values(std::make_pair(Architecture::Skip, Architecture::Resnet),
                                            std::make_pair(Architecture::Resnet, Architecture::Skip)));
 
-// The GPU kernel an upfirdn2d call takes (cuda/kernels_cuda.h's fir_kernel_run: host arithmetic on
+// The GPU kernel an upfirdn2d call takes (cuda/kernels_cuda.h's fir_auto_kernel: host arithmetic on
 // the call's own tensor, its shape, strides, type and alignment; for a CPU tensor, the kernel the
 // same tensor would take on a GPU), and the call described.
-std::pair<kernels::FirKernelRun, std::string> gpu_kernel_of(const sg2::test::OpCall& call) {
+std::pair<ops::Kernel, std::string> gpu_kernel_of(const sg2::test::OpCall& call) {
   const at::Tensor x = call.inputs[0].toTensor(), f = call.inputs[1].toTensor();  // x, f, FirParams, gain
   const std::vector<int64_t> v = call.inputs[2].toIntVector();
   const ops::FirParams p{v[0], v[1], {v[2], v[3], v[4], v[5]}, v[6] != 0, call.inputs[3].toDouble()};
-  const auto [out_h, out_w] = kernels::upfirdn2d_output_size(x, f, p);
+  const auto [out_h, out_w] = ops::kernels::upfirdn2d_output_size(x, f, p);
   const bool channels_last = ops::layout_of(x) == at::MemoryFormat::ChannelsLast;
-  return {kernels::gpu::fir_kernel_run(x, f, p, out_h, out_w),
+  return {ops::kernels::gpu::fir_auto_kernel(x, f, p, out_h, out_w),
           c10::str(x.sizes(), " ", x.scalar_type(), channels_last ? " channels_last" : " NCHW", ", up ", p.up,
                    " down ", p.down)};
 }
@@ -270,7 +270,7 @@ std::pair<kernels::FirKernelRun, std::string> gpu_kernel_of(const sg2::test::OpC
 // resolutions (the benches' type), on the CPU in float32 (its kernels take no 16-bit types). The
 // RGB images' filters (3 channels) take the other kernels.
 TEST(ChannelsLastNetworks, EveryFeatureMapFilterOfAStepTakesTheLanesKernel) {
-  const bool gpu = kernels::cuda_kernels_built() && torch::cuda::is_available();
+  const bool gpu = ops::kernels::cuda_kernels_built() && torch::cuda::is_available();
   auto [g, d] = small_networks();
   g.img_channels = d.img_channels = 3;
   g.precision.channels_last = d.precision.channels_last = ChannelsLast::All;
@@ -290,9 +290,29 @@ TEST(ChannelsLastNetworks, EveryFeatureMapFilterOfAStepTakesTheLanesKernel) {
     if (call.inputs[0].toTensor().size(1) == 3) continue;  // an RGB image
     ++feature_maps;
     const auto [kernel, described] = gpu_kernel_of(call);
-    EXPECT_EQ(kernel, kernels::FirKernelRun::InLanes) << described;
+    EXPECT_EQ(kernel, ops::Kernel::ChannelLanes) << described;
   }
   EXPECT_GE(feature_maps, 40);  // 42 on the CPU
+}
+
+// The networks pass their compute settings to every op: with the reference's kernel choice, no call
+// of a forward and backward (R1's second order included) reaches a kernel.
+TEST(ComputeSettings, NetworksPassTheirsToEveryOp) {
+  auto [g, d] = small_networks();
+  at::manual_seed(10);
+  Generator G(g);
+  Discriminator D(d);
+  const auto kernel_calls = [&] {
+    sg2::test::RecordedOps recorded({"sg2::upfirdn2d", "sg2::bias_act", "sg2::conv_epilogue"});
+    const at::Tensor img = G.forward(at::randn({4, 32}), at::Tensor(), {}, {});
+    D.forward(img, at::Tensor()).sum().backward();
+    r1_gradients(D, img);
+    return recorded.take().size();
+  };
+  EXPECT_GT(kernel_calls(), 40u);
+  set_compute(G, ops::Kernel::Reference);
+  set_compute(D, ops::Kernel::Reference);
+  EXPECT_EQ(kernel_calls(), 0u);
 }
 
 void expect_keys_match(const std::string& file) {

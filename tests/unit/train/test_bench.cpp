@@ -16,7 +16,7 @@ namespace {
 
 // The op families of the bench's breakdown, for the names LibTorch's RecordFunction reports.
 TEST(OpProfile, FamiliesOfOurKernelsAndTheirBackwardNodes) {
-  const std::string node = "autograd::engine::evaluate_function: torch::autograd::CppNode<sg2::nn::kernels::";
+  const std::string node = "autograd::engine::evaluate_function: torch::autograd::CppNode<sg2::ops::kernels::";
   EXPECT_EQ(OpProfile::family_of("sg2::upfirdn2d"), "FIR resampling");
   EXPECT_EQ(OpProfile::family_of(node + "(anonymous namespace)::Upfirdn2dFunction>"), "FIR resampling (backward)");
   EXPECT_EQ(OpProfile::family_of(node + "(anonymous namespace)::BiasActFunction>"), "bias + activation (backward)");
@@ -95,8 +95,8 @@ TEST(KernelProfile, ConvolutionAndMatrixEnginesAreToldFromTheKernelsBoundByMemor
     EXPECT_TRUE(is_matrix_kernel(engine)) << engine;
   }
   for (const std::string other :
-       {"void sg2::nn::cuda::(anonymous namespace)::conv_epilogue_kernel<__half, true>(EpilogueLaunch)",
-        "void sg2::nn::cuda::(anonymous namespace)::upfirdn2d_lanes_kernel<__half, sg2::nn::cuda::Fir<1, 1, 4> >",
+       {"void sg2::ops::cuda::(anonymous namespace)::conv_epilogue_kernel<__half, true>(EpilogueLaunch)",
+        "void sg2::ops::cuda::(anonymous namespace)::upfirdn2d_lanes_kernel<__half, sg2::ops::cuda::Fir<1, 1, 4> >",
         "void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::Half>>",
         "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::Half>>",
         "void cudnn::engines_precompiled::nchwToNhwcKernel<__half, __half, float, false, true>(float)",
@@ -178,7 +178,8 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
   options.batch = 2;
   options.resolution = 16;
   options.repeats = 1;
-  const std::string text = run_ops_benchmark(c, options);
+  const OpsBenchResult result = run_ops_benchmark(c, options);
+  const std::string& text = result.text;
   std::istringstream table(text);
   std::vector<std::string> rows;
   for (std::string line; std::getline(table, line);) {
@@ -186,13 +187,12 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
   }
   ASSERT_EQ(rows.size(), 32u) << text;
   const std::string g = std::to_string(c.G.channels_at(16)), d = std::to_string(c.D.channels_at(16));
-  // upfirdn2d: no staged, lanes or tiled kernel on the CPU, then the generic column.
-  EXPECT_NE(text.find("| op | x | layout | staged ms | lanes ms | tiled ms | generic ms | reference ms |"),
-            std::string::npos)
+  // upfirdn2d: no lanes or tiled kernel on the CPU, then the per-element column.
+  EXPECT_NE(text.find("| op | x | layout | lanes ms | tiled ms | per-element ms | reference ms |"), std::string::npos)
       << text;
-  EXPECT_NE(rows[0].find("| 2x" + g + "x17x17 | NCHW | - | - | - | "), std::string::npos) << rows[0];
-  EXPECT_NE(rows[1].find("| NHWC | - | - | - | "), std::string::npos) << rows[1];
-  EXPECT_EQ(rows[1].find("| NHWC | - | - | - | - |"), std::string::npos) << rows[1];
+  EXPECT_NE(rows[0].find("| 2x" + g + "x17x17 | NCHW | - | - | "), std::string::npos) << rows[0];
+  EXPECT_NE(rows[1].find("| NHWC | - | - | "), std::string::npos) << rows[1];
+  EXPECT_EQ(rows[1].find("| NHWC | - | - | - |"), std::string::npos) << rows[1];
   EXPECT_NE(rows[13].find("D: 2x downsampling (skip), gradient | 2x" + d + "x8x8"), std::string::npos) << rows[13];
   EXPECT_NE(text.find("## bias_act (clamp: G 256, D 128)"), std::string::npos) << text;
   EXPECT_NE(rows[14].find("G: conv output, lrelu | 2x" + g + "x16x16 | NCHW | - |"), std::string::npos) << rows[14];
@@ -236,6 +236,30 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
   EXPECT_NE(conv_rows[7].find("| NHWC |"), std::string::npos) << conv_rows[7];
   EXPECT_NE(conv_rows[15].find("from 4x4 | 2x" + std::to_string(c.G.channels_at(8)) + "x4x4 | "), std::string::npos)
       << conv_rows[15];
+  // One JSON record a row, the same rows: the kernel tables' 32, then the 16 convolutions.
+  ASSERT_EQ(result.records.size(), 48u);
+  const nlohmann::json& first = result.records[0];
+  EXPECT_EQ(first.at("kind"), "ops");
+  EXPECT_EQ(first.at("table"), "upfirdn2d");
+  EXPECT_EQ(first.at("op"), "G: filter after the 2x transposed conv");
+  EXPECT_EQ(first.at("x"), nlohmann::json({2, c.G.channels_at(16), 17, 17}));
+  EXPECT_EQ(first.at("layout"), "NCHW");
+  EXPECT_EQ(first.at("dtype"), "float32");
+  EXPECT_TRUE(first.at("seconds").at("lanes").is_null());  // no CUDA kernel on the CPU
+  EXPECT_TRUE(first.at("seconds").at("tiled").is_null());
+  EXPECT_GT(first.at("seconds").at("per-element").get<double>(), 0);
+  EXPECT_GT(first.at("seconds").at("reference").get<double>(), 0);
+  EXPECT_GT(first.at("floor_s").get<double>(), 0);
+  EXPECT_EQ(result.records[14].at("table"), "bias_act");
+  EXPECT_EQ(result.records[24].at("table"), "epilogue");
+  EXPECT_GT(result.records[24].at("seconds").at("fused").get<double>(), 0);
+  const nlohmann::json& conv = result.records[32];
+  EXPECT_EQ(conv.at("table"), "float32_convolutions");
+  EXPECT_EQ(conv.at("op"), "3x3 conv at 16x16");
+  for (const char* arithmetic : {"ieee", "3xtf32", "tf32"}) {
+    EXPECT_GT(conv.at("seconds").at(arithmetic).get<double>(), 0) << arithmetic;
+    EXPECT_LT(conv.at("relative_error").at(arithmetic).get<double>(), 1e-3) << arithmetic;  // TF32: none on the CPU
+  }
   options.dtype = "float8";
   EXPECT_THROW(run_ops_benchmark(c, options), Error);
 }

@@ -1,8 +1,8 @@
 // The training config: presets parse, validation names keys and suggests values that work.
 #include "sg2/core/error.h"
 #include "sg2/cli/command_line.h"
-#include "sg2/nn/kernels.h"
-#include "sg2/nn/tf32_split.h"
+#include "sg2/ops/kernels.h"
+#include "sg2/ops/tf32_split.h"
 #include "sg2/train/batch_probe.h"
 #include "sg2/train/config.h"
 #include "sg2/train/out_of_memory.h"
@@ -342,14 +342,14 @@ TEST(BatchProbe, FailuresReadAsMemoryWhereTheyMayBeAndTheLastOneThatMayNotIsShow
 // 3xTF32 on a GPU without TF32 (before compute capability 8.0) runs three float32 passes: a warning
 // that names the capability; none with TF32, without the split, or without a GPU.
 TEST(ComputeSettings, TheSplitWarnsOnAGpuWithoutTf32) {
-  using nn::ops::Tf32SplitDevices;
-  const std::string volta = nn::ops::tf32_split_warning(Tf32SplitDevices::Cuda, 70);
+  using ops::DeviceSet;
+  const std::string volta = ops::tf32_split_warning(DeviceSet::Cuda, 70);
   EXPECT_NE(volta.find("compute capability 7.0, which has no TF32"), std::string::npos) << volta;
-  EXPECT_NE(nn::ops::tf32_split_warning(Tf32SplitDevices::Cuda, 75), "");
-  EXPECT_EQ(nn::ops::tf32_split_warning(Tf32SplitDevices::Cuda, 80), "");  // A100
-  EXPECT_EQ(nn::ops::tf32_split_warning(Tf32SplitDevices::Cuda, 90), "");  // H100
-  EXPECT_EQ(nn::ops::tf32_split_warning(Tf32SplitDevices::None, 70), "");
-  EXPECT_EQ(nn::ops::tf32_split_warning(Tf32SplitDevices::Cuda, 0), "");  // no GPU
+  EXPECT_NE(ops::tf32_split_warning(DeviceSet::Cuda, 75), "");
+  EXPECT_EQ(ops::tf32_split_warning(DeviceSet::Cuda, 80), "");  // A100
+  EXPECT_EQ(ops::tf32_split_warning(DeviceSet::Cuda, 90), "");  // H100
+  EXPECT_EQ(ops::tf32_split_warning(DeviceSet::None, 70), "");
+  EXPECT_EQ(ops::tf32_split_warning(DeviceSet::Cuda, 0), "");  // no GPU
 }
 
 TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
@@ -357,32 +357,22 @@ TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
   dist::World world;
   world.local_size = 2;
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  const std::string line = apply_compute_settings(c, world);
+  const std::string line = apply_libtorch_settings(c, world);
   EXPECT_EQ(at::get_num_threads(), std::max(1, cores / 2)) << line;
   EXPECT_FALSE(at::globalContext().allowTF32CuDNN());  // off by default, as the reference
   EXPECT_FALSE(at::globalContext().allowTF32CuBLAS());
   EXPECT_TRUE(at::globalContext().benchmarkCuDNN());
-  EXPECT_EQ(nn::kernels::fir_kernel_policy(), nn::kernels::FirKernelPolicy::Autotune);
   EXPECT_NE(line.find("TF32 off, cuDNN benchmark on"), std::string::npos) << line;
-  EXPECT_EQ(line.find("upfirdn2d"), std::string::npos) << line;  // autotune: not worth a word
-  EXPECT_EQ(nn::ops::tf32_split_devices(), nn::ops::Tf32SplitDevices::None);
+  EXPECT_EQ(line.find("conv2d_gradfix"), std::string::npos) << line;  // on, as the reference: not worth a word
   c.run.threads = 1;
   c.run.allow_tf32 = true;
   c.run.cudnn_benchmark = false;
-  c.run.fir_kernel = nn::kernels::FirKernelPolicy::Unstaged;
+  c.run.conv2d_gradfix = false;
   c.run.float32_convolutions = Float32Convolutions::ThreeTf32;
-  EXPECT_NE(apply_compute_settings(c, world).find("TF32 on, float32 convolutions in 3xTF32, cuDNN benchmark off, "
-                                                  "upfirdn2d unstaged"),
+  EXPECT_NE(apply_libtorch_settings(c, world).find("TF32 on, float32 convolutions in 3xTF32, cuDNN benchmark off, "
+                                                   "conv2d_gradfix off"),
             std::string::npos);
-  EXPECT_EQ(nn::ops::tf32_split_devices(), nn::ops::Tf32SplitDevices::Cuda);
-  EXPECT_EQ(compute_settings_warning(at::Device(at::kCPU)), "");
-  EXPECT_EQ(nn::kernels::fir_kernel_policy(), nn::kernels::FirKernelPolicy::Unstaged);
-  c.run.fir_kernel = nn::kernels::FirKernelPolicy::Staged;
-  apply_compute_settings(c, world);
-  EXPECT_EQ(nn::kernels::fir_kernel_policy(), nn::kernels::FirKernelPolicy::Staged);
-  const std::string message = test::error_message(
-      [&] { train_schema().set(c, "run.fir_kernel", YAML::Node("lanes"), "--run.fir_kernel"); });
-  EXPECT_NE(message.find("autotune, staged, unstaged"), std::string::npos) << message;
+  EXPECT_EQ(compute_settings_warning(c, at::Device(at::kCPU)), "");
   const std::string split_message = test::error_message(
       [&] { train_schema().set(c, "run.float32_convolutions", YAML::Node("tf32"), "--run.float32_convolutions"); });
   EXPECT_NE(split_message.find("ieee, 3xtf32"), std::string::npos) << split_message;
@@ -391,7 +381,36 @@ TEST(ComputeSettings, ThreadsPerLocalRankAndAnExplicitPrecisionPolicy) {
   EXPECT_TRUE(at::globalContext().allowTF32CuBLAS());
   EXPECT_FALSE(at::globalContext().benchmarkCuDNN());
   const TrainConfig defaults;
-  apply_compute_settings(defaults, dist::World{});  // back to the defaults for later tests
+  apply_libtorch_settings(defaults, dist::World{});  // back to the defaults for later tests
+}
+
+// The run's compute settings come from its config alone: the kernels, and gradfix and the TF32
+// split on CUDA as run.conv2d_gradfix and run.float32_convolutions say.
+TEST(ComputeSettings, TheRunsSettingsFollowItsConfig) {
+  TrainConfig c;
+  ops::ComputeSettings compute = compute_settings_of(c);
+  EXPECT_EQ(compute.kernel, ops::Kernel::Auto);
+  EXPECT_EQ(compute.conv2d_gradfix, ops::DeviceSet::Cuda);
+  EXPECT_EQ(compute.tf32_split, ops::DeviceSet::None);
+  EXPECT_FALSE(compute.pre_activation);
+  c.run.conv2d_gradfix = false;
+  c.run.float32_convolutions = Float32Convolutions::ThreeTf32;
+  compute = compute_settings_of(c);
+  EXPECT_EQ(compute.conv2d_gradfix, ops::DeviceSet::None);
+  EXPECT_EQ(compute.tf32_split, ops::DeviceSet::Cuda);
+}
+
+// run.fir_kernel is retired: a config or a snapshot's config that gives it still loads (a warning
+// says it is ignored); the command line, whose flag is gone, says so and fails.
+TEST(ConfigSchema, ARetiredKeyIsIgnoredInFilesAndRefusedOnTheCommandLine) {
+  const TrainConfig c = train_schema().from_yaml_string("run:\n  fir_kernel: unstaged\ntrain:\n  batch: 8\n",
+                                                        "snapshot config");
+  EXPECT_EQ(c.train.batch, 8);
+  ASSERT_NE(train_schema().retired_note("run.fir_kernel"), nullptr);
+  EXPECT_EQ(train_schema().find("run.fir_kernel"), nullptr);
+  const std::string message =
+      test::error_message([] { config::reject_extras(train_schema(), {"--run.fir_kernel", "unstaged"}); });
+  EXPECT_NE(message.find("--run.fir_kernel is retired"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 // there as training does (the kit's gpu_tests step); on the CPU the gradfix is turned on for every
 // device, so the CPU runs the ops a GPU would. Every convolution the ops dispatch is recorded with
 // its weight's shape.
-#include "sg2/nn/conv_gradfix.h"
-#include "sg2/nn/tf32_split.h"
+#include "sg2/ops/conv_gradfix.h"
+#include "sg2/ops/tf32_split.h"
 #include "sg2/train/loss.h"
 #include "sg2/train/training_loop.h"
 #include "recorded_ops.h"
@@ -62,18 +62,21 @@ std::vector<ConvolutionCall> convolutions_in(const std::vector<test::OpCall>& ca
   return convolutions;
 }
 
-// conv2d_gradfix on `devices` while it lives, then as training sets it by default (CUDA).
-struct GradfixOn {
-  explicit GradfixOn(nn::ops::GradfixDevices devices) { nn::ops::set_conv2d_gradfix(devices); }
-  ~GradfixOn() { nn::ops::set_conv2d_gradfix(nn::ops::GradfixDevices::Cuda); }
-};
-
 // On a GPU where there is one, with the gradfix as training sets it (CUDA only); else on the CPU,
 // with it turned on there too.
 at::Device test_device() { return torch::cuda::is_available() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
 
-nn::ops::GradfixDevices gradfix_on() {
-  return test_device().is_cuda() ? nn::ops::GradfixDevices::Cuda : nn::ops::GradfixDevices::All;
+// The devices where a test turns conv2d_gradfix (or the TF32 split) on.
+ops::DeviceSet on_test_device() { return test_device().is_cuda() ? ops::DeviceSet::Cuda : ops::DeviceSet::All; }
+
+// The run's compute settings with conv2d_gradfix on `devices`.
+ops::ComputeSettings with_gradfix(ops::DeviceSet devices) {
+  ops::ComputeSettings compute;
+  compute.conv2d_gradfix = devices;
+  return compute;
+}
+
+ops::ComputeSettings gradfix_on() { return with_gradfix(on_test_device());
 }
 
 // Reduced16Bit is the GPU benches' setting: the highest resolutions in float16, their activations
@@ -97,18 +100,18 @@ TrainConfig tiny_config_in(Layout layout) {
 
 // The calls of `ops` in 6 training steps of the tiny configuration (Gmain and Dmain each step; Greg
 // every 2nd, Dreg every 3rd) with conv2d_gradfix on `devices`.
-std::vector<test::OpCall> calls_in_a_cycle(const std::vector<std::string>& ops, nn::ops::GradfixDevices devices,
+std::vector<test::OpCall> calls_in_a_cycle(const std::vector<std::string>& ops, const ops::ComputeSettings& compute,
                                            Layout layout) {
   const TrainConfig c = tiny_config_in(layout);
   Trainer trainer(c, open_configured_dataset(c), test_device());
-  const GradfixOn gradfix(devices);
+  trainer.set_compute(compute);
   test::RecordedOps recorded(ops);
   for (int step = 0; step < 6; ++step) trainer.step();
   return recorded.take();
 }
 
-std::vector<ConvolutionCall> convolutions_of_a_cycle(nn::ops::GradfixDevices devices, Layout layout) {
-  return convolutions_in(calls_in_a_cycle(kConvolutionOps, devices, layout));
+std::vector<ConvolutionCall> convolutions_of_a_cycle(const ops::ComputeSettings& compute, Layout layout) {
+  return convolutions_in(calls_in_a_cycle(kConvolutionOps, compute, layout));
 }
 
 // A kernel larger than StyleGAN2's 3x3 (and 1x1) is a feature map in the weight's place.
@@ -141,7 +144,7 @@ TEST(Conv2dGradfix, NoConvolutionOfARegularizedCycleTakesAFeatureMapAsItsKernel)
 // The check above can fail: LibTorch's own double backward (the CPU's path in training) convolves
 // with feature maps as kernels.
 TEST(Conv2dGradfix, WithoutItTheRegularizersConvolveWithFeatureMapsAsKernels) {
-  const auto calls = convolutions_of_a_cycle(nn::ops::GradfixDevices::None, Layout::Float32Nchw);
+  const auto calls = convolutions_of_a_cycle(with_gradfix(ops::DeviceSet::None), Layout::Float32Nchw);
   int double_backwards = 0, feature_map_kernels = 0;
   for (const ConvolutionCall& call : calls) {
     double_backwards += call.op == "aten::_convolution_double_backward";
@@ -151,15 +154,15 @@ TEST(Conv2dGradfix, WithoutItTheRegularizersConvolveWithFeatureMapsAsKernels) {
   EXPECT_GT(feature_map_kernels, 0);
 }
 
-// run.float32_convolutions 3xtf32 (sg2/nn/tf32_split.h) reaches every convolution of a float32
+// run.float32_convolutions 3xtf32 (sg2/ops/tf32_split.h) reaches every convolution of a float32
 // training cycle, each then in three passes: the forwards and the input and weight gradients to
 // every order through the gradfix, and those that record no gradient (G's in the D phases).
 TEST(Tf32Split, EveryConvolutionOfAFloat32TrainingCycleRunsInThreePasses) {
   const size_t ieee = convolutions_of_a_cycle(gradfix_on(), Layout::Float32Nchw).size();
-  const nn::ops::Tf32SplitScope split(test_device().is_cuda() ? nn::ops::Tf32SplitDevices::Cuda
-                                                              : nn::ops::Tf32SplitDevices::All);
+  ops::ComputeSettings split = gradfix_on();
+  split.tf32_split = on_test_device();
   ASSERT_GT(ieee, 100u);
-  EXPECT_EQ(convolutions_of_a_cycle(gradfix_on(), Layout::Float32Nchw).size(), 3 * ieee);
+  EXPECT_EQ(convolutions_of_a_cycle(split, Layout::Float32Nchw).size(), 3 * ieee);
 }
 
 // The first backward of each regularizer, d(penalty input)/d(images or ws) with create_graph, needs
@@ -172,7 +175,7 @@ TEST(Conv2dGradfix, TheRegularizersFirstBackwardComputesNoWeightGradient) {
   Trainer trainer(c, open_configured_dataset(c), device);
   for (auto& p : trainer.G().parameters()) p.requires_grad_(true);  // as in the Greg and Dreg phases
   for (auto& p : trainer.D().parameters()) p.requires_grad_(true);
-  const GradfixOn gradfix(gradfix_on());
+  trainer.set_compute(gradfix_on());
   StyleGAN2Loss loss(trainer.G(), trainer.D(), c.loss, device);
   at::Generator rng = at::globalContext().defaultGenerator(device);
   const auto options = at::TensorOptions().device(device);

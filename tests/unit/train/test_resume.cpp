@@ -37,7 +37,7 @@ std::shared_ptr<Trainer> make_trainer(const TrainConfig& c) {
 TEST(Resume, SnapshotContinuesWithIdenticalLosses) {
   test::TempDir dir;
   const TrainConfig c = test::tiny_config();
-  apply_compute_settings(c, dist::World{});
+  apply_libtorch_settings(c, dist::World{});
   auto uninterrupted = make_trainer(c);
   run_steps(*uninterrupted, 3);
   save_snapshot(dir.file("snap.pt"), *uninterrupted);
