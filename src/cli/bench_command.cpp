@@ -1,6 +1,6 @@
 #include "sg2/cli/bench_command.h"
 
-#include "sg2/cli/bench_record.h"
+#include "sg2/bench/bench_record.h"
 #include "sg2/cli/run_setup.h"
 #include "sg2/core/error.h"
 #include "sg2/core/logging.h"
@@ -11,8 +11,9 @@
 
 namespace sg2::cli {
 
-namespace {
+using namespace bench;  // NOLINT(google-build-using-namespace): this file is the bench module's command line
 
+namespace {
 
 // --compute-alone: every rank trains its share of the global batch (train.batch / ranks) on a world
 // of its own, all at once, so the ranks share the nodes (cores, PCIe, memory) as in a distributed run
@@ -69,7 +70,6 @@ int bench_training(const train::TrainConfig& requested, const BenchOptions& benc
   }
   return 0;
 }
-
 
 int bench_simulated(const train::TrainConfig& config, SimulateOptions options, const BenchOutput& output,
                     dist::Session& session) {
@@ -241,7 +241,8 @@ int BenchCommand::run() {
               "--jsonl '{}' is an input of the bench ({}); append the results to another file", output_.jsonl, input);
   }
   if (ops_->parsed()) {
-    const OpsBenchResult result = run_ops_benchmark(config, ops_options_);
+    const std::string compute = apply_libtorch_settings(config, dist::World{});  // cuDNN benchmark, TF32, threads
+    const OpsBenchResult result = run_ops_benchmark(config, ops_options_, compute);
     std::cout << result.text;
     if (!output_.jsonl.empty()) {
       for (const nlohmann::json& record : result.records) append_json_line(output_.jsonl, record);

@@ -1,10 +1,11 @@
 #include "sg2/cli/generate.h"
 
-#include "sg2/core/progress.h"
-
+#include "sg2/core/cli_parse.h"
 #include "sg2/core/error.h"
 #include "sg2/core/files.h"
+#include "sg2/core/progress.h"
 #include "sg2/core/rng.h"
+#include "sg2/core/system.h"
 #include "sg2/data/image_io.h"
 #include "sg2/data/npy.h"
 #include "sg2/train/snapshot.h"
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <iterator>
 
 namespace sg2::cli {
@@ -270,6 +272,49 @@ std::vector<std::string> generate_images(const GenerateOptions& o) {
   if (!o.mix_columns.empty()) return {render_style_mixing(renderer, o, outputs.front())};
   if (o.interpolation_frames > 0) return render_interpolation(renderer, o, outputs);
   return render_images(renderer, z, outputs);
+}
+
+void GenerateCommand::add_to(CLI::App& app) {
+  app.add_option("--network", options_.network, "Snapshot file (network-snapshot-*.pt)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  auto* seeds_option = app.add_option("--seeds", seeds_, "Seeds, e.g. 0-63 or 1,5,9 (style mixing: the rows)");
+  seeds_option->capture_default_str();
+  app.add_option("--latents", options_.latents_file, "float32 .npy [N, z_dim] of latents to render instead of seeds")
+      ->check(CLI::ExistingFile)
+      ->excludes(seeds_option);
+  app.add_option("--mix-columns", columns_, "Style mixing: column seeds whose styles replace the rows'");
+  app.add_option("--styles", styles_, "Style mixing: ws indices taken from the columns (default 0-6)");
+  app.add_option("--interpolate", options_.interpolation_frames, "Frames between consecutive seeds (linear in W)")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--trunc", options_.truncation_psi, "Truncation psi")->capture_default_str();
+  app.add_option("--trunc-cutoff", options_.truncation_cutoff, "Truncate only the first N ws (-1: all)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1 << 20));
+  app.add_option("--noise-mode", noise_mode_, "Noise: const, random or none")->capture_default_str();
+  app.add_option("--class", options_.class_index, "Class index for conditional networks");
+  app.add_option("--which", options_.which, "Network in the snapshot: G_ema or G")->capture_default_str();
+  app.add_option("--outdir", options_.outdir, "Output directory")->capture_default_str();
+  app.add_flag("--overwrite", options_.overwrite, "Replace images an earlier run wrote to --outdir");
+  app.add_option("--device", device_, "Device to render on")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--batch", options_.batch, "Images per forward pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
+}
+
+int GenerateCommand::run() {
+  if (options_.latents_file.empty()) options_.seeds = parse_index_list(seeds_, "--seeds");
+  if (!columns_.empty()) options_.mix_columns = parse_index_list(columns_, "--mix-columns");
+  if (!styles_.empty()) options_.mix_styles = parse_index_list(styles_, "--styles");
+  options_.noise_mode = nn::parse_noise_mode(noise_mode_);
+  options_.device = parse_enum(train::kDeviceChoiceNames, device_, "--device");
+  limit_blas_threads();
+  const std::vector<std::string> written = generate_images(options_);
+  std::cout << "Wrote " << written.size() << (written.size() == 1 ? " file: " : " files: ") << written.front()
+            << (written.size() > 1 ? " ... " + written.back() : std::string()) << "\n";
+  return 0;
 }
 
 }  // namespace sg2::cli

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 namespace sg2::cli {
 
@@ -100,6 +101,25 @@ ImportResult import_reference_networks(const std::string& state_dict_path, const
   result.G_parameters = nn::count_parameters(*G);
   result.D_parameters = nn::count_parameters(*D);
   return result;
+}
+
+void ImportCommand::add_to(CLI::App& app) {
+  app.add_option("--state-dict", state_dict_, "torch.save'd dict of G.<name>, D.<name>, G_ema.<name> tensors")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--config", config_, "JSON with the \"G\" and \"D\" network options")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--out", out_, "Snapshot to write (network-snapshot format)")->required();
+  app.add_flag("--overwrite", overwrite_, "Replace an existing --out file (never an input)");
+}
+
+int ImportCommand::run() {
+  const ImportResult result = import_reference_networks(state_dict_, config_, out_, overwrite_);
+  for (const std::string& note : result.notes) std::cout << "note: " << note << "\n";
+  std::cout << "Wrote " << out_ << " (G " << result.G_parameters << " parameters, D " << result.D_parameters
+            << "); render it with stylegan2_generate --network, fine-tune it with stylegan2_train --resume\n";
+  return 0;
 }
 
 }  // namespace sg2::cli

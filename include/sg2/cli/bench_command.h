@@ -2,12 +2,13 @@
 // stylegan2_bench: times each phase and a full training step of a preset, on one process or under
 // mpirun / stylegan2_launch (the step then includes the gradient allreduce); `comm` benchmarks the
 // communicator like nccl-tests, `simulate` the step's allreduce with compute replaced by waits, `ops`
-// the kernels at a preset's shapes (docs/benchmarks.md).
+// the kernels at a preset's shapes (docs/benchmarks.md). The measuring is the bench module's; this
+// is its command line.
 
-#include "sg2/cli/benchmark.h"
+#include "sg2/bench/benchmark.h"
+#include "sg2/bench/ops_benchmark.h"
+#include "sg2/bench/simulated_training.h"
 #include "sg2/cli/command_line.h"
-#include "sg2/cli/ops_benchmark.h"
-#include "sg2/cli/simulated_training.h"
 #include "sg2/distributed/comm_benchmark.h"
 
 #include <CLI/CLI.hpp>
@@ -25,7 +26,7 @@ struct BenchOutput {
 
 // simulate: the trainer's gradient allreduce over the preset's buckets (scaled), compute replaced by waits.
 struct SimulateOptions {
-  SimulationOptions simulation;
+  bench::SimulationOptions simulation;
   std::vector<double> phase_ms;  // Gmain, Greg, Dmain, Dreg
   int warmup = 2;
   int cycles = 1;
@@ -38,12 +39,12 @@ class BenchCommand {
 
  private:
   ConfigOptions config_options_;
-  BenchOptions bench_;
+  bench::BenchOptions bench_;
   BenchOutput output_;
   bool no_ops_ = false;
   dist::CommBenchOptions comm_options_;
   SimulateOptions simulate_options_;
-  OpsBenchOptions ops_options_;
+  bench::OpsBenchOptions ops_options_;
   CLI::App* comm_ = nullptr;
   CLI::App* simulate_ = nullptr;
   CLI::App* ops_ = nullptr;

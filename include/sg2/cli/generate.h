@@ -8,6 +8,7 @@
 #include "sg2/train/config.h"
 
 #include <ATen/ATen.h>
+#include <CLI/CLI.hpp>
 
 #include <string>
 #include <vector>
@@ -41,5 +42,17 @@ at::Tensor latents_for_seeds(const std::vector<int64_t>& seeds, int64_t z_dim);
 // the left. Interpolation (interpolation_frames > 0): frameNNNNN.png. Returns the written paths. A
 // file that exists already is refused, before anything renders, unless options.overwrite.
 std::vector<std::string> generate_images(const GenerateOptions& options);
+
+// stylegan2_generate: its command line (seeds, latents, style mixing, interpolation) into
+// GenerateOptions, then generate_images; run() prints what it wrote.
+class GenerateCommand {
+ public:
+  void add_to(CLI::App& app);
+  int run();
+
+ private:
+  GenerateOptions options_;
+  std::string seeds_ = "0-63", noise_mode_ = "const", columns_, styles_, device_ = "auto";
+};
 
 }  // namespace sg2::cli

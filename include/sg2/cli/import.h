@@ -9,6 +9,8 @@
 #include "sg2/nn/options.h"
 #include "sg2/train/config.h"
 
+#include <CLI/CLI.hpp>
+
 #include <string>
 #include <vector>
 
@@ -26,5 +28,16 @@ ImportResult import_reference_networks(const std::string& state_dict_path, const
 
 // The training config whose networks are `g` and `d` (config-f defaults for everything else).
 TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::DiscriminatorOptions& d);
+
+// stylegan2_import: its command line into import_reference_networks; run() prints what it wrote.
+class ImportCommand {
+ public:
+  void add_to(CLI::App& app);
+  int run();
+
+ private:
+  std::string state_dict_, config_, out_;
+  bool overwrite_ = false;
+};
 
 }  // namespace sg2::cli

@@ -1,9 +1,9 @@
 // stylegan2_bench's device profile: LibTorch's Kineto profiler through KernelProfile. On a GPU it
 // lists kernels in GPU time (the kit runs that); here the same code path records the CPU's ops.
-#include "sg2/cli/benchmark.h"
-#include "sg2/cli/kernel_profile.h"
-#include "sg2/cli/op_profile.h"
-#include "sg2/cli/ops_benchmark.h"
+#include "sg2/bench/benchmark.h"
+#include "sg2/bench/kernel_profile.h"
+#include "sg2/bench/op_profile.h"
+#include "sg2/bench/ops_benchmark.h"
 #include "sg2/core/error.h"
 #include "tiny_config.h"
 
@@ -11,7 +11,7 @@
 
 #include <sstream>
 
-namespace sg2::cli {
+namespace sg2::bench {
 namespace {
 
 // The op families of the bench's breakdown, for the names LibTorch's RecordFunction reports.
@@ -178,7 +178,7 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
   options.batch = 2;
   options.resolution = 16;
   options.repeats = 1;
-  const OpsBenchResult result = run_ops_benchmark(c, options);
+  const OpsBenchResult result = run_ops_benchmark(c, options, "as set");
   const std::string& text = result.text;
   std::istringstream table(text);
   std::vector<std::string> rows;
@@ -261,8 +261,8 @@ TEST(OpsBenchmark, TimesEveryNetworkShapeInBothLayoutsAndTheEpilogueFused) {
     EXPECT_LT(conv.at("relative_error").at(arithmetic).get<double>(), 1e-3) << arithmetic;  // TF32: none on the CPU
   }
   options.dtype = "float8";
-  EXPECT_THROW(run_ops_benchmark(c, options), Error);
+  EXPECT_THROW(run_ops_benchmark(c, options, "as set"), Error);
 }
 
 }  // namespace
-}  // namespace sg2::cli
+}  // namespace sg2::bench

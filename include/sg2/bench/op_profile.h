@@ -11,7 +11,7 @@
 #include <mutex>
 #include <string>
 
-namespace sg2::cli {
+namespace sg2::bench {
 
 class OpProfile {
  public:
@@ -33,4 +33,4 @@ class OpProfile {
   at::CallbackHandle handle_;
 };
 
-}  // namespace sg2::cli
+}  // namespace sg2::bench

@@ -1,4 +1,4 @@
-#include "sg2/cli/op_profile.h"
+#include "sg2/bench/op_profile.h"
 
 #include "sg2/core/error.h"
 #include "sg2/core/timer.h"
@@ -7,7 +7,7 @@
 #include <atomic>
 #include <vector>
 
-namespace sg2::cli {
+namespace sg2::bench {
 
 namespace {
 
@@ -117,4 +117,4 @@ std::map<std::string, double> OpProfile::seconds_by_family() const {
   return out;
 }
 
-}  // namespace sg2::cli
+}  // namespace sg2::bench

@@ -1,4 +1,4 @@
-#include "sg2/cli/simulated_training.h"
+#include "sg2/bench/simulated_training.h"
 
 #include "sg2/core/error.h"
 #include "sg2/core/system.h"
@@ -16,7 +16,7 @@
 #include <thread>
 #include <unordered_map>
 
-namespace sg2::cli {
+namespace sg2::bench {
 
 namespace {
 
@@ -243,4 +243,4 @@ std::string format_simulation(const SimulationResult& r, const SimulatedTraining
   return out;
 }
 
-}  // namespace sg2::cli
+}  // namespace sg2::bench

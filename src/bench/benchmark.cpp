@@ -1,10 +1,10 @@
-#include "sg2/cli/benchmark.h"
+#include "sg2/bench/benchmark.h"
 
 #include "sg2/core/system.h"
 #include "sg2/core/timer.h"
 #include "sg2/device/cuda_device.h"
-#include "sg2/cli/kernel_profile.h"
-#include "sg2/cli/op_profile.h"
+#include "sg2/bench/kernel_profile.h"
+#include "sg2/bench/op_profile.h"
 #include "sg2/ops/compute_settings.h"
 
 #include <ATen/Parallel.h>
@@ -15,7 +15,7 @@
 #include <sstream>
 #include <tuple>
 
-namespace sg2::cli {
+namespace sg2::bench {
 
 using namespace train;  // the command layer drives the training library
 
@@ -276,4 +276,4 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
   return out.str();
 }
 
-}  // namespace sg2::cli
+}  // namespace sg2::bench

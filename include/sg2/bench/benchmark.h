@@ -3,7 +3,7 @@
 // (img/s, s/kimg, peak memory), and where the time goes by op family. A step is Gmain + Dmain +
 // Greg/G_reg_interval + Dreg/D_reg_interval, measured over whole multiples of the intervals.
 
-#include "sg2/cli/kernel_profile.h"
+#include "sg2/bench/kernel_profile.h"
 #include "sg2/train/trainer.h"
 
 #include <functional>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace sg2::cli {
+namespace sg2::bench {
 
 using train::Trainer;
 
@@ -72,4 +72,4 @@ double time_call(const at::Device& device, const std::function<void()>& call);
 BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options);
 std::string format_benchmark(const BenchResult& result, const Trainer& trainer);
 
-}  // namespace sg2::cli
+}  // namespace sg2::bench

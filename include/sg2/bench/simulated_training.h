@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace sg2::cli {
+namespace sg2::bench {
 
 struct SimulationOptions {
   double byte_scale = 50;  // parameters and buckets at 1/byte_scale of their bytes
@@ -97,4 +97,4 @@ nlohmann::json simulation_record(const SimulationResult& result, const Simulated
                                  const SimulationOptions& options, const nlohmann::json& launch);
 std::string format_simulation(const SimulationResult& result, const SimulatedTraining& simulation);
 
-}  // namespace sg2::cli
+}  // namespace sg2::bench

@@ -1,4 +1,4 @@
-#include "sg2/cli/kernel_profile.h"
+#include "sg2/bench/kernel_profile.h"
 
 #include "sg2/core/error.h"
 
@@ -15,7 +15,7 @@ static_assert(static_cast<int>(libkineto::ActivityType::GPU_MEMCPY) == 3 &&
 
 #include <set>
 
-namespace sg2::cli {
+namespace sg2::bench {
 
 namespace {
 
@@ -161,4 +161,4 @@ DeviceTimes KernelProfile::stop() {
   return times;
 }
 
-}  // namespace sg2::cli
+}  // namespace sg2::bench

@@ -1,12 +1,12 @@
-#include "sg2/cli/bench_record.h"
+#include "sg2/bench/bench_record.h"
 
-#include "sg2/cli/kernel_profile.h"
+#include "sg2/bench/kernel_profile.h"
 #include "sg2/core/error.h"
 #include "sg2/train/run_record.h"
 
 #include <fstream>
 
-namespace sg2::cli {
+namespace sg2::bench {
 
 namespace {
 
@@ -103,4 +103,4 @@ void keep_slowest_rank(BenchResult& result, dist::Communicator& comm) {
   for (size_t i = 0; i < result.phases.size(); ++i) result.phases[i].seconds = values[i + 1];
 }
 
-}  // namespace sg2::cli
+}  // namespace sg2::bench

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace sg2::cli {
+namespace sg2::bench {
 
 struct DeviceTimes {
   std::map<std::string, double> seconds;  // per event name, summed over its launches
@@ -74,4 +74,4 @@ class KernelProfile {
   bool running_ = true;
 };
 
-}  // namespace sg2::cli
+}  // namespace sg2::bench

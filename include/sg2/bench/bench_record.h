@@ -3,7 +3,7 @@
 // rank 0, for scripts (scripts/bench/scaling_study, scripts/bench/scaling_model). The tables the
 // bench prints are for people; scripts read these records.
 
-#include "sg2/cli/benchmark.h"
+#include "sg2/bench/benchmark.h"
 #include "sg2/distributed/comm_benchmark.h"
 
 #include <nlohmann/json.hpp>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace sg2::cli {
+namespace sg2::bench {
 
 // How the timed ranks ran: together with the gradient allreduce, or each alone on its own share of
 // the global batch (the compute term of the scaling model).
@@ -49,4 +49,4 @@ at::Tensor values_of_every_rank(const std::vector<double>& values, dist::Communi
 // run's step is its slowest rank's, as the gradient allreduce would make every rank wait for it.
 void keep_slowest_rank(BenchResult& result, dist::Communicator& comm);
 
-}  // namespace sg2::cli
+}  // namespace sg2::bench

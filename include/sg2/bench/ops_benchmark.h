@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace sg2::cli {
+namespace sg2::bench {
 
 struct OpsBenchOptions {
   int64_t batch = 32;
@@ -34,7 +34,9 @@ struct OpsBenchResult {
   std::vector<nlohmann::json> records;
 };
 
-// The tables of config's G and D channels on its run.device.
-OpsBenchResult run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOptions& options);
+// The tables of config's G and D channels on its run.device, under LibTorch's settings as the
+// caller set them for config (`compute` says which, in words).
+OpsBenchResult run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOptions& options,
+                                 const std::string& compute);
 
-}  // namespace sg2::cli
+}  // namespace sg2::bench

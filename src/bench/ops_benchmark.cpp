@@ -1,7 +1,6 @@
-#include "sg2/cli/ops_benchmark.h"
+#include "sg2/bench/ops_benchmark.h"
 
-#include "sg2/cli/benchmark.h"
-#include "sg2/cli/command_line.h"
+#include "sg2/bench/benchmark.h"
 #include "sg2/core/error.h"
 #include "sg2/ops/bias_act.h"
 #include "sg2/ops/conv_epilogue.h"
@@ -23,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace sg2::cli {
+namespace sg2::bench {
 
 namespace {
 
@@ -395,12 +394,12 @@ void add_float32_convolution_rows(OpsReport& report, const Timer& time, const at
 
 }  // namespace
 
-OpsBenchResult run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOptions& options) {
+OpsBenchResult run_ops_benchmark(const train::TrainConfig& config, const OpsBenchOptions& options,
+                                 const std::string& compute) {
   SG2_CHECK(options.resolution >= 8 && options.batch >= 1 && options.repeats >= 1,
             "stylegan2_bench ops: needs --resolution >= 8, --ops-batch >= 1 and --ops-repeats >= 1");
   const at::Device device = train::resolve_device(config.run.device);
   const auto [dtype, dtype_name] = dtype_for(options.dtype, device);
-  const std::string compute = apply_libtorch_settings(config, dist::World{});  // cuDNN benchmark, TF32, threads
   const auto on_device = at::TensorOptions().device(device).dtype(dtype);
   const Timer time{device, options.repeats, copy_bandwidth(device, options.repeats)};
   const int64_t r = options.resolution;
@@ -441,4 +440,4 @@ OpsBenchResult run_ops_benchmark(const train::TrainConfig& config, const OpsBenc
   return report.finish();
 }
 
-}  // namespace sg2::cli
+}  // namespace sg2::bench
