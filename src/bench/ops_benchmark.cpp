@@ -95,7 +95,8 @@ class OpsReport {
     generic_ = std::move(generic);
     with_lanes_ = with_lanes;
     text_ << fmt::format("\n## {}\n\n| op | x | layout | {}{} ms | {} ms | reference ms | best GB/s | floor ms | "
-                         "best / floor | {} / {} | reference / best |\n|---|---|---|{}---|---|---|---|---|---|---|---|\n",
+                         "best / floor | {} / {} | reference / best |\n"
+                         "|---|---|---|{}---|---|---|---|---|---|---|---|\n",
                          title, with_lanes_ ? "lanes ms | " : "", kernel_, generic_, generic_, kernel_,
                          with_lanes_ ? "---|" : "");
   }
@@ -431,7 +432,9 @@ OpsBenchResult run_ops_benchmark(const train::TrainConfig& config, const OpsBenc
   }
   report.start_float32_table();
   for (const int64_t float32_r : {int64_t{16}, int64_t{8}}) {
-    for (const auto layout : kLayouts) add_float32_convolution_rows(report, time, device, options.batch, float32_r, config, layout);
+    for (const auto layout : kLayouts) {
+      add_float32_convolution_rows(report, time, device, options.batch, float32_r, config, layout);
+    }
   }
   if (!device.is_cuda()) {
     report.text() << "\n(On the CPU upfirdn2d and bias_act have one kernel, in the per-element column; float32 "

@@ -70,6 +70,9 @@ std::vector<CommBenchRow> run_size_sweep(Communicator& comm, const CommBenchOpti
   SG2_CHECK(o.min_bytes > 0 && o.max_bytes >= o.min_bytes && o.step_factor >= 2 && o.iterations >= 1,
             "comm bench: need 0 < --min-bytes <= --max-bytes, --step-factor >= 2 and --iters >= 1");
   const int64_t element = c10::elementSize(o.dtype);
+  SG2_CHECK(o.min_bytes % element == 0,
+            "comm bench: --min-bytes {} is not a whole number of {}-byte elements: give a multiple of {}, e.g. {}",
+            o.min_bytes, element, element, (o.min_bytes + element - 1) / element * element);
   std::vector<CommBenchRow> rows;
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) {
     const int64_t numel = std::max<int64_t>(1, bytes / element);

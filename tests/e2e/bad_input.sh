@@ -124,6 +124,8 @@ unchanged det.pt det-copy.pt
 expect_error "epochs: Value 0 not in range" "$bin/stylegan2_metrics" train-detector --data fm.zip --epochs 0 --out d2.pt
 expect_error "step-factor: Value 1 not in range" "$bin/stylegan2_bench" comm --step-factor 1
 expect_error "max-bytes: Value 1000000000000000 not in range" "$bin/stylegan2_bench" comm --max-bytes 1000000000000000
+expect_error "min-bytes 5 is not a whole number of 4-byte elements: give a multiple of 4, e.g. 8" \
+    "$bin/stylegan2_bench" comm --min-bytes 5
 
 # Config files that YAML reads but that say nothing sound: an alias inside itself, a key twice.
 printf 'train: &x\n  ema: *x\n' > alias.yaml
