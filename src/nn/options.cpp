@@ -13,11 +13,6 @@ constexpr EnumNames<NoiseMode, 3> kNoiseModes{
     {{NoiseMode::Random, "random"}, {NoiseMode::Const, "const"}, {NoiseMode::None, "none"}}};
 }  // namespace
 
-Architecture parse_architecture(const std::string& name) {
-  return parse_enum(kArchitectureNames, name, "architecture");
-}
-std::string to_string(Architecture arch) { return enum_name(kArchitectureNames, arch); }
-
 NoiseMode parse_noise_mode(const std::string& name) { return parse_enum(kNoiseModes, name, "noise mode"); }
 std::string to_string(NoiseMode mode) { return enum_name(kNoiseModes, mode); }
 
@@ -47,11 +42,6 @@ int64_t GeneratorOptions::channels_at(int64_t resolution) const {
 int64_t DiscriminatorOptions::channels_at(int64_t resolution) const {
   return channels(channel_base, channel_max, resolution);
 }
-
-ChannelsLast parse_channels_last(const std::string& name) {
-  return parse_enum(kChannelsLastNames, name, "channels_last mode");
-}
-std::string to_string(ChannelsLast mode) { return enum_name(kChannelsLastNames, mode); }
 
 int64_t MixedPrecision::lowest_reduced_resolution(int64_t img_resolution) const {
   if (num_fp16_res <= 0) return 0;

@@ -153,32 +153,23 @@ std::array<int64_t, 4> geometric_padding(const at::Tensor& G_inv, int64_t height
 }  // namespace
 
 AugmentOptions augment_pipeline(const std::string& name) {
-  AugmentOptions blit, geom, color, filter, noise, cutout;
-  blit.xflip = blit.rotate90 = blit.xint = 1;
-  geom.scale = geom.rotate = geom.aniso = geom.xfrac = 1;
-  color.brightness = color.contrast = color.lumaflip = color.hue = color.saturation = 1;
-  const auto with = [](AugmentOptions o, std::initializer_list<std::string> parts) {
-    for (const std::string& part : parts) {
-      if (part == "g") o.scale = o.rotate = o.aniso = o.xfrac = 1;
-      if (part == "c") o.brightness = o.contrast = o.lumaflip = o.hue = o.saturation = 1;
-      if (part == "f") o.imgfilter = 1;
-      if (part == "n") o.noise = 1;
-      if (part == "x") o.cutout = 1;
-    }
-    return o;
-  };
-  filter.imgfilter = 1;
-  noise.noise = 1;
-  cutout.cutout = 1;
-  const std::map<std::string, AugmentOptions> pipelines{
-      {"blit", blit},   {"geom", geom},   {"color", color},
-      {"filter", filter}, {"noise", noise}, {"cutout", cutout},
-      {"bg", with(blit, {"g"})}, {"bgc", with(blit, {"g", "c"})}, {"bgcf", with(blit, {"g", "c", "f"})},
-      {"bgcfn", with(blit, {"g", "c", "f", "n"})}, {"bgcfnc", with(blit, {"g", "c", "f", "n", "x"})}};
+  // Each pipeline is a run of groups: b(lit), g(eometric), c(olor), f(ilter), n(oise), (cuto)x.
+  const std::map<std::string, std::string> pipelines{
+      {"blit", "b"}, {"geom", "g"}, {"color", "c"}, {"filter", "f"}, {"noise", "n"}, {"cutout", "x"},
+      {"bg", "bg"},  {"bgc", "bgc"}, {"bgcf", "bgcf"}, {"bgcfn", "bgcfn"}, {"bgcfnc", "bgcfnx"}};
   const auto found = pipelines.find(name);
   SG2_CHECK(found != pipelines.end(), "unknown augmentation pipeline '{}' (expected blit, geom, color, filter, "
             "noise, cutout, bg, bgc, bgcf, bgcfn or bgcfnc)", name);
-  return found->second;
+  AugmentOptions o;
+  for (const char group : found->second) {
+    if (group == 'b') o.xflip = o.rotate90 = o.xint = 1;
+    if (group == 'g') o.scale = o.rotate = o.aniso = o.xfrac = 1;
+    if (group == 'c') o.brightness = o.contrast = o.lumaflip = o.hue = o.saturation = 1;
+    if (group == 'f') o.imgfilter = 1;
+    if (group == 'n') o.noise = 1;
+    if (group == 'x') o.cutout = 1;
+  }
+  return o;
 }
 
 at::Tensor GeneratorDraws::rand(at::IntArrayRef shape, const at::Device& device) {
@@ -189,14 +180,17 @@ at::Tensor GeneratorDraws::randn(at::IntArrayRef shape, const at::Device& device
   return at::randn(shape, generator_, at::TensorOptions().device(device));
 }
 
-AugmentPipe::AugmentPipe(const AugmentOptions& options)
-    : options_(options),
-      geometric_filter_(ops::setup_filter(std::vector<float>(kSym6.begin(), kSym6.end()))),
-      filter_bank_(image_filter_bank()) {}
+AugmentPipe::AugmentPipe(const AugmentOptions& options) : options_(options) {
+  // The reference's buffer names.
+  geometric_filter_ = register_buffer("Hz_geom", ops::setup_filter(std::vector<float>(kSym6.begin(), kSym6.end())));
+  filter_bank_ = register_buffer("Hz_fbank", image_filter_bank());
+}
 
 at::Tensor AugmentPipe::operator()(const at::Tensor& images, double p, AugmentDraws& draws) const {
   SG2_CHECK(images.dim() == 4 && (images.size(1) == 1 || images.size(1) == 3),
             "augmentation: expected images [N, 1 or 3, H, W], got {}", images.sizes());
+  SG2_CHECK(images.device() == geometric_filter_.device(), "augmentation: images on {}, the pipeline's filters on "
+            "{}: move the pipeline with to()", images.device().str(), geometric_filter_.device().str());
   const auto p_float = static_cast<float>(p);  // the reference's p is a float32 buffer
   at::Tensor x = geometric(images, p_float, draws);
   x = color(x, p_float, draws);
@@ -258,7 +252,7 @@ at::Tensor AugmentPipe::geometric(const at::Tensor& images, float p, AugmentDraw
   const auto [mx0, mx1, my0, my1] = geometric_padding(G_inv, height, width, filter_pad);
   at::Tensor x = at::reflection_pad2d(images, {mx0, mx1, my0, my1});
   G_inv = at::matmul(translate2d((mx0 - mx1) / 2.0, (my0 - my1) / 2.0, ones), G_inv);
-  const at::Tensor f = geometric_filter_.to(device);
+  const at::Tensor& f = geometric_filter_;
   x = ops::upsample2d(x, f, 2);
   G_inv = at::matmul(at::matmul(scale2d(2.0, 2.0, ones), G_inv), scale2d(0.5, 0.5, ones));
   G_inv = at::matmul(at::matmul(translate2d(-0.5, -0.5, ones), G_inv), translate2d(0.5, 0.5, ones));
@@ -341,7 +335,7 @@ at::Tensor AugmentPipe::image_filter(const at::Tensor& images, float p, AugmentD
     t = t / (expected_power * t.square()).sum(-1, /*keepdim=*/true).sqrt();  // the power kept
     gain = gain * t;
   }
-  const at::Tensor taps = at::matmul(gain, filter_bank_.to(device))  // [N, taps]
+  const at::Tensor taps = at::matmul(gain, filter_bank_)  // [N, taps]
                               .unsqueeze(1)
                               .repeat({1, channels, 1})
                               .reshape({batch * channels, 1, -1});

@@ -20,9 +20,7 @@ namespace sg2::nn {
 enum class Architecture { Orig, Skip, Resnet };
 inline constexpr EnumNames<Architecture, 3> kArchitectureNames{
     {{Architecture::Orig, "orig"}, {Architecture::Skip, "skip"}, {Architecture::Resnet, "resnet"}}};
-constexpr const auto& enum_names(Architecture) { return kArchitectureNames; }  // config fields by name
-Architecture parse_architecture(const std::string& name);
-std::string to_string(Architecture arch);
+constexpr const auto& enum_names(Architecture) { return kArchitectureNames; }  // by name: name_of, config fields
 
 enum class NoiseMode { Random, Const, None };
 
@@ -34,8 +32,6 @@ enum class ChannelsLast { Off, Reduced, All };
 inline constexpr EnumNames<ChannelsLast, 3> kChannelsLastNames{
     {{ChannelsLast::Off, "off"}, {ChannelsLast::Reduced, "reduced"}, {ChannelsLast::All, "all"}}};
 constexpr const auto& enum_names(ChannelsLast) { return kChannelsLastNames; }
-ChannelsLast parse_channels_last(const std::string& name);  // off, reduced, all
-std::string to_string(ChannelsLast mode);
 
 // Mixed precision as the reference: the blocks at the num_fp16_res highest resolutions (never below
 // 8x8) compute in a reduced type (float16, or bfloat16), the others and the mapping in float32;

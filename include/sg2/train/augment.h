@@ -11,6 +11,7 @@
 
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
 
 #include <array>
 #include <string>
@@ -60,12 +61,15 @@ class GeneratorDraws : public AugmentDraws {
   at::Generator generator_;
 };
 
-class AugmentPipe {
+// A module for its filters, buffers under the reference's names (Hz_geom, Hz_fbank): to() moves
+// them with the networks, once.
+class AugmentPipe : public torch::nn::Module {
  public:
   explicit AugmentPipe(const AugmentOptions& options);
 
-  // images [N, C, H, W] float32 (C: 1 or 3; geometric ops and the filter need H and W above the
-  // filters' reach) -> the same shape, each op applied with probability p times its multiplier.
+  // images [N, C, H, W] float32 on the pipeline's device (C: 1 or 3; geometric ops and the filter
+  // need H and W above the filters' reach) -> the same shape, each op applied with probability p
+  // times its multiplier.
   at::Tensor operator()(const at::Tensor& images, double p, AugmentDraws& draws) const;
 
   const AugmentOptions& options() const { return options_; }

@@ -378,8 +378,8 @@ TEST(Networks, EveryArchitectureAndConditioningRuns) {
     truncated.truncation_psi = 0.5;
     truncated.truncation_cutoff = 2;
     const at::Tensor img = G.forward(z, c, truncated, SynthesisRun{});
-    EXPECT_EQ(img.sizes(), at::IntArrayRef({4, 3, 16, 16})) << to_string(arch);
-    EXPECT_EQ(D.forward(img, c).sizes(), at::IntArrayRef({4, 1})) << to_string(arch);
+    EXPECT_EQ(img.sizes(), at::IntArrayRef({4, 3, 16, 16})) << name_of(arch);
+    EXPECT_EQ(D.forward(img, c).sizes(), at::IntArrayRef({4, 1})) << name_of(arch);
   }
 }
 

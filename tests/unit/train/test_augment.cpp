@@ -131,11 +131,15 @@ TEST(Augment, TheGeometricTransformsGradientIsDifferentiableAgain) {
   EXPECT_LT(relative_error(dw, transformed_u.detach()), 1e-5);
 }
 
-TEST(Augment, RefusesImagesOfOtherChannelCounts) {
+TEST(Augment, RefusesImagesOfOtherChannelCountsOrAnotherDevice) {
   const AugmentPipe pipe(augment_pipeline("bgc"));
   GeneratorDraws draws(at::make_generator<at::CPUGeneratorImpl>(1));
   const std::string message = test::error_message([&] { pipe(at::zeros({2, 4, 24, 24}), 0.5, draws); });
   EXPECT_NE(message.find("expected images [N, 1 or 3, H, W], got [2, 4, 24, 24]"), std::string::npos) << message;
+  const std::string elsewhere = test::error_message([&] { pipe(at::zeros({2, 3, 24, 24}, at::kMeta), 0.5, draws); });
+  EXPECT_NE(elsewhere.find("images on meta, the pipeline's filters on cpu: move the pipeline with to()"),
+            std::string::npos)
+      << elsewhere;
 }
 
 }  // namespace
