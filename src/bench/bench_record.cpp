@@ -38,6 +38,11 @@ nlohmann::json training_bench_record(const BenchResult& r, const Trainer& traine
           {"resolution", trainer.dataset().resolution()},
           {"device", trainer.device().str()},
           {"precision", nn::describe_precision(trainer.G().options, trainer.D().options)},
+          {"augment", config.augment.mode == train::AugmentMode::NoAug
+                          ? nlohmann::json(nullptr)
+                          : nlohmann::json{{"mode", name_of(config.augment.mode)},
+                                           {"pipe", config.augment.pipe},
+                                           {"p", config.augment.p}}},
           {"global_batch", launch.global_batch},
           {"rank_batch", r.batch},
           {"batch_gpu", train::batch_per_round(config, launch.mode == BenchMode::ComputeAlone ? 1 : launch.ranks)},

@@ -52,7 +52,12 @@ void ConfigOptions::add_to(CLI::App& app, const std::vector<std::string>& shown)
                                                                                  {"--kimg", "train.total_kimg"},
                                                                                  {"--batch", "train.batch"},
                                                                                  {"--seed", "train.seed"},
-                                                                                 {"--detector", "metric.detector"}}) {
+                                                                                 {"--detector", "metric.detector"},
+                                                                                 {"--aug", "augment.mode"},
+                                                                                 {"--p", "augment.p"},
+                                                                                 {"--target", "augment.target"},
+                                                                                 {"--augpipe", "augment.pipe"},
+                                                                                 {"--freezed", "D.freeze_layers"}}) {
     config::add_cli_alias(train_schema(), app, cli_, flag, key);
   }
   for (const auto& binding : cli_.bindings) {
@@ -281,6 +286,18 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
   }
   spdlog::info("Run directory: {}", run_dir);
   if (!snapshot_path.empty()) spdlog::info("{} {}", imported ? "Fine-tuning the imported networks of" : "Resumed from", snapshot_path);
+  if (!run.fine_tuning.empty()) spdlog::info("Fine-tuning, as the reference's --resume: {}", fmt::join(run.fine_tuning, ", "));
+  const TrainConfig::Augment& aug = config.augment;
+  if (aug.mode == AugmentMode::Ada) {
+    spdlog::info("Augmentation: ada, pipeline {}, p from {} towards a mean real sign of {}, adjusted every {} steps "
+                 "by up to 1 per {} kimg", aug.pipe, aug.p, aug.target, aug.interval, ada_kimg(config));
+  } else if (aug.mode == AugmentMode::Fixed) {
+    spdlog::info("Augmentation: fixed, pipeline {}, p {}", aug.pipe, aug.p);
+  }
+  if (config.D.freeze_layers > 0) {
+    const auto frozen = frozen_D_layers(trainer.D(), config.D.freeze_layers);
+    spdlog::info("Freeze-D: D's first {} layers are not trained ({})", frozen.size(), fmt::join(frozen, ", "));
+  }
   spdlog::info("World: {} processes, backend {}, rng {}, {} rounds of {} images per process and step",
                world.size, session.comm().backend(), name_of(config.dist.rng), rounds_per_step(config, world.size),
                batch_per_round(config, world.size));

@@ -49,7 +49,7 @@ TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::Discrim
   c.data.channels = g.img_channels;
   c.data.use_labels = g.c_dim > 0;
   static_cast<nn::GeneratorOptions&>(c.G) = g;
-  c.D = d;
+  static_cast<nn::DiscriminatorOptions&>(c.D) = d;
   return c;
 }
 

@@ -22,13 +22,16 @@ void check_snapshot_fits(const train::Snapshot& snapshot, const std::string& pat
 
 ReadyRun set_up_run(const TrainConfig& requested, dist::Communicator& comm, const dist::World& world,
                     const train::Snapshot* snapshot, const std::string& snapshot_path) {
-  train::validate(requested, comm.size());
   ReadyRun run;
-  run.compute = apply_libtorch_settings(requested, world);
-  run.compute_warning = compute_settings_warning(requested, comm.device());
-  run.dataset = train::open_configured_dataset(requested);
-  if (snapshot != nullptr) check_snapshot_fits(*snapshot, snapshot_path, *run.dataset, requested);
-  run.config = train::with_probed_batch_gpu(requested, run.dataset, comm.device(), comm, &run.batch_report);
+  const TrainConfig config = snapshot != nullptr && snapshot->imported()
+                                 ? train::fine_tuning_config(requested, &run.fine_tuning)
+                                 : requested;
+  train::validate(config, comm.size());
+  run.compute = apply_libtorch_settings(config, world);
+  run.compute_warning = compute_settings_warning(config, comm.device());
+  run.dataset = train::open_configured_dataset(config);
+  if (snapshot != nullptr) check_snapshot_fits(*snapshot, snapshot_path, *run.dataset, config);
+  run.config = train::with_probed_batch_gpu(config, run.dataset, comm.device(), comm, &run.batch_report);
   run.trainer = std::make_unique<train::Trainer>(run.config, run.dataset, comm.device(), &comm);
   if (snapshot != nullptr) {
     train::restore_trainer(*run.trainer, *snapshot);

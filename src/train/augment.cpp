@@ -82,12 +82,12 @@ at::Tensor constant_matrix(const std::vector<std::vector<double>>& rows, const a
 
 // ---- the random choice of each op --------------------------------------------------------------
 
-// The reference's per-op probability, p times the op's multiplier, in float32 as it computes it.
-float probability(double multiplier, float p) { return static_cast<float>(multiplier) * p; }
+// The reference's per-op probability, p [] times the op's multiplier, in float32 as it computes it.
+at::Tensor probability(double multiplier, const at::Tensor& p) { return p * multiplier; }
 
-// value where a uniform draw of `shape` falls below `probability`, else `otherwise`.
-at::Tensor with_probability(const at::Tensor& value, float probability, double otherwise, AugmentDraws& draws,
-                            at::IntArrayRef shape) {
+// value where a uniform draw of `shape` falls below `probability` [], else `otherwise`.
+at::Tensor with_probability(const at::Tensor& value, const at::Tensor& probability, double otherwise,
+                            AugmentDraws& draws, at::IntArrayRef shape) {
   const at::Tensor chosen = draws.rand(shape, value.device()) < probability;
   return at::where(chosen, value, at::full_like(value, otherwise));
 }
@@ -187,18 +187,24 @@ AugmentPipe::AugmentPipe(const AugmentOptions& options) : options_(options) {
 }
 
 at::Tensor AugmentPipe::operator()(const at::Tensor& images, double p, AugmentDraws& draws) const {
+  // The reference's p is a float32 buffer.
+  return (*this)(images, at::full({}, p, images.options().dtype(at::kFloat)), draws);
+}
+
+at::Tensor AugmentPipe::operator()(const at::Tensor& images, const at::Tensor& p, AugmentDraws& draws) const {
   SG2_CHECK(images.dim() == 4 && (images.size(1) == 1 || images.size(1) == 3),
             "augmentation: expected images [N, 1 or 3, H, W], got {}", images.sizes());
   SG2_CHECK(images.device() == geometric_filter_.device(), "augmentation: images on {}, the pipeline's filters on "
             "{}: move the pipeline with to()", images.device().str(), geometric_filter_.device().str());
-  const auto p_float = static_cast<float>(p);  // the reference's p is a float32 buffer
-  at::Tensor x = geometric(images, p_float, draws);
-  x = color(x, p_float, draws);
-  x = image_filter(x, p_float, draws);
-  return corruptions(x, p_float, draws);
+  SG2_CHECK(p.dim() == 0 && p.scalar_type() == at::kFloat && p.device() == images.device(),
+            "augmentation: p must be a float32 scalar on the images' device");
+  at::Tensor x = geometric(images, p, draws);
+  x = color(x, p, draws);
+  x = image_filter(x, p, draws);
+  return corruptions(x, p, draws);
 }
 
-at::Tensor AugmentPipe::geometric(const at::Tensor& images, float p, AugmentDraws& draws) const {
+at::Tensor AugmentPipe::geometric(const at::Tensor& images, const at::Tensor& p, AugmentDraws& draws) const {
   const AugmentOptions& o = options_;
   const int64_t batch = images.size(0), channels = images.size(1), height = images.size(2), width = images.size(3);
   const at::Device device = images.device();
@@ -229,7 +235,7 @@ at::Tensor AugmentPipe::geometric(const at::Tensor& images, float p, AugmentDraw
                                           probability(o.scale, p), 1, draws, {batch});
     then(scale2d(1 / s, 1 / s, ones));
   }
-  const float p_rot = 1 - std::sqrt(std::clamp(1 - probability(o.rotate, p), 0.0f, 1.0f));  // P(pre or post) = p
+  const at::Tensor p_rot = 1 - (1 - probability(o.rotate, p)).clamp(0, 1).sqrt();  // P(pre or post) = p
   const auto rotation = [&]() {
     return with_probability((draws.rand({batch}, device) * 2 - 1) * M_PI * o.rotate_max, p_rot, 0, draws, {batch});
   };
@@ -271,7 +277,7 @@ at::Tensor AugmentPipe::geometric(const at::Tensor& images, float p, AugmentDraw
   return ops::upfirdn2d(x, f, down);
 }
 
-at::Tensor AugmentPipe::color(const at::Tensor& images, float p, AugmentDraws& draws) const {
+at::Tensor AugmentPipe::color(const at::Tensor& images, const at::Tensor& p, AugmentDraws& draws) const {
   const AugmentOptions& o = options_;
   const int64_t batch = images.size(0), channels = images.size(1);
   const at::Device device = images.device();
@@ -317,7 +323,7 @@ at::Tensor AugmentPipe::color(const at::Tensor& images, float p, AugmentDraws& d
   return (x * gray.narrow(2, 0, 3).sum(2, /*keepdim=*/true) + gray.narrow(2, 3, 1)).reshape(images.sizes());
 }
 
-at::Tensor AugmentPipe::image_filter(const at::Tensor& images, float p, AugmentDraws& draws) const {
+at::Tensor AugmentPipe::image_filter(const at::Tensor& images, const at::Tensor& p, AugmentDraws& draws) const {
   const AugmentOptions& o = options_;
   if (o.imgfilter <= 0) return images;
   const int64_t batch = images.size(0), channels = images.size(1), height = images.size(2), width = images.size(3);
@@ -327,7 +333,7 @@ at::Tensor AugmentPipe::image_filter(const at::Tensor& images, float p, AugmentD
   const at::Tensor expected_power = (at::tensor({10.0, 1.0, 1.0, 1.0}, at::kDouble) / 13).to(floats);  // 1/f
   at::Tensor gain = at::ones({batch, bands}, floats);
   for (int64_t band = 0; band < bands; ++band) {
-    const float chance = probability(o.imgfilter, p) * static_cast<float>(o.imgfilter_bands[band]);
+    const at::Tensor chance = probability(o.imgfilter, p) * o.imgfilter_bands[band];
     const at::Tensor t_i = with_probability(at::exp2(draws.randn({batch}, device) * o.imgfilter_std), chance, 1,
                                             draws, {batch});
     at::Tensor t = at::ones({batch, bands}, floats);
@@ -347,7 +353,7 @@ at::Tensor AugmentPipe::image_filter(const at::Tensor& images, float p, AugmentD
   return x.reshape(images.sizes());
 }
 
-at::Tensor AugmentPipe::corruptions(const at::Tensor& images, float p, AugmentDraws& draws) const {
+at::Tensor AugmentPipe::corruptions(const at::Tensor& images, const at::Tensor& p, AugmentDraws& draws) const {
   const AugmentOptions& o = options_;
   const int64_t batch = images.size(0), channels = images.size(1), height = images.size(2), width = images.size(3);
   const at::Device device = images.device();

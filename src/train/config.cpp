@@ -2,6 +2,7 @@
 
 #include "sg2/core/error.h"
 #include "sg2/metrics/evaluator.h"
+#include "sg2/train/augment.h"
 
 #include <fmt/format.h>
 
@@ -71,6 +72,19 @@ config::Schema<TrainConfig> make_schema() {
             nn::dataset_given_keys());
   s.add("D.num_fp16_res", [](TrainConfig& c) -> auto& { return c.D.precision.num_fp16_res; },
         "Discriminator blocks at the N highest resolutions compute in run.mixed_precision's type");
+
+  SG2_FIELD(D.freeze_layers, "Freeze-D: D's first N layers, counted as the reference counts them (fromrgb, conv0, "
+                             "conv1, skip of each block from the highest resolution), are not trained");
+
+  SG2_FIELD(augment.mode, "Discriminator augmentation: ada (p adjusted to augment.target), fixed (p = augment.p), "
+                          "noaug");
+  SG2_FIELD(augment.p, "Augmentation probability: fixed's, or the one ada starts from");
+  SG2_FIELD(augment.target, "ada: the mean sign of D's real logits p is steered to");
+  SG2_FIELD(augment.pipe, "Augmentation pipeline: blit, geom, color, filter, noise, cutout, bg, bgc, bgcf, bgcfn, "
+                          "bgcfnc");
+  SG2_FIELD(augment.interval, "ada: adjust p every N steps");
+  SG2_FIELD(augment.kimg, "ada: thousands of images over which p can move by 1 (auto: 500, 100 when fine-tuning an "
+                          "imported network)");
 
   SG2_FIELD(loss.r1_gamma, "R1 regularization weight gamma");
   SG2_FIELD(loss.pl_weight, "Path length regularization weight (0: off)");
@@ -142,6 +156,45 @@ ops::ComputeSettings compute_settings_of(const TrainConfig& c) {
   compute.tf32_split = split ? ops::DeviceSet::Cuda : ops::DeviceSet::None;
   return compute;
 }
+
+int64_t ada_kimg(const TrainConfig& c) { return c.augment.kimg.automatic ? 500 : c.augment.kimg.value; }
+
+TrainConfig fine_tuning_config(const TrainConfig& c, std::vector<std::string>* notes) {
+  TrainConfig tuned = c;
+  if (c.augment.kimg.automatic) {
+    tuned.augment.kimg = config::IntOrAuto(100);
+    if (c.augment.mode == AugmentMode::Ada) notes->push_back("augment.kimg auto: 100 (ADA reacts faster)");
+  }
+  if (c.train.ema_rampup > 0) {
+    tuned.train.ema_rampup = 0;
+    notes->push_back(fmt::format("train.ema_rampup {} -> 0 (no ramp-up)", c.train.ema_rampup));
+  }
+  return tuned;
+}
+
+namespace {
+
+void validate_augment(const TrainConfig& c) {
+  const TrainConfig::Augment& a = c.augment;
+  try {
+    augment_pipeline(a.pipe);
+  } catch (const std::exception& e) {
+    SG2_FAIL("augment.pipe: {}", e.what());
+  }
+  SG2_CHECK(a.p >= 0 && a.p <= 1, "augment.p = {}: must lie in [0, 1]", a.p);
+  SG2_CHECK(a.mode != AugmentMode::NoAug || a.p == 0, "augment.p = {} with augment.mode noaug: no pipeline runs; "
+            "use augment.mode fixed (or ada, which starts from it)", a.p);
+  SG2_CHECK(a.target >= 0 && a.target <= 1, "augment.target = {}: must lie in [0, 1]", a.target);
+  SG2_CHECK(a.interval >= 1, "augment.interval = {}: must be >= 1 step", a.interval);
+  SG2_CHECK(a.kimg.automatic || a.kimg.value >= 1, "augment.kimg = {}: must be >= 1 or auto", a.kimg.value);
+  SG2_CHECK(a.mode == AugmentMode::NoAug || !c.run.cuda_graphs,
+            "augment.mode {} with run.cuda_graphs: the augmentation sizes its padding on the host from each batch's "
+            "transforms (as the reference), which a CUDA graph cannot replay; set run.cuda_graphs false or "
+            "augment.mode noaug", name_of(a.mode));
+  SG2_CHECK(c.D.freeze_layers >= 0, "D.freeze_layers = {}: must be >= 0", c.D.freeze_layers);
+}
+
+}  // namespace
 
 bool fused_modconv_in_training(const TrainConfig& config) { return config.G.fused_modconv == FusedModconv::Always; }
 bool fused_modconv_in_inference(const TrainConfig& config) { return config.G.fused_modconv != FusedModconv::Never; }
@@ -252,6 +305,7 @@ void validate(const TrainConfig& c, int world_size) {
               name);
   }
   SG2_CHECK(c.metric.ticks >= 0, "metric.ticks = {}: must be >= 0 (0: at every network snapshot)", c.metric.ticks);
+  validate_augment(c);
   validate_metric_options(c);
 }
 

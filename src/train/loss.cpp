@@ -23,7 +23,12 @@ std::string to_string(Phase phase) {
 at::Tensor softplus_neg(const at::Tensor& logits) { return at::softplus(-logits); }
 
 std::pair<at::Tensor, at::Tensor> r1_penalty(nn::Discriminator& D, const at::Tensor& real, const at::Tensor& c) {
-  at::Tensor logits = D.forward(real, c);  // [N, 1]
+  return r1_penalty(D, real, real, c);
+}
+
+std::pair<at::Tensor, at::Tensor> r1_penalty(nn::Discriminator& D, const at::Tensor& real, const at::Tensor& seen,
+                                             const at::Tensor& c) {
+  at::Tensor logits = D.forward(seen, c);  // [N, 1]
   at::Tensor grads = torch::autograd::grad({logits.sum()}, {real}, /*grad_outputs=*/{}, /*retain_graph=*/true,
                                            /*create_graph=*/true)[0];  // [N, C, R, R]
   return {logits, grads.square().sum({1, 2, 3})};
@@ -74,7 +79,7 @@ std::pair<at::Tensor, at::Tensor> StyleGAN2Loss::run_G(const at::Tensor& z, cons
 
 at::Tensor StyleGAN2Loss::generator_main(const RoundInputs& in, at::Generator& rng, StatsCollector& stats) {
   at::Tensor img = run_G(in.gen_z, in.gen_c, rng).first;
-  at::Tensor logits = D_.forward(img, in.gen_c);
+  at::Tensor logits = D_.forward(seen_by_D(img, rng), in.gen_c);
   stats.report("Loss/scores/fake", logits);
   stats.report("Loss/signs/fake", logits.sign());
   at::Tensor loss = softplus_neg(logits);  // -log(sigmoid(logits))
@@ -109,6 +114,10 @@ at::Tensor StyleGAN2Loss::generated_images(const RoundInputs& in, at::Generator&
   return run_G(in.gen_z, in.gen_c, rng).first;
 }
 
+at::Tensor StyleGAN2Loss::seen_by_D(const at::Tensor& images, at::Generator& rng) {
+  return augment != nullptr && augment->enabled() ? (*augment)(images, rng) : images;
+}
+
 at::Tensor StyleGAN2Loss::discriminator_fake(const at::Tensor& logits, StatsCollector& stats) {
   stats.report("Loss/scores/fake", logits);
   stats.report("Loss/signs/fake", logits.sign());
@@ -116,14 +125,15 @@ at::Tensor StyleGAN2Loss::discriminator_fake(const at::Tensor& logits, StatsColl
 }
 
 at::Tensor StyleGAN2Loss::discriminator_real(const RoundInputs& in, bool main, bool r1, const at::Tensor& loss_fake,
-                                             at::Tensor logits, StatsCollector& stats) {
+                                             at::Tensor logits, at::Generator& rng, StatsCollector& stats) {
   at::Tensor penalty;
   if (r1) {
     at::Tensor real = in.real_img.detach().requires_grad_(true);
-    std::tie(logits, penalty) = r1_penalty(D_, real, in.real_c);
+    std::tie(logits, penalty) = r1_penalty(D_, real, seen_by_D(real, rng), in.real_c);
   } else if (!logits.defined()) {
-    logits = D_.forward(in.real_img.detach(), in.real_c);
+    logits = D_.forward(seen_by_D(in.real_img.detach(), rng), in.real_c);
   }
+  if (augment != nullptr) augment->add_real_signs(logits);
   stats.report("Loss/scores/real", logits);
   stats.report("Loss/signs/real", logits.sign());
   at::Tensor total = logits * 0;  // keeps every D parameter in the graph
@@ -152,18 +162,25 @@ void StyleGAN2Loss::accumulate_gradients(Phase phase, const RoundInputs& in, dou
   if (g_pl) terms.push_back(generator_path_length(in, rng, stats));
   at::Tensor loss_fake, real_logits;
   if (d_main) {
-    const at::Tensor img = generated_images(in, rng);
+    const at::Tensor img = seen_by_D(generated_images(in, rng), rng);
     at::Tensor fake_logits;
-    // Fakes and reals in one pass of D where R1 needs no graph of the reals' own.
-    if (const auto pair = d_r1 ? std::nullopt : D_.forward_pair(img, in.gen_c, in.real_img.detach(), in.real_c)) {
-      std::tie(fake_logits, real_logits) = *pair;
+    if (d_r1) {
+      fake_logits = D_.forward(img, in.gen_c);  // the reals' pass needs a graph of its own for R1
     } else {
-      fake_logits = D_.forward(img, in.gen_c);
+      // The fakes' augmentation draws before the reals', as in the reference's two passes; both in
+      // one pass of D where that keeps its minibatch groups.
+      const at::Tensor real = seen_by_D(in.real_img.detach(), rng);
+      if (const auto pair = D_.forward_pair(img, in.gen_c, real, in.real_c)) {
+        std::tie(fake_logits, real_logits) = *pair;
+      } else {
+        fake_logits = D_.forward(img, in.gen_c);
+        real_logits = D_.forward(real, in.real_c);
+      }
     }
     loss_fake = discriminator_fake(fake_logits, stats);
     terms.push_back(loss_fake.mean());
   }
-  if (d_main || d_r1) terms.push_back(discriminator_real(in, d_main, d_r1, loss_fake, real_logits, stats));
+  if (d_main || d_r1) terms.push_back(discriminator_real(in, d_main, d_r1, loss_fake, real_logits, rng, stats));
   if (terms.empty()) return;
   at::stack(terms).sum().mul(gain).backward();
 }

@@ -149,4 +149,8 @@ void set_requires_grad(torch::nn::Module& module, bool requires_grad) {
   for (auto& p : module.parameters()) p.requires_grad_(requires_grad);
 }
 
+void set_requires_grad(const nn::NamedTensors& parameters, bool requires_grad) {
+  for (const auto& entry : parameters) entry.second.requires_grad_(requires_grad);
+}
+
 }  // namespace sg2::train

@@ -114,6 +114,10 @@ std::string resolve_resume(const std::string& spec, const std::string& outdir) {
     return snapshot;
   }
   SG2_CHECK(fs::is_regular_file(spec), "--resume '{}': no such snapshot file or run directory", spec);
+  SG2_CHECK(fs::path(spec).extension() != ".pkl", "--resume '{}': a network pickle of stylegan2-ada-pytorch (or "
+            "of the original StyleGAN2) needs Python to unpickle: export it with scripts/export_pkl.py --pkl {} --out "
+            "NAME, import it with stylegan2_import --state-dict NAME.pt --config NAME.json --out NAME-snapshot.pt, "
+            "then --resume NAME-snapshot.pt (docs/training.md, \"Transfer learning\")", spec, spec);
   return fs::absolute(spec).lexically_normal().string();
 }
 

@@ -161,6 +161,7 @@ void restore_trainer(Trainer& trainer, const Snapshot& s) {
   trainer.state().load_modules(s.tensors, s.path);
   if (s.imported()) return;  // weights only: fresh optimizers, progress 0
   trainer.state().load_training_progress(s.tensors, s.integers, s.path);
+  if (trainer.rank() != 0) trainer.state().clear_rank_sums();  // the snapshot's sums resume on rank 0
   const Progress& p = trainer.progress();
   // The step generator continues where it was when the world is the same. Each rank's stream is
   // its own, so another world size starts fresh streams keyed by (seed, rank, step). With

@@ -94,6 +94,33 @@ std::unique_ptr<dist::Communicator> local_if_missing(dist::Communicator* comm, c
 
 }  // namespace
 
+std::vector<std::string> frozen_D_layers(const nn::Discriminator& D, int64_t count) {
+  std::vector<std::string> layers;
+  for (const auto& block : D.named_children()) {
+    if (std::dynamic_pointer_cast<nn::DiscriminatorBlock>(block.value()) == nullptr) continue;
+    for (const auto& layer : block.value()->named_children()) layers.push_back(block.key() + "." + layer.key());
+  }
+  SG2_CHECK(count <= static_cast<int64_t>(layers.size()), "D.freeze_layers = {}: D's blocks hold {} layers ({} to {})",
+            count, layers.size(), layers.front(), layers.back());
+  layers.resize(static_cast<size_t>(count));
+  return layers;
+}
+
+namespace {
+
+// The parameters outside the `frozen` layers.
+nn::NamedTensors without_layers(const nn::NamedTensors& parameters, const std::vector<std::string>& frozen) {
+  nn::NamedTensors kept;
+  for (const auto& [name, tensor] : parameters) {
+    const bool in_frozen = std::any_of(frozen.begin(), frozen.end(),
+                                       [&](const std::string& layer) { return name.rfind(layer + ".", 0) == 0; });
+    if (!in_frozen) kept.emplace_back(name, tensor);
+  }
+  return kept;
+}
+
+}  // namespace
+
 void Trainer::set_compute(const ops::ComputeSettings& compute) {
   for (auto* module : std::initializer_list<torch::nn::Module*>{G_.get(), D_.get(), G_ema_.get()}) {
     nn::set_compute(*module, compute);
@@ -127,21 +154,25 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
   }
   set_compute(compute_settings_of(config_));
 
+  G_trained_ = nn::named_parameters(*G_);
+  D_trained_ = without_layers(nn::named_parameters(*D_), frozen_D_layers(*D_, config.D.freeze_layers));
+  augment_ = std::make_unique<AdaptiveAugment>(config_, device_);
   loss_ = std::make_unique<StyleGAN2Loss>(*G_, *D_, config.loss, device_);
   loss_->fused_modconv = fused_modconv_in_training(config);
+  loss_->augment = augment_.get();
 
   // Phases as data: main every step, regularization every interval steps (lazy) or together.
   auto add_phases = [&](bool trains_G, double lr, int64_t interval, bool has_reg) {
     const AdamOptions adam{config.optim, lr};
     const std::string net = trains_G ? "G" : "D";
     auto& opt = trains_G ? G_opt_ : D_opt_;
-    torch::nn::Module& module = trains_G ? static_cast<torch::nn::Module&>(*G_) : *D_;
+    const nn::NamedTensors& trained = trained_parameters(trains_G);
     if (interval <= 0) {
-      opt = std::make_unique<Adam>(nn::named_parameters(module), adam);
+      opt = std::make_unique<Adam>(trained, adam);
       phases_.push_back({trains_G ? Phase::Gboth : Phase::Dboth, net + "both", trains_G, 1});
       return;
     }
-    opt = std::make_unique<Adam>(nn::named_parameters(module), lazy_regularization(adam, interval));
+    opt = std::make_unique<Adam>(trained, lazy_regularization(adam, interval));
     phases_.push_back({trains_G ? Phase::Gmain : Phase::Dmain, net + "main", trains_G, 1});
     if (has_reg) phases_.push_back({trains_G ? Phase::Greg : Phase::Dreg, net + "reg", trains_G, interval});
   };
@@ -152,8 +183,8 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
   loss_->defer_running_means = global_rng();
 
   dist::ReducerOptions reducer{static_cast<int64_t>(config.dist.bucket_mb * (1 << 20)), config.dist.overlap};
-  G_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, nn::named_parameters(*G_), reducer);
-  D_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, nn::named_parameters(*D_), reducer);
+  G_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, G_trained_, reducer);
+  D_reducer_ = std::make_unique<dist::GradientReducer>(*comm_, D_trained_, reducer);
 
   if (config.run.cuda_graphs) graphs_ = std::make_unique<PhaseGraphs>(device_, phases_.size());
   pass_rngs_.resize(phases_.size());
@@ -162,6 +193,8 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
   state_.add_optimizer("G_opt", *G_opt_);
   state_.add_optimizer("D_opt", *D_opt_);
   state_.add_tensor("loss.pl_mean", loss_->pl_mean);
+  state_.add_tensor("augment.p", augment_->p, /*optional=*/true);
+  state_.add_rank_sum("augment.real_signs", augment_->real_signs);
   state_.add_progress(progress_);
   broadcast_from_rank0();
 }
@@ -206,6 +239,14 @@ std::vector<at::Tensor> Trainer::gather_step_rng_states() {
   std::vector<at::Tensor> states;
   for (int r = 0; r < comm_->size(); ++r) states.push_back(all[r].clone());
   return states;
+}
+
+void Trainer::sum_rank_sums_on_rank0() {
+  for (const auto& [name, tensor] : state_.rank_sums()) {
+    at::Tensor summed = tensor->to(comm_->device());
+    comm_->allreduce({summed}, dist::ReduceOp::Sum);
+    tensor->copy_(comm_->rank() == 0 ? summed : at::zeros_like(summed));
+  }
 }
 
 dist::ReducerTimes Trainer::take_reducer_times() {
@@ -269,20 +310,20 @@ dist::GradientReducer& Trainer::reducer_of(const TrainingPhase& phase) {
 // none of the parameters' requires_grad: its autograd graph was recorded at the capture.
 void Trainer::run_phase_unchecked(size_t phase_index, const StepInputs& in) {
   const TrainingPhase& phase = phases_.at(phase_index);
-  torch::nn::Module& module = phase.trains_G ? static_cast<torch::nn::Module&>(*G_) : *D_;
+  const nn::NamedTensors& trained = trained_parameters(phase.trains_G);
   Adam& opt = phase.trains_G ? *G_opt_ : *D_opt_;
   const auto rounds = static_cast<int64_t>(in.real_img.size());
   opt.zero_grad();
   if (global_rng()) key_pass_rngs(phase_index, rounds);
   const bool eager = graphs_ == nullptr || graphs_->runs_eagerly(phase_index);
   if (eager || !graphs_->captured(phase_index)) {
-    set_requires_grad(module, true);
+    set_requires_grad(trained, true);
     if (eager) {
       run_rounds(phase_index, in, /*launch_in_backward=*/true);
     } else {
       capture_rounds(phase_index, in);
     }
-    set_requires_grad(module, false);
+    set_requires_grad(trained, false);
   }
   if (!eager) graphs_->replay(phase_index, in, stats_, reducer_of(phase));
   reducer_of(phase).finish(static_cast<double>(rounds * comm_->size()), sanitize_gradients);
@@ -345,6 +386,9 @@ void Trainer::step() {
   update_generator_ema();
   progress_.cur_nimg += config_.train.batch;
   progress_.batch_idx += 1;
+  if (augment_->adjusts_after(progress_.batch_idx)) {
+    checked_for_host_sync("the ADA adjustment of p", [&] { augment_->adjust(*comm_); });
+  }
 }
 
 void Trainer::checked_for_host_sync(const std::string& what, const std::function<void()>& part) {

@@ -168,6 +168,7 @@ void TrainingLoop::report_tick(double tick_end) {
   stats.report_scalar("Timing/sec_per_kimg", tick_seconds / std::max(tick_images, 1.0) * 1e3);
   stats.report_scalar("Timing/img_per_sec", tick_images / std::max(tick_seconds, 1e-9));
   stats.report_scalar("Timing/maintenance_sec", maintenance_seconds_);
+  stats.report_scalar("Progress/augment", trainer_.augment().p.item<double>());  // 0 without augmentation
   stats.report_scalar("Resources/cpu_mem_gb", current_rss_gib());
   stats.report_scalar("Resources/peak_gpu_mem_gb", device_peak_memory_gib(trainer_.device()));
   reset_device_peak_memory(trainer_.device());
@@ -201,6 +202,7 @@ void TrainingLoop::write_sample_grid() {
 std::string TrainingLoop::write_snapshot() {
   const Progress& p = trainer_.progress();
   trainer_.check_replicas(fmt::format("before the snapshot at {:.1f} kimg", p.cur_nimg / 1e3));
+  trainer_.sum_rank_sums_on_rank0();
   const std::vector<at::Tensor> rank_states = trainer_.gather_step_rng_states();
   const std::string name = snapshot_name(p.cur_nimg, previous_tick_nimg_);
   if (is_rank0()) {
@@ -232,9 +234,10 @@ std::string TrainingLoop::status_line(const std::map<std::string, StatValue>& st
   const double remaining_kimg = std::max(0.0, trainer_.config().train.total_kimg - p.cur_nimg / 1e3);
   return fmt::format(
       "tick {:<5d} kimg {:<8.1f} time {:<12s} sec/tick {:<7.1f} sec/kimg {:<7.2f} maintenance {:<6.1f} "
-      "cpumem {:<6.2f} gpumem {:<6.2f} G {} D {} r1 {} pl {} eta {}",
+      "cpumem {:<6.2f} gpumem {:<6.2f} augment {:.3f} G {} D {} r1 {} pl {} eta {}",
       p.cur_tick, p.cur_nimg / 1e3, format_duration(total_seconds), tick_seconds, sec_per_kimg, maintenance_seconds_,
-      current_rss_gib(), stats.at("Resources/peak_gpu_mem_gb").mean, mean_of(stats, "Loss/G/loss"),
+      current_rss_gib(), stats.at("Resources/peak_gpu_mem_gb").mean, stats.at("Progress/augment").mean,
+      mean_of(stats, "Loss/G/loss"),
       mean_of(stats, "Loss/D/loss"), mean_of(stats, "Loss/r1_penalty"), mean_of(stats, "Loss/pl_penalty"),
       format_duration(remaining_kimg * sec_per_kimg));
 }

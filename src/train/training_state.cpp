@@ -4,7 +4,10 @@
 #include "sg2/train/optim.h"
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 #include <torch/nn/module.h>
+
+#include <algorithm>
 
 namespace sg2::train {
 
@@ -23,7 +26,19 @@ void TrainingState::add_optimizer(const std::string& name, Adam& optimizer) {
   optimizers_.emplace_back(name, &optimizer);
 }
 
-void TrainingState::add_tensor(const std::string& name, at::Tensor& tensor) { tensors_.emplace_back(name, &tensor); }
+void TrainingState::add_tensor(const std::string& name, at::Tensor& tensor, bool optional) {
+  tensors_.emplace_back(name, &tensor);
+  if (optional) optional_.push_back(name);
+}
+
+void TrainingState::add_rank_sum(const std::string& name, at::Tensor& tensor) {
+  rank_sums_.emplace_back(name, &tensor);
+  optional_.push_back(name);
+}
+
+void TrainingState::clear_rank_sums() const {
+  for (const auto& entry : rank_sums_) entry.second->zero_();
+}
 
 void TrainingState::add_counter(const std::string& name, int64_t& counter) { counters_.emplace_back(name, &counter); }
 
@@ -46,6 +61,7 @@ NamedTensors TrainingState::replicated_tensors() const {
 
 NamedTensors TrainingState::saved_tensors() const {
   NamedTensors all = replicated_tensors();
+  for (const auto& [name, tensor] : rank_sums_) all.emplace_back(name, *tensor);
   for (const auto& [name, optimizer] : optimizers_) {
     NamedTensors state = optimizer->state(name + ".");
     all.insert(all.end(), state.begin(), state.end());
@@ -66,8 +82,15 @@ void TrainingState::load_modules(const nn::TensorMap& tensors, const std::string
 void TrainingState::load_training_progress(const nn::TensorMap& tensors, const std::map<std::string, int64_t>& integers,
                                            const std::string& source) const {
   for (const auto& [name, optimizer] : optimizers_) optimizer->load_state(tensors, name + ".", source);
-  for (const auto& [name, tensor] : tensors_) {
+  std::vector<std::pair<std::string, at::Tensor*>> loose = tensors_;
+  loose.insert(loose.end(), rank_sums_.begin(), rank_sums_.end());
+  for (const auto& [name, tensor] : loose) {
     auto it = tensors.find(name);
+    const bool optional = std::find(optional_.begin(), optional_.end(), name) != optional_.end();
+    if (it == tensors.end() && optional) {
+      spdlog::info("{}: no {} (a snapshot from before it was saved): it starts from the config", source, name);
+      continue;
+    }
     SG2_CHECK(it != tensors.end(), "{}: snapshot has no {}", source, name);
     SG2_CHECK(it->second.sizes() == tensor->sizes(), "{}: {} has shape [{}], the run's has [{}]", source, name,
               fmt::join(it->second.sizes(), ", "), fmt::join(tensor->sizes(), ", "));

@@ -54,10 +54,27 @@ if "$bin/stylegan2_train" --resume "$work/imported.pt" --kimg 0.016 --outdir "$w
 fi
 grep -q "data.path is empty: point it at a dataset with --data" "$work/nodata.log" || { cat "$work/nodata.log"; fail "no --data hint"; }
 
-# Fine-tuning the import: a new run directory, fresh optimizers, progress from 0.
+# A network pickle is not a snapshot: the error says how to convert it.
+touch "$work/network.pkl"
+if "$bin/stylegan2_train" --resume "$work/network.pkl" --data /usr/share/datasets/fashion-mnist > "$work/pkl.log" 2>&1; then
+  fail "--resume of a .pkl trained"
+fi
+grep -q "scripts/export_pkl.py" "$work/pkl.log" || { cat "$work/pkl.log"; fail "the .pkl error does not say how to convert"; }
+
+# Fine-tuning the import as the reference's transfer learning: a new run directory, fresh
+# optimizers, progress from 0; ADA reacting faster (augment.kimg 100) and D's first two layers frozen.
 "$bin/stylegan2_train" --resume "$work/imported.pt" --data /usr/share/datasets/fashion-mnist --data.max_images 256 \
-    --outdir "$work/runs" --kimg 0.032 --train.kimg_per_tick 0.032 --run.threads 2 --run.grid_w 4 --run.grid_h 2 "$@" \
-    > "$work/finetune.log" 2>&1 || { cat "$work/finetune.log"; fail "fine-tuning the import"; }
+    --outdir "$work/runs" --kimg 0.032 --train.kimg_per_tick 0.032 --run.threads 2 --run.grid_w 4 --run.grid_h 2 \
+    --aug ada --freezed 2 "$@" > "$work/finetune.log" 2>&1 || { cat "$work/finetune.log"; fail "fine-tuning the import"; }
 grep -q "Fine-tuning the imported networks of $work/imported.pt" "$work/finetune.log" || fail "fine-tune log"
+grep -q "Fine-tuning, as the reference's --resume: augment.kimg auto: 100" "$work/finetune.log" ||
+  { cat "$work/finetune.log"; fail "fine-tuning did not make ADA react faster"; }
+grep -A8 "^augment:" "$work"/runs/00000-*/config.yaml | grep -q "kimg: 100" || fail "the run's config.yaml lacks augment.kimg 100"
 ls "$work"/runs/00000-*/network-snapshot-000000.pt > /dev/null || fail "fine-tuning wrote no snapshot in a new run"
+tuned=$(ls "$work"/runs/00000-*/network-snapshot-*.pt | sort -V | tail -n 1)
+"$tests_bin/snapshot_diff" "$work/imported.pt" "$tuned" --prefixes "D.b$resolution.fromrgb.,D.b$resolution.conv0." ||
+  fail "--freezed 2: D's first two layers changed"
+if "$tests_bin/snapshot_diff" "$work/imported.pt" "$tuned" --prefixes "D.b$resolution.conv1." > /dev/null; then
+  fail "--freezed 2: D's third layer did not train"
+fi
 echo "import_generate: all checks passed"

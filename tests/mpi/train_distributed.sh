@@ -11,7 +11,9 @@
 #     the job non-zero within a bound; the last snapshot then resumes with another world size; SIGTERM
 #     to one rank stops every rank at one step with exit 143 and a snapshot; a stalled rank ends the
 #     job through its peer's watchdog after dist.timeout; ranks started with other network options
-#     fail naming the option.
+#     fail naming the option;
+#  5. ada: adaptive augmentation gives 1 rank and 2 ranks the same p (dist.rng global), and a run
+#     snapshotted mid-interval on 2 ranks resumes on 1 rank to the same p as without the stop.
 # Usage: train_distributed.sh BIN_DIR TESTS_BIN_DIR SOURCE_DIR [section...]
 # Exit status: 0 passed, 1 failed, 77 when every section asked for was skipped (no Gloo, no netns).
 set -euo pipefail
@@ -224,6 +226,38 @@ failure() {
 sys.exit(any(b <= a for a, b in zip(k, k[1:])))' "$run_dir/stats.jsonl" || fail "stats.jsonl repeats ticks"
   /usr/bin/python3 "$src/tests/e2e/check_events.py" "$run_dir" "$src/src/train/event.proto" --no-images ||
     fail "the resumed run's events"
+}
+
+# The augmentation probability at the end of a run (the last tick's Progress/augment), exactly.
+p_of() { python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readlines()[-1])["Progress/augment"]["mean"])' \
+           "$(ls "$work/$1"/*/stats.jsonl)"; }
+
+ada() {
+  # p starts at 0.5 and moves by 16 x 4 / 1000 = 0.064 at steps 4, 8, 12 (3 adjustments).
+  local aug=(--aug ada --augment.p 0.5 --augment.kimg 1 --kimg 0.192 --train.kimg_per_tick 0.048
+             --run.network_snapshot_ticks 1)
+  "$bin/stylegan2_train" "${common[@]}" "${aug[@]}" --outdir "$work/ada1" > "$work/ada1.log" 2>&1 ||
+    { cat "$work/ada1.log"; fail "1 rank with ada"; }
+  mpirun_n 2 "$bin/stylegan2_train" "${common[@]}" "${aug[@]}" --outdir "$work/ada2" > "$work/ada2.log" 2>&1 ||
+    { cat "$work/ada2.log"; fail "2 ranks with ada"; }
+  local p1 p2
+  p1=$(p_of ada1) p2=$(p_of ada2)
+  echo "p after 12 steps: 1 rank $p1, 2 ranks $p2"
+  [ -n "$p1" ] && [ "$p1" = "$p2" ] || fail "ada: p differs between 1 rank ($p1) and 2 ranks ($p2)"
+  python3 -c "import sys; sys.exit(abs($p1 - 0.5) < 0.06)" || fail "ada: p stayed at 0.5 ($p1)"
+  # The weights after 4 steps within the equivalence section's bounds (the augmentation draws alike).
+  "$tests_bin/snapshot_diff" "$work"/ada1/*/network-snapshot-000000.064.pt "$work"/ada2/*/network-snapshot-000000.064.pt \
+      --tolerance "$max_tolerance" --rms-tolerance "$rms_tolerance" --prefixes G.,D.,G_ema.,loss.pl_mean ||
+      fail "ada: the weights of 1 and 2 ranks differ"
+  # Stopped after step 7 (mid-interval: the signs of 3 steps summed over both ranks in the snapshot;
+  # tick 0 is step 1, then a tick every 3 steps), resumed on 1 rank.
+  cp "$(ls "$work"/ada2/*/network-snapshot-000000.112.pt)" "$work/ada-stopped.pt"
+  "$bin/stylegan2_train" --resume "$work/ada-stopped.pt" --outdir "$work/ada-resumed" > "$work/ada-resumed.log" 2>&1 ||
+    { cat "$work/ada-resumed.log"; fail "ada: resume on 1 rank"; }
+  local p_resumed
+  p_resumed=$(p_of ada-resumed)
+  echo "p resumed on 1 rank from a 2-rank snapshot after step 7: $p_resumed"
+  [ "$p_resumed" = "$p2" ] || fail "ada: resumed on 1 rank to p $p_resumed, uninterrupted $p2"
 }
 
 ran=0

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace sg2::cli {
 
@@ -19,12 +20,14 @@ struct ReadyRun {
   std::string compute;                      // LibTorch's settings and the run's compute settings, in words
   std::string compute_warning;              // what in them runs slower than the default here; empty: nothing
   std::string batch_report;                 // what the probe of train.batch_gpu auto found; empty: no probe
+  std::vector<std::string> fine_tuning;     // what fine-tuning an imported network changed (fine_tuning_config)
 };
 
 // On every rank of `comm` (world: the launch's, whose processes per node share the cores): checks
 // `requested` for the world size, sets LibTorch's process settings, opens the dataset, checks the
 // snapshot's networks against it, probes train.batch_gpu auto, builds the trainer and restores the
-// snapshot (loaded from snapshot_path, which errors name) into it.
+// snapshot (loaded from snapshot_path, which errors name) into it. An imported snapshot's run is
+// set up as train::fine_tuning_config says.
 ReadyRun set_up_run(const TrainConfig& requested, dist::Communicator& comm, const dist::World& world,
                     const train::Snapshot* snapshot = nullptr, const std::string& snapshot_path = "");
 

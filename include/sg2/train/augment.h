@@ -71,15 +71,17 @@ class AugmentPipe : public torch::nn::Module {
   // need H and W above the filters' reach) -> the same shape, each op applied with probability p
   // times its multiplier.
   at::Tensor operator()(const at::Tensor& images, double p, AugmentDraws& draws) const;
+  // The same with p a float32 scalar tensor on the images' device (training's: no host sync).
+  at::Tensor operator()(const at::Tensor& images, const at::Tensor& p, AugmentDraws& draws) const;
 
   const AugmentOptions& options() const { return options_; }
 
  private:
   // The pipeline's stages, in the reference's order; each returns its images.
-  at::Tensor geometric(const at::Tensor& images, float p, AugmentDraws& draws) const;
-  at::Tensor color(const at::Tensor& images, float p, AugmentDraws& draws) const;
-  at::Tensor image_filter(const at::Tensor& images, float p, AugmentDraws& draws) const;
-  at::Tensor corruptions(const at::Tensor& images, float p, AugmentDraws& draws) const;
+  at::Tensor geometric(const at::Tensor& images, const at::Tensor& p, AugmentDraws& draws) const;
+  at::Tensor color(const at::Tensor& images, const at::Tensor& p, AugmentDraws& draws) const;
+  at::Tensor image_filter(const at::Tensor& images, const at::Tensor& p, AugmentDraws& draws) const;
+  at::Tensor corruptions(const at::Tensor& images, const at::Tensor& p, AugmentDraws& draws) const;
 
   AugmentOptions options_;
   at::Tensor geometric_filter_;  // [12, 12]: the sym6 wavelet's low-pass, outer product

@@ -56,6 +56,11 @@ inline constexpr EnumNames<StepRandomness, 2> kStepRandomnessNames{
     {{StepRandomness::Rank, "rank"}, {StepRandomness::Global, "global"}}};
 constexpr const auto& enum_names(StepRandomness) { return kStepRandomnessNames; }
 
+enum class AugmentMode { Ada, Fixed, NoAug };  // augment.mode, the reference's --aug
+inline constexpr EnumNames<AugmentMode, 3> kAugmentModeNames{
+    {{AugmentMode::Ada, "ada"}, {AugmentMode::Fixed, "fixed"}, {AugmentMode::NoAug, "noaug"}}};
+constexpr const auto& enum_names(AugmentMode) { return kAugmentModeNames; }
+
 struct TrainConfig {
   struct Run {
     std::string outdir = "runs";
@@ -85,8 +90,20 @@ struct TrainConfig {
   struct Generator : nn::GeneratorOptions {
     FusedModconv fused_modconv = FusedModconv::Auto;
   } G;
-  nn::DiscriminatorOptions D;
+  struct Discriminator : nn::DiscriminatorOptions {
+    int64_t freeze_layers = 0;           // D's first N layers (the reference's --freezed) are not trained
+  } D;
   LossOptions loss;
+  // Adaptive discriminator augmentation (docs/training.md, "Augmentation"): the images D sees go
+  // through the augmentation pipeline with probability p, which ada adjusts from D's real logits.
+  struct Augment {
+    AugmentMode mode = AugmentMode::NoAug;
+    double p = 0;                        // fixed: the probability; ada: the one it starts from
+    double target = 0.6;                 // ada: the mean sign of D's real logits it steers to
+    std::string pipe = "bgc";            // the pipeline (the reference's --augpipe)
+    int64_t interval = 4;                // ada: steps between adjustments
+    config::IntOrAuto kimg{0, true};     // ada: kimg for p to move by 1; auto: 500, 100 when fine-tuning
+  } augment;
   struct Optim : AdamMoments {          // optim.beta1, beta2, eps: the same for G and D
     double G_lr = 0.002;
     double D_lr = 0.002;
@@ -146,6 +163,13 @@ void validate_metric_options(const TrainConfig& config);
 // (sample grids), as the reference's training loop.
 bool fused_modconv_in_training(const TrainConfig& config);
 bool fused_modconv_in_inference(const TrainConfig& config);
+
+// augment.kimg resolved: auto is 500, as the reference (a fine-tuning run resolves it to 100 before).
+int64_t ada_kimg(const TrainConfig& config);
+
+// The config of a run that fine-tunes an imported network, as the reference's --resume sets it:
+// ADA reacts faster (augment.kimg auto -> 100) and the EMA has no ramp-up. notes: what changed.
+TrainConfig fine_tuning_config(const TrainConfig& config, std::vector<std::string>* notes);
 
 // Per-process batch of one accumulation round, and number of rounds per step.
 int64_t batch_per_round(const TrainConfig& config, int world_size);

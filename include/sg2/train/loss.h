@@ -4,6 +4,7 @@
 // mixing, random noise, lazy-regularization gains and statistics.
 
 #include "sg2/nn/networks.h"
+#include "sg2/train/adaptive_augment.h"
 #include "sg2/train/loss_options.h"
 #include "sg2/train/stats.h"
 
@@ -22,6 +23,10 @@ at::Tensor softplus_neg(const at::Tensor& logits);
 // Per-sample squared norm of dD(real)/dreal, with a graph for the double backward.
 // real must require grad. Returns (logits [N, 1], penalty [N]).
 std::pair<at::Tensor, at::Tensor> r1_penalty(nn::Discriminator& D, const at::Tensor& real, const at::Tensor& c);
+// The same where D sees `seen`, an image of real's graph (its augmentation), and the gradient is
+// still real's.
+std::pair<at::Tensor, at::Tensor> r1_penalty(nn::Discriminator& D, const at::Tensor& real, const at::Tensor& seen,
+                                             const at::Tensor& c);
 
 // Path lengths |J^T y| for images img = synthesis(ws) and noise y (already / sqrt(H*W)).
 // ws must be part of img's graph. Returns [N], differentiable (create_graph).
@@ -67,6 +72,9 @@ class StyleGAN2Loss {
   at::Tensor pl_mean;  // [] running mean of path lengths
   LossOptions options;
   bool fused_modconv = false;
+  // Where set and enabled, every image D sees (reals and fakes, in every phase) is augmented first,
+  // and the reals' logit signs go to its adjustment.
+  AdaptiveAugment* augment = nullptr;
 
  private:
   // Each returns its loss term (a scalar mean, before the gain).
@@ -74,8 +82,9 @@ class StyleGAN2Loss {
   at::Tensor generator_path_length(const RoundInputs& in, at::Generator& rng, StatsCollector& stats);
   // logits: the reals' from a pass of D already run (not with r1), else undefined.
   at::Tensor discriminator_real(const RoundInputs& in, bool main, bool r1, const at::Tensor& loss_fake,
-                                at::Tensor logits, StatsCollector& stats);
+                                at::Tensor logits, at::Generator& rng, StatsCollector& stats);
   at::Tensor generated_images(const RoundInputs& in, at::Generator& rng);  // G's, without a graph
+  at::Tensor seen_by_D(const at::Tensor& images, at::Generator& rng);     // augmented where enabled
   // The fakes' loss per sample [N, 1] from their logits [N, 1], with their statistics.
   at::Tensor discriminator_fake(const at::Tensor& logits, StatsCollector& stats);
   void add_deferred(int64_t offset, const at::Tensor& rows);  // rows [N, k] summed into deferred_[offset:]

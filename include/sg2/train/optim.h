@@ -60,5 +60,6 @@ double ema_beta(int64_t batch, double ema_kimg, double ema_rampup, int64_t cur_n
 void update_ema(torch::nn::Module& ema, const torch::nn::Module& current, double beta);
 
 void set_requires_grad(torch::nn::Module& module, bool requires_grad);
+void set_requires_grad(const nn::NamedTensors& parameters, bool requires_grad);
 
 }  // namespace sg2::train

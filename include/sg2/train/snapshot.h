@@ -1,13 +1,15 @@
 #pragma once
 // Snapshots: one versioned file holding everything a run needs to continue exactly - G, D, G_ema,
-// both Adam states, pl_mean, the step generator's state, the progress counters, the network
+// both Adam states, pl_mean, ADA's state, the step generator's state, the progress counters, the network
 // options and the resolved config. The file is a torch.save-compatible dict (Python can
 // torch.load it); keys:
 //
 //   format = "stylegan2-cpp-snapshot", version = 2, config (YAML), networks (JSON {"G", "D"}),
 //   progress.cur_nimg / batch_idx / cur_tick / tick_start_nimg, world_size,
 //   G.<name>, D.<name>, G_ema.<name>, G_opt.<param>.{exp_avg,exp_avg_sq,step}, D_opt...,
-//   loss.pl_mean, rng.step (rank 0's step generator), rng.step.rank<r> (rank r > 0's, dist.rng = rank),
+//   loss.pl_mean, augment.p (the augmentation probability), augment.real_signs (ADA's sums of the
+//   signs of D's real logits since its last adjustment, over every rank),
+//   rng.step (rank 0's step generator), rng.step.rank<r> (rank r > 0's, dist.rng = rank),
 //   imported = 1 in snapshots stylegan2_import wrote (networks only: no optimizer state, progress 0),
 //   checksum = CRC-32C of every other entry (version 2 on; verified by every load)
 //

@@ -9,6 +9,7 @@
 #include "sg2/distributed/consistency.h"
 #include "sg2/distributed/reducer.h"
 #include "sg2/nn/networks.h"
+#include "sg2/train/adaptive_augment.h"
 #include "sg2/train/config.h"
 #include "sg2/train/loss.h"
 #include "sg2/train/optim.h"
@@ -53,6 +54,7 @@ class Trainer {
   void broadcast_from_rank0();                        // the state's replicated tensors
   void check_replicas(const std::string& what);       // error naming the first tensor that differs
   std::vector<at::Tensor> gather_step_rng_states();  // rank r's step generator state at [r]
+  void sum_rank_sums_on_rank0();                      // before a snapshot (TrainingState::add_rank_sum)
   dist::ReducerTimes take_reducer_times();
   // G's and D's bucket launch fractions since the last call (GradientReducer::take_launch_fractions).
   std::pair<std::vector<double>, std::vector<double>> take_bucket_launch_fractions();
@@ -71,6 +73,9 @@ class Trainer {
   const std::vector<TrainingPhase>& phases() const { return phases_; }
   StatsCollector& stats() { return stats_; }
   StyleGAN2Loss& loss() { return *loss_; }
+  AdaptiveAugment& augment() { return *augment_; }
+  // The parameters each network trains (D's less its frozen layers, D.freeze_layers).
+  const nn::NamedTensors& trained_parameters(bool of_G) const { return of_G ? G_trained_ : D_trained_; }
   // G, D, G_ema, both Adam states, pl_mean and the progress counters (training_state.h).
   const TrainingState& state() const { return state_; }
   at::Generator& step_rng() { return step_rng_; }  // this rank's step randomness (dist.rng = rank)
@@ -110,6 +115,8 @@ class Trainer {
   std::shared_ptr<nn::Generator> G_, G_ema_;
   std::shared_ptr<nn::Discriminator> D_;
   std::unique_ptr<Adam> G_opt_, D_opt_;
+  nn::NamedTensors G_trained_, D_trained_;
+  std::unique_ptr<AdaptiveAugment> augment_;
   std::unique_ptr<StyleGAN2Loss> loss_;
   std::unique_ptr<dist::GradientReducer> G_reducer_, D_reducer_;
   std::vector<TrainingPhase> phases_;
@@ -122,6 +129,11 @@ class Trainer {
   Progress progress_;
   TrainingState state_;
 };
+
+// Freeze-D: the names of D's first `count` layers ("b32.fromrgb", "b32.conv0", ...), counted as the
+// reference counts them: each block's fromrgb, conv0, conv1 and skip, from the highest resolution
+// down (the epilogue is never frozen). More layers than the blocks hold is an error naming how many.
+std::vector<std::string> frozen_D_layers(const nn::Discriminator& D, int64_t count);
 
 // Opens the dataset a config names.
 std::shared_ptr<data::Dataset> open_configured_dataset(const TrainConfig& config);

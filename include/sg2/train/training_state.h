@@ -31,14 +31,21 @@ class TrainingState {
   // Registered pieces are referred to, not copied: the state always reads their current values.
   void add_networks(nn::Generator& G, nn::Discriminator& D, nn::Generator& G_ema);  // "G", "D", "G_ema"
   void add_optimizer(const std::string& name, Adam& optimizer);
-  void add_tensor(const std::string& name, at::Tensor& tensor);
+  // optional: a snapshot without it (written before it existed) leaves its value as it is.
+  void add_tensor(const std::string& name, at::Tensor& tensor, bool optional = false);
+  // A tensor each rank adds to on its own (ADA's sums of signs): not replicated; a snapshot holds
+  // its sum over the ranks (sum_rank_sums_on_rank0 first), which resumes on rank 0, 0 elsewhere.
+  void add_rank_sum(const std::string& name, at::Tensor& tensor);
+  const std::vector<std::pair<std::string, at::Tensor*>>& rank_sums() const { return rank_sums_; }
+  void clear_rank_sums() const;
   void add_counter(const std::string& name, int64_t& counter);
   void add_progress(Progress& progress);  // progress.cur_nimg, .batch_idx, .cur_tick, .tick_start_nimg
 
   // Every module's state dict ("G.mapping.fc0.weight", ...), then the loose tensors: what every
   // replica holds identical.
   NamedTensors replicated_tensors() const;
-  // What a snapshot stores: the replicated tensors and the optimizer states ("G_opt.<param>.exp_avg", ...).
+  // What a snapshot stores: the replicated tensors, the rank sums and the optimizer states
+  // ("G_opt.<param>.exp_avg", ...).
   NamedTensors saved_tensors() const;
   std::vector<std::pair<std::string, int64_t>> counters() const;
   // {"G": {...}, "D": {...}}: the networks' options in the fixture JSON form.
@@ -56,6 +63,8 @@ class TrainingState {
   std::vector<std::pair<std::string, torch::nn::Module*>> modules_;
   std::vector<std::pair<std::string, Adam*>> optimizers_;
   std::vector<std::pair<std::string, at::Tensor*>> tensors_;
+  std::vector<std::string> optional_;
+  std::vector<std::pair<std::string, at::Tensor*>> rank_sums_;
   std::vector<std::pair<std::string, int64_t*>> counters_;
 };
 

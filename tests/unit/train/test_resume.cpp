@@ -34,9 +34,9 @@ std::shared_ptr<Trainer> make_trainer(const TrainConfig& c) {
   return std::make_shared<Trainer>(c, open_configured_dataset(c), at::Device(at::kCPU));
 }
 
-TEST(Resume, SnapshotContinuesWithIdenticalLosses) {
+// A run of `c` snapshotted after 3 steps continues as it would have without the stop.
+void expect_resume_continues_exactly(const TrainConfig& c) {
   test::TempDir dir;
-  const TrainConfig c = test::tiny_config();
   apply_libtorch_settings(c, dist::World{});
   auto uninterrupted = make_trainer(c);
   run_steps(*uninterrupted, 3);
@@ -53,6 +53,18 @@ TEST(Resume, SnapshotContinuesWithIdenticalLosses) {
   const auto a = nn::state_dict(uninterrupted->G_ema()), b = nn::state_dict(resumed->G_ema());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].second.equal(b[i].second)) << a[i].first;
   EXPECT_TRUE(uninterrupted->loss().pl_mean.equal(resumed->loss().pl_mean));
+  EXPECT_TRUE(uninterrupted->augment().p.equal(resumed->augment().p));
+}
+
+TEST(Resume, SnapshotContinuesWithIdenticalLosses) { expect_resume_continues_exactly(test::tiny_config()); }
+
+// ADA's p and the signs of an interval cut by the snapshot (3 of 4 steps) resume too.
+TEST(Resume, AdaptiveAugmentationContinuesMidInterval) {
+  TrainConfig c = test::tiny_config();
+  c.augment.mode = AugmentMode::Ada;
+  c.augment.p = 0.2;
+  c.augment.kimg = config::IntOrAuto(1);
+  expect_resume_continues_exactly(c);
 }
 
 // The snapshot of a tiny run after one step, written to and read back from `dir`.
