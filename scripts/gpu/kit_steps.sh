@@ -362,11 +362,11 @@ run_cpu_suite() {  # run_cpu_suite BUILD_DIR
 # wait, its regularizers' convolutions through conv2d_gradfix in float32 and float16 (no feature
 # map as a kernel, no weight gradient in a first backward), its phases replayed from CUDA graphs
 # against the same steps without, the G_ema update and precision/recall
-# on the GPU against the CPU.
+# on the GPU against the CPU, and ADA's augmentation pipeline against the reference's fixtures.
 gpu_tests=("bin/test_ops|CudaKernels.*"
            "bin/test_nn|ChannelsLastNetworks.EveryFeatureMapFilterOfAStepTakesTheLanesKernel"
            "bin/test_device|*"
-           "bin/test_train|Trainer.NoStepMakesTheHostWaitForTheGpu:Ema.*:Conv2dGradfix.*:Tf32Split.*:ChannelsLastRegularization.*"
+           "bin/test_train|Trainer.NoStepMakesTheHostWaitForTheGpu:Ema.*:Conv2dGradfix.*:Tf32Split.*:ChannelsLastRegularization.*:Augment.OnTheGpu*"
            "bin/test_metrics|PrecisionRecall.TheGpuCountsAsTheCpu")
 
 # fid2k_full of SNAPSHOT (a fashion32 run limited to 4096 images) on DEVICE, its real statistics

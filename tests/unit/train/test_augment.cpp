@@ -8,8 +8,10 @@
 #include "test_support.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <nlohmann/json.hpp>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/cuda.h>
 
 #include <filesystem>
 #include <fstream>
@@ -82,22 +84,34 @@ std::vector<fs::path> fixtures() {
   return paths;
 }
 
-TEST(Augment, EveryOpAndPipelineMatchesTheReferenceForwardAndGradient) {
+// Every fixture run on `device` (the recorded draws and the images moved there), compared on the CPU.
+void expect_every_fixture_matches_on(const at::Device& device) {
   const std::vector<fs::path> paths = fixtures();
   ASSERT_EQ(paths.size(), 32u);  // 15 ops and 2 pipelines, RGB and one channel (hue, saturation: RGB only)
   for (const fs::path& path : paths) {
     const std::string name = path.stem().string();
     const nn::TensorMap tensors = nn::load_tensor_file(path.string());
     const nlohmann::json meta = read_json(fs::path(path).replace_extension(".json").string());
-    const AugmentPipe pipe(options_of(meta.at("options")));
+    AugmentPipe pipe(options_of(meta.at("options")));
+    pipe.to(device);
     RecordedDraws draws(tensors, meta.at("draws"));
-    const at::Tensor images = tensors.at("images").clone().requires_grad_(true);
+    const at::Tensor images = tensors.at("images").to(device).requires_grad_(true);
     const at::Tensor out = pipe(images, meta.at("p").get<double>(), draws);
     EXPECT_EQ(draws.used(), meta.at("draws").size()) << name;
-    const at::Tensor grad = torch::autograd::grad({(out * output_weight(out.sizes())).sum()}, {images})[0];
-    EXPECT_LT(relative_error(out.detach(), tensors.at("out")), 1e-4) << name << ": output";
-    EXPECT_LT(relative_error(grad, tensors.at("grad")), 1e-4) << name << ": gradient";
+    const at::Tensor weight = output_weight(out.sizes()).to(device);
+    const at::Tensor grad = torch::autograd::grad({(out * weight).sum()}, {images})[0];
+    EXPECT_LT(relative_error(out.detach().cpu(), tensors.at("out")), 1e-4) << name << ": output";
+    EXPECT_LT(relative_error(grad.cpu(), tensors.at("grad")), 1e-4) << name << ": gradient";
   }
+}
+
+TEST(Augment, EveryOpAndPipelineMatchesTheReferenceForwardAndGradient) { expect_every_fixture_matches_on(at::kCPU); }
+
+// On CUDA (TF32 off, as run.allow_tf32 false) the pipeline resamples through the project's upfirdn2d kernels and LibTorch's grid sampler.
+TEST(Augment, OnTheGpuEveryOpAndPipelineMatchesTheReference) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  at::globalContext().setAllowTF32CuDNN(false);  // float32 convolutions, as training runs them by default
+  expect_every_fixture_matches_on(at::Device(at::kCUDA, 0));
 }
 
 TEST(Augment, PipelinesByName) {
