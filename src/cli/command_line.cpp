@@ -1,5 +1,7 @@
 #include "sg2/cli/command_line.h"
 
+#include "sg2/cli/local_launch.h"
+#include "sg2/cli/presets.h"
 #include "sg2/cli/run_setup.h"
 
 #include "sg2/core/error.h"
@@ -44,7 +46,19 @@ bool key_shown(const std::string& key, const std::vector<std::string>& shown) {
 }  // namespace
 
 void ConfigOptions::add_to(CLI::App& app, const std::vector<std::string>& shown) {
-  app.add_option("--config", config_file_, "YAML preset or config file (configs/*.yaml)")->check(CLI::ExistingFile);
+  // A preset's name becomes its file at parsing, so config_file() is a path for everyone after.
+  const CLI::Validator preset_or_file_path(
+      [](std::string& value) {
+        try {
+          value = preset_or_file(value);
+          return std::string();
+        } catch (const std::exception& e) {
+          return std::string(e.what());
+        }
+      },
+      "NAME|FILE");
+  app.add_option("--config,--cfg", config_file_, "A preset's name (config-f, paper256, ...: configs/NAME.yaml) or a "
+                 "YAML config file")->transform(preset_or_file_path);
   const TrainConfig defaults;
   config::add_cli_options(train_schema(), app, cli_, defaults);
   for (const auto& [flag, key] : std::vector<std::pair<std::string, std::string>>{{"--data", "data.path"},
@@ -157,6 +171,9 @@ void TrainCommand::add_to(CLI::App& app) {
   app.add_option("--resume", resume_,
                  "Continue a run exactly: a snapshot file, a run directory (its latest snapshot), or 'latest'")
       ->check(not_empty);
+  app.add_option("--gpus", gpus_, "Start N ranks on this node, one GPU each (CPU ranks where there is none), as "
+                 "train.py --gpus N; not under mpirun, srun or stylegan2_launch, which start the ranks themselves")
+      ->check(CLI::Range(1, 4096));
   app.add_flag("--dry-run", dry_run_, "Print the resolved config, the world it would use and the library versions, then exit");
   app.add_flag("-v,--verbose", verbose_, "More log output");
 }
@@ -186,6 +203,7 @@ int TrainCommand::run() {
     snapshot = load_snapshot(snapshot_path);
   }
   const TrainConfig config = config_.resolve(snapshot ? snapshot->config_yaml : "");
+  if (gpus_ > 0) return launch_local_ranks(gpus_, config);
   const Snapshot* loaded = snapshot ? &*snapshot : nullptr;
   return run_session_on_every_rank("stylegan2_train", config, verbose_, [&](dist::Session& session) {
     if (dry_run_) return print_dry_run(config, session);

@@ -45,6 +45,14 @@ std::vector<std::string> own_command_line() {
   return args;
 }
 
+std::string own_executable() {
+  std::string path(4096, '\0');
+  const ssize_t length = readlink("/proc/self/exe", path.data(), path.size() - 1);
+  if (length <= 0) return "";
+  path.resize(static_cast<size_t>(length));
+  return path;
+}
+
 std::string counted(int64_t count, const std::string& noun) {
   return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
 }

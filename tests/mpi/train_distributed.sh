@@ -4,7 +4,8 @@
 #     (4 images per pass everywhere) end with the same G, D, G_ema, w_avg and pl_mean (one step
 #     without path-length regularization to rounding, four steps with it within the bound below);
 #  2. a torchrun-style launch (stylegan2_launch + Gloo over loopback) matches the mpirun run, and
-#     so does a launch by PyPI torch's own torchrun (its agent serves the store);
+#     so do stylegan2_train --gpus 2 and a launch by PyPI torch's own torchrun (its agent serves the
+#     store);
 #  3. the same across two emulated nodes (scripts/bench/netns_cluster.sh: network namespaces, veth, a
 #     bridge, 10 Gbit/s links), when the machine allows it;
 #  4. an exception on one rank (rank 0 cannot write its snapshot) and a kill -9 of one rank both end
@@ -102,6 +103,16 @@ launch() {
       { cat "$work/launch.log"; fail "stylegan2_launch"; }
   grep -q "World: 2 processes, backend gloo" "$work/launch.log" || fail "launch did not use gloo"
   same_weights mpi2 launch 1e-6
+  # stylegan2_train --gpus 2: the same ranks without a launcher of the user's (CPU ranks here).
+  "$bin/stylegan2_train" --gpus 2 "${common[@]}" --outdir "$work/gpus" > "$work/gpus.log" 2>&1 ||
+      { cat "$work/gpus.log"; fail "stylegan2_train --gpus 2"; }
+  grep -q "Starting 2 ranks on this node" "$work/gpus.log" && grep -q "World: 2 processes, backend gloo" "$work/gpus.log" ||
+      { cat "$work/gpus.log"; fail "--gpus 2 did not start 2 gloo ranks"; }
+  same_weights mpi2 gpus 1e-6
+  if mpirun_n 1 "$bin/stylegan2_train" --gpus 2 "${common[@]}" --outdir "$work/gpus-mpi" > "$work/gpus-mpi.log" 2>&1; then
+    fail "--gpus under mpirun started ranks of ranks"
+  fi
+  grep -q "already one of a launch (mpi)" "$work/gpus-mpi.log" || { cat "$work/gpus-mpi.log"; fail "--gpus under mpirun: no clear error"; }
 }
 
 two_nodes() {

@@ -69,6 +69,7 @@ class TrainCommand {
   int print_dry_run(const TrainConfig& config, dist::Session& session);
   ConfigOptions config_;
   std::string resume_;
+  int gpus_ = 0;  // --gpus N: start N ranks on this node (local_launch.h); 0: this process is the run
   bool dry_run_ = false;
   bool verbose_ = false;
 };

@@ -26,6 +26,7 @@ double process_cpu_seconds();  // user + system CPU time of this process so far,
 double current_rss_gib();  // resident set size now
 std::string hostname();  // this machine's host name ("?" where it cannot be read)
 std::vector<std::string> own_command_line();  // argv of this process (/proc/self/cmdline; empty where unreadable)
+std::string own_executable();  // this program's file (/proc/self/exe), resolved; empty where unreadable
 double unix_time();  // seconds since the epoch (wall clock), for timestamps in logs and files
 
 // "1 channel", "3 channels": a count and its noun, plural with an s where the count is not 1.

@@ -1,6 +1,8 @@
 // The training config: presets parse, validation names keys and suggests values that work.
 #include "sg2/core/error.h"
 #include "sg2/cli/command_line.h"
+#include "sg2/cli/local_launch.h"
+#include "sg2/cli/presets.h"
 #include "sg2/ops/kernels.h"
 #include "sg2/ops/tf32_split.h"
 #include "sg2/train/batch_probe.h"
@@ -415,3 +417,58 @@ TEST(ConfigSchema, ARetiredKeyIsIgnoredInFilesAndRefusedOnTheCommandLine) {
 
 }  // namespace
 }  // namespace sg2::train
+
+namespace sg2::cli {
+namespace {
+
+TEST(PresetNames, ANameFindsTheShippedPresetAndAPathStillWorks) {
+  EXPECT_EQ(std::filesystem::path(preset_or_file("paper256")).filename(), "paper256.yaml");
+  EXPECT_EQ(std::filesystem::path(preset_or_file("fashion32.yaml")).filename(), "fashion32.yaml");
+  const std::string path = test::source_dir() + "/configs/cifar.yaml";
+  EXPECT_EQ(preset_or_file(path), path);
+  const std::vector<std::string> names = preset_names();
+  for (const char* name : {"config-f", "config-e", "paper256", "paper512", "paper1024", "cifar", "fashion32"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  }
+}
+
+TEST(PresetNames, AnUnknownNameOrMissingFileListsThePresets) {
+  const std::string message = test::error_message([] { preset_or_file("paper257"); });
+  EXPECT_NE(message.find("--config 'paper257': no such file, and no preset of that name; the presets are "),
+            std::string::npos) << message;
+  EXPECT_NE(message.find("paper256, paper512"), std::string::npos) << message;
+  EXPECT_NE(test::error_message([] { preset_or_file("nowhere/x.yaml"); }).find("no such file;"), std::string::npos);
+}
+
+TEST(PresetNames, CfgOnTheCommandLineReadsThePreset) {
+  CLI::App app;
+  ConfigOptions options;
+  options.add_to(app);
+  std::vector<std::string> args{"--kimg", "3", "--cfg", "fashion32"};  // CLI11 parses a reversed vector
+  std::reverse(args.begin(), args.end());
+  app.parse(args);
+  const TrainConfig config = options.resolve();
+  EXPECT_EQ(config.run.preset, "fashion32");
+  EXPECT_EQ(config.train.total_kimg, 3);
+  EXPECT_EQ(std::filesystem::path(options.config_file()).filename(), "fashion32.yaml");
+}
+
+TEST(LocalLaunch, TheRanksGetTheArgumentsLessGpus) {
+  const std::vector<std::string> given{"stylegan2_train", "--gpus", "4", "--cfg", "paper256", "--gpus=2", "--kimg", "1"};
+  const std::vector<std::string> expected{"stylegan2_train", "--cfg", "paper256", "--kimg", "1"};
+  EXPECT_EQ(arguments_without_gpus(given), expected);
+}
+
+TEST(LocalLaunch, MoreRanksThanGpusOrCudaWithoutOneIsRefused) {
+  check_gpu_count(8, train::DeviceChoice::Auto, 8);
+  check_gpu_count(4, train::DeviceChoice::Auto, 0);  // no GPU: CPU ranks
+  check_gpu_count(4, train::DeviceChoice::Cpu, 2);
+  EXPECT_NE(test::error_message([] { check_gpu_count(4, train::DeviceChoice::Auto, 2); })
+                .find("--gpus 4: this node has 2 GPUs visible"), std::string::npos);
+  EXPECT_NE(test::error_message([] { check_gpu_count(2, train::DeviceChoice::Cuda, 0); })
+                .find("--gpus 2 with run.device cuda, but LibTorch sees no CUDA device"), std::string::npos);
+  EXPECT_GT(free_local_port(), 0);
+}
+
+}  // namespace
+}  // namespace sg2::cli
