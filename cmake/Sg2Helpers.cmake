@@ -2,14 +2,19 @@
 
 set(SG2_WARNINGS $<$<COMPILE_LANGUAGE:CXX>:-Wall$<SEMICOLON>-Wextra$<SEMICOLON>-Wno-unused-parameter>)
 
-# sg2_add_module(NAME SOURCES ... DEPS ...): one static library per module (core, data, nn, train).
+# sg2_add_module(NAME SOURCES ... DEPS ...): one static library per module (core, data, nn, train),
+# installed and exported as stylegan2::NAME (docs/building.md, "Installing").
 function(sg2_add_module name)
   cmake_parse_arguments(_mod "" "" "SOURCES;DEPS" ${ARGN})
   add_library(sg2_${name} STATIC ${_mod_SOURCES})
-  target_include_directories(sg2_${name} PUBLIC ${PROJECT_SOURCE_DIR}/include)
+  target_include_directories(sg2_${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+                                                $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(sg2_${name} PUBLIC ${_mod_DEPS})
+  target_compile_features(sg2_${name} PUBLIC cxx_std_17)  # for the package's consumers too
   target_compile_options(sg2_${name} PRIVATE ${SG2_WARNINGS})
   add_library(sg2::${name} ALIAS sg2_${name})
+  set_target_properties(sg2_${name} PROPERTIES EXPORT_NAME ${name})
+  install(TARGETS sg2_${name} EXPORT stylegan2-cpp-targets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endfunction()
 
 # sg2_link_allocator(TARGET): links tcmalloc into an executable when enabled (no symbol is
@@ -27,6 +32,7 @@ function(sg2_add_app name)
   target_link_libraries(${name} PRIVATE ${_app_DEPS})
   target_compile_options(${name} PRIVATE ${SG2_WARNINGS})
   sg2_link_allocator(${name})
+  install(TARGETS ${name} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endfunction()
 
 # sg2_add_test_binary(NAME SOURCES ... DEPS ... [LABELS ...]): one gtest binary per module,
