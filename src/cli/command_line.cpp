@@ -312,8 +312,7 @@ int TrainCommand::train(const TrainConfig& requested, dist::Session& session, co
   } else if (aug.mode == AugmentMode::Fixed) {
     spdlog::info("Augmentation: fixed, pipeline {}, p {}", aug.pipe, aug.p);
   }
-  if (config.D.freeze_layers > 0) {
-    const auto frozen = frozen_D_layers(trainer.D(), config.D.freeze_layers);
+  if (const auto& frozen = trainer.frozen_D_layers(); !frozen.empty()) {
     spdlog::info("Freeze-D: D's first {} layers are not trained ({})", frozen.size(), fmt::join(frozen, ", "));
   }
   spdlog::info("World: {} processes, backend {}, rng {}, {} rounds of {} images per process and step",

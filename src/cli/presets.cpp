@@ -52,8 +52,9 @@ std::string preset_or_file(const std::string& spec) {
     }
   }
   const std::vector<std::string> dirs = preset_directories();
-  SG2_FAIL("--config '{}': no such file{}; the presets are {} (in {})", spec, a_name ? ", and no preset of that name" : "",
-           fmt::join(preset_names(), ", "), dirs.empty() ? std::string("no preset directory") : fmt::format("{}", fmt::join(dirs, ", ")));
+  const std::string where = dirs.empty() ? std::string("no preset directory") : fmt::format("{}", fmt::join(dirs, ", "));
+  SG2_FAIL("--config '{}': no such file{}; the presets are {} (in {})", spec,
+           a_name ? ", and no preset of that name" : "", fmt::join(preset_names(), ", "), where);
 }
 
 }  // namespace sg2::cli

@@ -29,10 +29,8 @@ void restart_with_safe_openblas_kernels() {
   const std::vector<std::string> arguments = own_command_line();
   if (arguments.empty()) return;
   // The program's own path, not /proc/self/exe: its name (ps, pkill -x) stays the program's.
-  std::string program(4096, '\0');
-  const ssize_t length = readlink("/proc/self/exe", program.data(), program.size() - 1);
-  if (length <= 0) return;
-  program.resize(static_cast<size_t>(length));
+  const std::string program = own_executable();
+  if (program.empty()) return;
   std::vector<char*> argv;
   for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
   argv.push_back(nullptr);

@@ -27,6 +27,12 @@ void check_allreduce_args(const std::vector<at::Tensor>& tensors, ReduceOp op, c
   }
 }
 
+at::Tensor Communicator::sum_over_ranks(const at::Tensor& tensor) {
+  at::Tensor summed = tensor.to(device(), tensor.scalar_type(), /*non_blocking=*/false, /*copy=*/true).contiguous();
+  allreduce({summed}, ReduceOp::Sum);
+  return summed;
+}
+
 int64_t Communicator::max_over_ranks(int64_t value) {
   if (size() == 1) return value;  // no tensor, no device round trip
   const at::Tensor mine = at::full({1}, value, at::TensorOptions().dtype(at::kLong).device(device()));

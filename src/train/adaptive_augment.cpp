@@ -4,18 +4,13 @@
 
 namespace sg2::train {
 
-double ada_adjustment(double mean_sign, double target, int64_t batch, int64_t interval, int64_t kimg) {
-  const double direction = mean_sign > target ? 1.0 : mean_sign < target ? -1.0 : 0.0;
-  return direction * static_cast<double>(batch * interval) / (static_cast<double>(kimg) * 1000);
-}
-
 AdaptiveAugment::AdaptiveAugment(const TrainConfig& c, const at::Device& device)
     : p(at::full({}, c.augment.p, at::TensorOptions().device(device).dtype(at::kFloat))),
       real_signs(at::zeros({2}, at::TensorOptions().device(device).dtype(at::kDouble))),
       adaptive_(c.augment.mode == AugmentMode::Ada),
       target_(c.augment.target),
       interval_(c.augment.interval),
-      step_(ada_adjustment(1, 0, c.train.batch, c.augment.interval, ada_kimg(c))) {
+      step_(static_cast<double>(c.train.batch * c.augment.interval) / (static_cast<double>(ada_kimg(c)) * 1000)) {
   if (c.augment.mode == AugmentMode::NoAug) return;
   pipe_ = std::make_shared<AugmentPipe>(augment_pipeline(c.augment.pipe));
   pipe_->to(device);
@@ -26,10 +21,10 @@ at::Tensor AdaptiveAugment::operator()(const at::Tensor& images, at::Generator& 
   return (*pipe_)(images, p, draws);
 }
 
-void AdaptiveAugment::add_real_signs(const at::Tensor& logits) {
+void AdaptiveAugment::add_real_signs(const at::Tensor& signs) {
   if (!adaptive_) return;
-  const at::Tensor signs = logits.detach().sign().to(at::kDouble);
-  real_signs.add_(at::stack({signs.sum(), at::full({}, static_cast<double>(signs.numel()), real_signs.options())}));
+  real_signs[0].add_(signs.detach().sum());
+  real_signs[1].add_(static_cast<double>(signs.numel()));
 }
 
 bool AdaptiveAugment::adjusts_after(int64_t batch_idx) const { return adaptive_ && batch_idx % interval_ == 0; }
@@ -37,9 +32,7 @@ bool AdaptiveAugment::adjusts_after(int64_t batch_idx) const { return adaptive_ 
 // As the reference: p (float32) + the step in float32, clamped at 0; no move in an interval without
 // reals (sum and count 0).
 void AdaptiveAugment::adjust(dist::Communicator& comm) {
-  at::Tensor summed = real_signs.to(comm.device());
-  comm.allreduce({summed}, dist::ReduceOp::Sum);
-  real_signs.copy_(summed);
+  real_signs.copy_(comm.sum_over_ranks(real_signs));
   const at::Tensor mean = real_signs[0] / real_signs[1].clamp_min(1);
   const at::Tensor direction = at::where(real_signs[1] > 0, (mean - target_).sign(), at::zeros_like(mean));
   p.copy_((p + (direction * step_).to(at::kFloat)).clamp_min(0));

@@ -130,12 +130,11 @@ at::Tensor StyleGAN2Loss::discriminator_real(const RoundInputs& in, bool main, b
   if (r1) {
     at::Tensor real = in.real_img.detach().requires_grad_(true);
     std::tie(logits, penalty) = r1_penalty(D_, real, seen_by_D(real, rng), in.real_c);
-  } else if (!logits.defined()) {
-    logits = D_.forward(seen_by_D(in.real_img.detach(), rng), in.real_c);
   }
-  if (augment != nullptr) augment->add_real_signs(logits);
+  const at::Tensor signs = logits.sign();
+  if (augment != nullptr) augment->add_real_signs(signs);
   stats.report("Loss/scores/real", logits);
-  stats.report("Loss/signs/real", logits.sign());
+  stats.report("Loss/signs/real", signs);
   at::Tensor total = logits * 0;  // keeps every D parameter in the graph
   if (main) {
     at::Tensor loss_real = softplus_neg(logits);

@@ -155,7 +155,8 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const data::Dataset>
   set_compute(compute_settings_of(config_));
 
   G_trained_ = nn::named_parameters(*G_);
-  D_trained_ = without_layers(nn::named_parameters(*D_), frozen_D_layers(*D_, config.D.freeze_layers));
+  D_frozen_ = train::frozen_D_layers(*D_, config.D.freeze_layers);
+  D_trained_ = without_layers(nn::named_parameters(*D_), D_frozen_);
   augment_ = std::make_unique<AdaptiveAugment>(config_, device_);
   loss_ = std::make_unique<StyleGAN2Loss>(*G_, *D_, config.loss, device_);
   loss_->fused_modconv = fused_modconv_in_training(config);
@@ -243,8 +244,7 @@ std::vector<at::Tensor> Trainer::gather_step_rng_states() {
 
 void Trainer::sum_rank_sums_on_rank0() {
   for (const auto& [name, tensor] : state_.rank_sums()) {
-    at::Tensor summed = tensor->to(comm_->device());
-    comm_->allreduce({summed}, dist::ReduceOp::Sum);
+    const at::Tensor summed = comm_->sum_over_ranks(*tensor);
     tensor->copy_(comm_->rank() == 0 ? summed : at::zeros_like(summed));
   }
 }

@@ -177,9 +177,7 @@ void TrainingLoop::report_tick(double tick_end) {
     stats.report_scalar("Timing/allreduce_busy_sec", comm_times.busy_seconds);
     stats.report_scalar("Timing/allreduce_exposed_sec", comm_times.exposed_seconds);
   }
-  at::Tensor moments = stats.packed_moments().to(trainer_.comm().device()).contiguous();
-  trainer_.comm().allreduce({moments}, dist::ReduceOp::Sum);
-  const auto values = stats.finish(moments.cpu());
+  const auto values = stats.finish(trainer_.comm().sum_over_ranks(stats.packed_moments()).cpu());
   if (is_rank0()) {
     spdlog::info(status_line(values, tick_seconds));
     write_stats_line(values);

@@ -60,6 +60,9 @@ class Communicator {
   // Ends the whole job as fast as the backend can (MPI_Abort, ncclCommAbort); never throws.
   virtual void abort(const std::string& reason) noexcept = 0;
 
+  // A copy of `tensor` on this backend's device holding its sum over every rank (the input stays as
+  // it is, wherever it lives).
+  at::Tensor sum_over_ranks(const at::Tensor& tensor);
   // The largest of every rank's `value`, on every rank.
   int64_t max_over_ranks(int64_t value);
   // True on every rank when `flag` is true on any rank.

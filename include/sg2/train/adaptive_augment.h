@@ -18,9 +18,6 @@
 
 namespace sg2::train {
 
-// The ADA heuristic's step of p from the mean sign of D's real logits over an interval.
-double ada_adjustment(double mean_sign, double target, int64_t batch, int64_t interval, int64_t kimg);
-
 class AdaptiveAugment {
  public:
   AdaptiveAugment(const TrainConfig& config, const at::Device& device);
@@ -30,8 +27,9 @@ class AdaptiveAugment {
   // images [N, C, H, W] float32 -> augmented with probability p, the draws from `rng`.
   at::Tensor operator()(const at::Tensor& images, at::Generator& rng) const;
 
-  // ada: adds the signs of D's real logits [N, 1] to the interval's sums. No host sync.
-  void add_real_signs(const at::Tensor& logits);
+  // ada: adds the signs of D's real logits ([N, 1], as reported in Loss/signs/real) to the interval's
+  // sums. No host sync.
+  void add_real_signs(const at::Tensor& signs);
   // ada: whether step `batch_idx` (counted after it ran) ends an interval.
   bool adjusts_after(int64_t batch_idx) const;
   // ada: sums the interval's signs over the ranks, moves p and starts the next interval. Collective.

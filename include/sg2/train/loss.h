@@ -80,7 +80,7 @@ class StyleGAN2Loss {
   // Each returns its loss term (a scalar mean, before the gain).
   at::Tensor generator_main(const RoundInputs& in, at::Generator& rng, StatsCollector& stats);
   at::Tensor generator_path_length(const RoundInputs& in, at::Generator& rng, StatsCollector& stats);
-  // logits: the reals' from a pass of D already run (not with r1), else undefined.
+  // logits: the reals' from the pass of D that Dmain ran; undefined with r1, which runs its own.
   at::Tensor discriminator_real(const RoundInputs& in, bool main, bool r1, const at::Tensor& loss_fake,
                                 at::Tensor logits, at::Generator& rng, StatsCollector& stats);
   at::Tensor generated_images(const RoundInputs& in, at::Generator& rng);  // G's, without a graph

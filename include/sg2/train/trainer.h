@@ -76,6 +76,7 @@ class Trainer {
   AdaptiveAugment& augment() { return *augment_; }
   // The parameters each network trains (D's less its frozen layers, D.freeze_layers).
   const nn::NamedTensors& trained_parameters(bool of_G) const { return of_G ? G_trained_ : D_trained_; }
+  const std::vector<std::string>& frozen_D_layers() const { return D_frozen_; }  // D.freeze_layers' names
   // G, D, G_ema, both Adam states, pl_mean and the progress counters (training_state.h).
   const TrainingState& state() const { return state_; }
   at::Generator& step_rng() { return step_rng_; }  // this rank's step randomness (dist.rng = rank)
@@ -116,6 +117,7 @@ class Trainer {
   std::shared_ptr<nn::Discriminator> D_;
   std::unique_ptr<Adam> G_opt_, D_opt_;
   nn::NamedTensors G_trained_, D_trained_;
+  std::vector<std::string> D_frozen_;
   std::unique_ptr<AdaptiveAugment> augment_;
   std::unique_ptr<StyleGAN2Loss> loss_;
   std::unique_ptr<dist::GradientReducer> G_reducer_, D_reducer_;

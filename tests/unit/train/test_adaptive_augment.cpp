@@ -33,27 +33,37 @@ at::Tensor logits_with_signs(int64_t positive, int64_t total) {
   return at::where(at::arange(total) < positive, at::full({total}, 2.0), at::full({total}, -3.0)).unsqueeze(1);
 }
 
+// p after one adjustment from 0.5, with `positive` of 20 real signs positive (mean (2 positive - 20) / 20).
+float p_after_one_adjustment(int64_t positive, int64_t batch, int64_t kimg) {
+  TrainConfig c = ada_config(0.5, 4, kimg);
+  c.train.batch = batch;
+  AdaptiveAugment ada(c, kCpu);
+  ada.add_real_signs(logits_with_signs(positive, 20).sign());
+  ada.adjust(*dist::local_communicator(kCpu));
+  return ada.p.item<float>();
+}
+
 TEST(AdaAdjustment, MovesByTheBatchesOfAnIntervalOverTheKimgTowardsTheTarget) {
-  EXPECT_DOUBLE_EQ(ada_adjustment(0.7, 0.6, 64, 4, 500), 64.0 * 4 / 500000);
-  EXPECT_DOUBLE_EQ(ada_adjustment(0.5, 0.6, 64, 4, 500), -64.0 * 4 / 500000);
-  EXPECT_DOUBLE_EQ(ada_adjustment(0.6, 0.6, 64, 4, 500), 0);
-  EXPECT_DOUBLE_EQ(ada_adjustment(0.9, 0.6, 32, 4, 100), 32.0 * 4 / 100000);
+  EXPECT_EQ(p_after_one_adjustment(17, 64, 500), 0.5f + static_cast<float>(64.0 * 4 / 500000));  // mean 0.7
+  EXPECT_EQ(p_after_one_adjustment(15, 64, 500), 0.5f - static_cast<float>(64.0 * 4 / 500000));  // mean 0.5
+  EXPECT_EQ(p_after_one_adjustment(16, 64, 500), 0.5f);                                         // mean 0.6
+  EXPECT_EQ(p_after_one_adjustment(19, 32, 100), 0.5f + static_cast<float>(32.0 * 4 / 100000));  // mean 0.9
 }
 
 TEST(AdaptiveAugment, AdjustsPFromTheRanksSignsInFloat32AndNeverBelowZero) {
   TrainConfig c = ada_config(0.01, 4, 1);  // steps of 8 x 4 / 1000 = 0.032
   AdaptiveAugment ada(c, kCpu);
   auto comm = dist::local_communicator(kCpu);
-  ada.add_real_signs(logits_with_signs(3, 4));
-  ada.add_real_signs(logits_with_signs(1, 4));  // mean sign (2 - 2) / 8 = 0 < 0.6
+  ada.add_real_signs(logits_with_signs(3, 4).sign());
+  ada.add_real_signs(logits_with_signs(1, 4).sign());  // mean sign (2 - 2) / 8 = 0 < 0.6
   EXPECT_DOUBLE_EQ(ada.real_signs[0].item<double>(), 2 - 2);
   EXPECT_DOUBLE_EQ(ada.real_signs[1].item<double>(), 8);
   ada.adjust(*comm);
   EXPECT_EQ(ada.p.item<float>(), 0.0f);  // 0.01 - 0.032, clamped
   EXPECT_EQ(ada.real_signs.count_nonzero().item<int64_t>(), 0);
-  ada.add_real_signs(logits_with_signs(4, 4));
+  ada.add_real_signs(logits_with_signs(4, 4).sign());
   ada.adjust(*comm);
-  ada.add_real_signs(logits_with_signs(4, 4));
+  ada.add_real_signs(logits_with_signs(4, 4).sign());
   ada.adjust(*comm);
   EXPECT_EQ(ada.p.item<float>(), 0.0f + static_cast<float>(0.032) + static_cast<float>(0.032));
   ada.adjust(*comm);  // an interval without reals leaves p
@@ -69,7 +79,7 @@ TEST(AdaptiveAugment, FixedKeepsPAndNoaugRunsNoPipeline) {
   c.augment.p = 0.3;
   AdaptiveAugment fixed(c, kCpu);
   EXPECT_TRUE(fixed.enabled());
-  fixed.add_real_signs(logits_with_signs(4, 4));
+  fixed.add_real_signs(logits_with_signs(4, 4).sign());
   EXPECT_EQ(fixed.real_signs.count_nonzero().item<int64_t>(), 0);
   EXPECT_FALSE(fixed.adjusts_after(4));
   EXPECT_EQ(fixed.p.item<float>(), 0.3f);
