@@ -114,10 +114,11 @@ std::string resolve_resume(const std::string& spec, const std::string& outdir) {
     return snapshot;
   }
   SG2_CHECK(fs::is_regular_file(spec), "--resume '{}': no such snapshot file or run directory", spec);
-  SG2_CHECK(fs::path(spec).extension() != ".pkl", "--resume '{}': a network pickle of stylegan2-ada-pytorch (or "
-            "of the original StyleGAN2) needs Python to unpickle: export it with scripts/export_pkl.py --pkl {} --out "
-            "NAME, import it with stylegan2_import --state-dict NAME.pt --config NAME.json --out NAME-snapshot.pt, "
-            "then --resume NAME-snapshot.pt (docs/training.md, \"Transfer learning\")", spec, spec);
+  SG2_CHECK(fs::path(spec).extension() != ".pkl", "--resume '{}': a network pickle is not a snapshot: import it "
+            "first. One of the original TensorFlow StyleGAN2 (or of stylegan2_export): stylegan2_import --pkl {} --out "
+            "NAME-snapshot.pt; one of stylegan2-ada-pytorch: python3 scripts/export_pkl.py --pkl {} --out NAME, then "
+            "stylegan2_import --state-dict NAME.pt --config NAME.json --out NAME-snapshot.pt. Then --resume "
+            "NAME-snapshot.pt (docs/augmentation.md, \"Transfer learning\")", spec, spec, spec);
   return fs::absolute(spec).lexically_normal().string();
 }
 
