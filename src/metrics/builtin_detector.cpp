@@ -93,10 +93,12 @@ def features(self, images):
     x = torch.max_pool2d(torch.relu(torch.conv2d(x, self.conv2_weight, self.conv2_bias, [1, 1], [1, 1])), [2, 2])
     return torch.relu(torch.linear(x.flatten(1), self.fc_weight, self.fc_bias))
 
-def forward(self, images, return_features: bool = False):
+def forward(self, images, return_features: bool = False, no_output_bias: bool = False):
     f = self.features(images)
     if return_features:
         return f
+    if no_output_bias:
+        return torch.softmax(torch.linear(f, self.out_weight), 1)
     return torch.linear(f, self.out_weight, self.out_bias)
 )";
 }

@@ -69,6 +69,8 @@ int64_t metric_image_count(const std::string& name, const std::string& digits, b
 MetricSpec parse_metric(const std::string& name) {
   static const std::regex distance_pattern("(fid|kid)([0-9]+)(k?)(_full)?");
   static const std::regex precision_recall_pattern("pr([0-9]+)(k?)([1-9])(_full)?");
+  static const std::regex inception_score_pattern("is([0-9]+)(k?)");
+  static const std::regex path_length_pattern("ppl(2?)_(z|w)(full|end)(?:_([0-9]+)(k?))?");
   std::smatch match;
   MetricSpec spec;
   spec.name = name;
@@ -81,9 +83,21 @@ MetricSpec parse_metric(const std::string& name) {
     spec.num_fakes = metric_image_count(name, match[1], match[2].length() > 0);
     spec.nhood = std::stoll(match[3]);
     spec.max_reals = match[4].length() > 0 ? kPrecisionRecallMaxReals : spec.num_fakes;
+  } else if (std::regex_match(name, match, inception_score_pattern)) {
+    spec.kind = MetricSpec::Kind::IS;
+    spec.num_fakes = metric_image_count(name, match[1], match[2].length() > 0);
+    SG2_CHECK(spec.num_fakes >= spec.num_splits, "metric '{}' needs at least {} images (one per split)", name,
+              spec.num_splits);
+  } else if (std::regex_match(name, match, path_length_pattern)) {
+    spec.kind = MetricSpec::Kind::PPL;
+    spec.path_length.crop = match[1].length() == 0;  // ppl2_*: the uncropped variant
+    spec.path_length.w_space = match[2] == "w";
+    spec.path_length.full = match[3] == "full";
+    spec.num_fakes = match[4].matched ? metric_image_count(name, match[4], match[5].length() > 0) : 50000;
   } else {
-    SG2_FAIL("unknown metric '{}': expected fid<N>[k][_full], kid<N>[k][_full] or pr<N>[k]<nhood>[_full], e.g. "
-             "fid50k_full, kid50k_full, pr50k3_full, fid10k, fid2k_full",
+    SG2_FAIL("unknown metric '{}': expected fid<N>[k][_full], kid<N>[k][_full], pr<N>[k]<nhood>[_full], is<N>[k] "
+             "or ppl[2]_{{z,w}}{{full,end}}[_<N>[k]], e.g. fid50k_full, kid50k_full, pr50k3_full, is50k, ppl_wend, "
+             "ppl2_wend, fid10k, ppl_zfull_2k",
              name);
   }
   SG2_CHECK(spec.num_fakes >= 2, "metric '{}' needs at least 2 generated images", name);
@@ -156,7 +170,7 @@ at::Tensor MetricEvaluator::real_features(int64_t start, int64_t count) {
   return detector_->features(data::read_images(*reals_, data::index_range(start, count)));  // [n, C, H, W] -> [n, D]
 }
 
-at::Tensor MetricEvaluator::fake_features(nn::Generator& G, int64_t start, int64_t count) {
+at::Tensor MetricEvaluator::fake_images(nn::Generator& G, int64_t start, int64_t count) {
   const auto block = static_cast<uint64_t>(start / options_.batch);
   const at::Device device = device_of(G);
   at::Generator latents = nn::make_rng(at::kCPU, mix_seed({options_.seed, kLatentStream, block}));
@@ -174,7 +188,7 @@ at::Tensor MetricEvaluator::fake_features(nn::Generator& G, int64_t start, int64
   synthesis.rng = nn::make_rng(device, mix_seed({options_.seed, kNoiseStream, block}));
   at::NoGradGuard no_grad;
   const at::Tensor img = G.forward(z, c.to(device), nn::MappingNetwork::Run{}, synthesis);  // [n, C, R, R]
-  return detector_->features((img * 127.5 + 128).clamp(0, 255).to(at::kByte));
+  return (img * 127.5 + 128).clamp(0, 255).to(at::kByte);
 }
 
 const FeatureStats& MetricEvaluator::real_stats(int64_t max_items, bool capture_all) {
@@ -209,7 +223,8 @@ FeatureStats MetricEvaluator::fake_stats(nn::Generator& G, int64_t num_fakes, bo
   FeatureStats stats(num_fakes, capture_all, !capture_all);
   gather_features_in_block_order(
       comm_, num_fakes, options_.batch, detector_->feature_dim(),
-      [this, &G](int64_t start, int64_t n) { return fake_features(G, start, n); }, stats, "fake features",
+      [this, &G](int64_t start, int64_t n) { return detector_->features(fake_images(G, start, n)); }, stats,
+      "fake features",
       options_.show_progress);
   return stats;
 }
@@ -241,8 +256,45 @@ at::Tensor MetricEvaluator::features_on_every_rank(const FeatureStats& stats) {
   return features;
 }
 
+// Every rank holds every block's values after the gather: each computes the same score from them.
+MetricResult MetricEvaluator::inception_score_of(const MetricSpec& spec, nn::Generator& G) {
+  const at::Tensor grey = at::full({2, G.options.img_channels, 32, 32}, 128, at::kByte);
+  const int64_t classes = detector_->class_probabilities(grey).size(1);
+  FeatureStats probabilities(spec.num_fakes, true, false);
+  gather_features_in_block_order(
+      comm_, spec.num_fakes, options_.batch, classes,
+      [this, &G](int64_t start, int64_t n) { return detector_->class_probabilities(fake_images(G, start, n)); },
+      probabilities, "fake class probabilities", options_.show_progress);
+  const auto [mean, std] = inception_score(probabilities.all(), spec.num_splits);
+  MetricResult result;
+  result.values = {{spec.name + "_mean", mean}, {spec.name + "_std", std}};
+  result.num_fakes = probabilities.count();
+  return result;
+}
+
+MetricResult MetricEvaluator::path_length_of(const MetricSpec& spec, nn::Generator& G) {
+  PathLengthSampler sampler(G, *detector_, spec.path_length, options_.seed, label_table_);
+  FeatureStats distances(spec.num_fakes, true, false);
+  gather_features_in_block_order(
+      comm_, spec.num_fakes, options_.batch, 1,
+      [this, &sampler](int64_t start, int64_t n) {
+        return sampler.distances(start, n, static_cast<uint64_t>(start / options_.batch));
+      },
+      distances, "path length samples", options_.show_progress);
+  MetricResult result;
+  result.values = {{spec.name, path_length_mean(distances.all())}};
+  result.num_fakes = distances.count();
+  return result;
+}
+
 MetricResult MetricEvaluator::evaluate(const MetricSpec& spec, nn::Generator& G) {
   const Stopwatch clock;
+  if (spec.kind == MetricSpec::Kind::IS || spec.kind == MetricSpec::Kind::PPL) {
+    MetricResult result = spec.kind == MetricSpec::Kind::IS ? inception_score_of(spec, G) : path_length_of(spec, G);
+    result.metric = spec.name;
+    result.seconds = clock.seconds();
+    return result;
+  }
   const bool every_feature = spec.kind != MetricSpec::Kind::FID;
   const FeatureStats& reals = real_stats(spec.max_reals, every_feature);
   const FeatureStats fakes = fake_stats(G, spec.num_fakes, every_feature);

@@ -118,12 +118,12 @@ config::Schema<TrainConfig> make_schema() {
   s.add("dist.timeout", [](TrainConfig& c) -> auto& { return c.dist.timeout_seconds; },
         "Seconds a rendezvous or collective may take before the job fails");
 
-  SG2_FIELD(metrics, "Metrics evaluated during training: fid<N>[k][_full], kid<N>[k][_full], pr<N>[k]<nhood>[_full] "
-                     "(e.g. fid50k_full, pr50k3_full)");
+  SG2_FIELD(metrics, "Metrics evaluated during training: fid<N>[k][_full], kid<N>[k][_full], pr<N>[k]<nhood>[_full], "
+                     "is<N>[k], ppl[2]_{z,w}{full,end}[_<N>[k]] (e.g. fid50k_full, pr50k3_full, is50k, ppl_wend)");
   SG2_FIELD(metric.detector, "Feature detector: a TorchScript file (NVIDIA's inception-2015-12-05.pt or one from "
                              "stylegan2_metrics train-detector)");
-  SG2_FIELD(metric.pr_detector, "Feature detector of the pr metrics (NVIDIA's vgg16.pt, as the reference; empty: "
-                                "metric.detector)");
+  SG2_FIELD(metric.pr_detector, "Feature detector of the pr and ppl metrics (NVIDIA's vgg16.pt, as the reference; "
+                                "empty: metric.detector)");
   SG2_FIELD(metric.ticks, "Evaluate the metrics every N ticks (0: at every network snapshot)");
   SG2_FIELD(metric.cache_dir, "Cache of real-image statistics (empty: $XDG_CACHE_HOME or ~/.cache, then "
                                 "/stylegan2-cpp/gan-metrics)");
@@ -300,7 +300,7 @@ void validate(const TrainConfig& c, int world_size) {
   for (const std::string& name : c.metrics) {
     SG2_CHECK(!metric_detector(c, name).empty(),
               "metric {} needs metric.detector: NVIDIA's inception-2015-12-05.pt or a file from "
-              "'stylegan2_metrics train-detector' (pr metrics: metric.pr_detector, NVIDIA's vgg16.pt, or else "
+              "'stylegan2_metrics train-detector' (pr and ppl metrics: metric.pr_detector, NVIDIA's vgg16.pt, or else "
               "metric.detector)",
               name);
   }
@@ -315,8 +315,9 @@ void validate_metric_options(const TrainConfig& c) {
 }
 
 std::string metric_detector(const TrainConfig& c, const std::string& metric) {
-  const bool precision_recall = metrics::parse_metric(metric).kind == metrics::MetricSpec::Kind::PR;
-  return precision_recall && !c.metric.pr_detector.empty() ? c.metric.pr_detector : c.metric.detector;
+  const auto kind = metrics::parse_metric(metric).kind;
+  const bool vgg16 = kind == metrics::MetricSpec::Kind::PR || kind == metrics::MetricSpec::Kind::PPL;
+  return vgg16 && !c.metric.pr_detector.empty() ? c.metric.pr_detector : c.metric.detector;
 }
 
 std::string metric_cache_dir(const TrainConfig& c) {

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Distributed metrics end to end, through the real command lines:
 #  1. stylegan2_metrics train-detector writes a TorchScript detector (Fashion-MNIST subset);
-#  2. stylegan2_train evaluates fid, kid and precision/recall during training (metric-<name>.jsonl)
+#  2. stylegan2_train evaluates fid, kid, precision/recall, the Inception Score (the built-in
+#     detector's classes) and perceptual path length (a stand-in of vgg16.pt) during training (metric-<name>.jsonl)
 #     and writes TensorBoard events that an independent reader (tests/e2e/check_events.py) parses;
 #  3. stylegan2_metrics on the final snapshot under mpirun with 1, 2 and 3 ranks prints the training
 #     loop's numbers (every value of every metric; relative difference <= 1e-6), the later runs
 #     reading the real statistics cache;
 #  4. scripts/plot_stats plots the run;
 #  5. a corrupt detector file fails every world size with a message naming the file, never a hang.
-# Usage: metrics_ranks.sh BIN_DIR SOURCE_DIR
+# Usage: metrics_ranks.sh BIN_DIR SOURCE_DIR TESTS_BIN_DIR
 set -euo pipefail
-bin=$1 src=$2
+bin=$1 src=$2 tests_bin=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -26,9 +27,11 @@ if "$bin/stylegan2_metrics" train-detector --data "$fmnist" --out "$work/typo.pt
 fi
 grep -q -- "--epoch" "$work/typo.log" || { cat "$work/typo.log"; fail "the error does not name --epoch"; }
 
-metrics=(fid320_full kid320_full pr3203_full)  # pr3203: 320 fakes, neighbourhood 3
+"$tests_bin/standin_detectors" vgg16 "$work/vgg16.pt"
+# pr3203: 320 fakes, neighbourhood 3; ppl_wend_30: 30 path-length samples (pairs straddle blocks of 50 at 3 ranks)
+metrics=(fid320_full kid320_full pr3203_full is320 ppl_wend_30 ppl2_zfull_30)
 metric_options=(--metrics "$(IFS=,; echo "${metrics[*]}")" --detector "$work/detector.pt" --metric.batch 50
-                --metric.cache_dir "$work/cache" --data.max_images 2000)
+                --metric.pr_detector "$work/vgg16.pt" --metric.cache_dir "$work/cache" --data.max_images 2000)
 "$bin/stylegan2_train" --config "$src/configs/fashion32.yaml" "${metric_options[@]}" --outdir "$work/runs" \
     --kimg 0.064 --train.kimg_per_tick 0.032 --run.image_snapshot_ticks 1 --run.threads 1 --data.workers 0 \
     --run.grid_w 4 --run.grid_h 2 > "$work/train.log" 2>&1 || { cat "$work/train.log"; fail "training with metrics"; }

@@ -1,11 +1,15 @@
 // The metric evaluator's all-gather across real processes (mpirun; a plain run is a world of one):
 // rank-tagged features arrive complete, in block order, from the rank that owns each block; real
-// statistics equal a one-process computation whatever the world size, as do precision and recall.
+// statistics equal a one-process computation whatever the world size, as do precision and recall,
+// the Inception Score and perceptual path length.
 #include "sg2/data/fashion_mnist.h"
 #include "sg2/data/loader.h"
 #include "sg2/distributed/communicator.h"
 #include "sg2/metrics/evaluator.h"
 #include "sg2/metrics/precision_recall.h"
+#include "sg2/data/synthetic.h"
+#include "sg2/nn/state_dict.h"
+#include "standin_detectors.h"
 
 #include "test_world.h"
 
@@ -19,6 +23,20 @@ namespace sg2::metrics {
 namespace {
 
 dist::Communicator& comm() { return test::world(); }
+
+// A directory rank 0 creates for files every rank reads, of its own: ctest runs the .local, .np2 and
+// .np3 jobs of these tests at the same time.
+std::string shared_directory() {
+  std::string directory;
+  if (comm().rank() == 0) {
+    std::string name = (std::filesystem::temp_directory_path() / "sg2-gather-XXXXXX").string();
+    if (mkdtemp(name.data()) != nullptr) directory = name;
+  }
+  directory = comm().broadcast_bytes(directory, 0);  // "" on every rank when rank 0 failed
+  EXPECT_FALSE(directory.empty()) << "rank 0 could not create a directory in "
+                                  << std::filesystem::temp_directory_path();
+  return directory;
+}
 
 TEST(GatherFeatures, EveryRanksBlocksArriveInBlockOrder) {
   for (const auto& [num_items, batch] : std::vector<std::pair<int64_t, int64_t>>{{1, 4}, {4, 4}, {10, 3}, {37, 5}, {24, 4}}) {
@@ -44,15 +62,9 @@ TEST(GatherFeatures, EveryRanksBlocksArriveInBlockOrder) {
 TEST(GatherFeatures, RealStatisticsEqualOneProcessComputation) {
   const std::string path = "/usr/share/datasets/fashion-mnist";
   auto reals = std::make_shared<data::FashionMnistDataset>(path, "test", false, 203);
-  // A detector file written by rank 0 (each rank loads it as it would the Inception file), in a directory
-  // of its own: ctest runs the .local, .np2 and .np3 jobs of this test at the same time.
-  std::string directory;
-  if (comm().rank() == 0) {
-    std::string name = (std::filesystem::temp_directory_path() / "sg2-gather-XXXXXX").string();
-    if (mkdtemp(name.data()) != nullptr) directory = name;
-  }
-  directory = comm().broadcast_bytes(directory, 0);  // "" on every rank when rank 0 failed
-  ASSERT_FALSE(directory.empty()) << "rank 0 could not create a directory in " << std::filesystem::temp_directory_path();
+  // A detector file written by rank 0 (each rank loads it as it would the Inception file).
+  const std::string directory = shared_directory();
+  ASSERT_FALSE(directory.empty());
   const std::string file = directory + "/detector.pt";
   if (comm().rank() == 0) {
     torch::jit::Module module("GatherDetector");
@@ -91,6 +103,48 @@ TEST(PrecisionRecallRanks, EveryWorldSizeComputesTheOneProcessResult) {
   EXPECT_EQ(distributed.recall, alone.recall);
   EXPECT_GT(distributed.precision, 0.0);
   EXPECT_GT(distributed.recall, 0.0);
+}
+
+TEST(GeneratorMetricsRanks, InceptionScoreAndPathLengthEqualOneProcess) {
+  const std::string directory = shared_directory();
+  ASSERT_FALSE(directory.empty());
+  if (comm().rank() == 0) {
+    test::write_standin_inception(directory + "/inception.pt", 3);
+    test::write_standin_vgg16(directory + "/vgg16.pt", 4);
+  }
+  comm().barrier();
+  nn::GeneratorOptions g;
+  g.z_dim = g.w_dim = 8;
+  g.img_resolution = 16;
+  g.img_channels = 1;
+  g.channel_base = 64;
+  g.channel_max = 8;
+  g.mapping_layers = 2;
+  at::manual_seed(5);  // the same network on every rank
+  nn::Generator G(g);
+  for (auto& [name, p] : nn::named_parameters(G)) {
+    if (name.find("noise_strength") != std::string::npos) p.detach().fill_(0.5);  // the noise streams matter
+  }
+  auto reals = std::make_shared<data::SyntheticDataset>(16, 16, 1, 0);
+  EvaluationOptions options;
+  options.batch = 3;  // odd blocks: pairs of path-length samples straddle ranks
+  options.show_progress = false;
+  auto alone = dist::local_communicator(at::kCPU);
+  for (const auto& [file, metric] : std::vector<std::pair<std::string, std::string>>{{"inception.pt", "is14"},
+                                                                                     {"vgg16.pt", "ppl_wfull_11"},
+                                                                                     {"vgg16.pt", "ppl2_zend_7"}}) {
+    std::shared_ptr<FeatureDetector> detector = load_torchscript_detector(directory + "/" + file, at::kCPU);
+    MetricEvaluator distributed(comm(), detector, reals, {}, options), one_process(*alone, detector, reals, {}, options);
+    const MetricResult a = distributed.evaluate(parse_metric(metric), G);
+    const MetricResult b = one_process.evaluate(parse_metric(metric), G);
+    ASSERT_EQ(a.values.size(), b.values.size());
+    for (size_t i = 0; i < a.values.size(); ++i) {
+      EXPECT_EQ(a.values[i].second, b.values[i].second) << a.values[i].first;  // the same blocks: the same bits
+    }
+    EXPECT_GT(a.values[0].second, 0.0) << metric;
+  }
+  comm().barrier();
+  if (comm().rank() == 0) std::filesystem::remove_all(directory);
 }
 
 }  // namespace

@@ -13,12 +13,16 @@
 // Metric names: fid<N>[k][_full] and kid<N>[k][_full], e.g. fid50k_full (50,000 fakes against every
 // real image), fid50k (against the first 50,000 reals), fid2k_full, kid500_full; pr<N>[k]<nhood>[_full]
 // (the last digit: the neighbourhood size), e.g. pr50k3_full (50,000 fakes against at most 200,000
-// reals, the reference's cap), pr50k3 (against the first 50,000).
+// reals, the reference's cap), pr50k3 (against the first 50,000); is<N>[k] (the Inception Score of
+// N fakes in 10 splits: is50k_mean, is50k_std); ppl_zfull, ppl_wfull, ppl_zend, ppl_wend and
+// ppl2_wend (perceptual path length of 50,000 samples, generator_metrics.h), with _<N>[k] for
+// another sample count (ppl_wend_2k).
 
 #include "sg2/data/dataset.h"
 #include "sg2/distributed/communicator.h"
 #include "sg2/metrics/detector.h"
 #include "sg2/metrics/feature_stats.h"
+#include "sg2/metrics/generator_metrics.h"
 #include "sg2/nn/networks.h"
 
 #include <nlohmann/json.hpp>
@@ -31,12 +35,14 @@
 namespace sg2::metrics {
 
 struct MetricSpec {
-  enum class Kind { FID, KID, PR };
+  enum class Kind { FID, KID, PR, IS, PPL };
   std::string name;
   Kind kind = Kind::FID;
   int64_t num_fakes = 50000;
   int64_t max_reals = 0;  // 0: every real image (fid and kid _full)
   int64_t nhood = 3;      // pr: the neighbour whose distance is a point's radius
+  int64_t num_splits = 10;  // is
+  PathLengthOptions path_length;  // ppl (num_fakes: its samples)
 };
 
 // The reals that pr<N>[k]<nhood>_full compares with at most (stylegan2-ada-pytorch's max_real).
@@ -87,7 +93,9 @@ class MetricEvaluator {
 
  private:
   at::Tensor real_features(int64_t start, int64_t count);
-  at::Tensor fake_features(nn::Generator& G, int64_t start, int64_t count);
+  at::Tensor fake_images(nn::Generator& G, int64_t start, int64_t count);  // uint8 [count, C, R, R]
+  MetricResult inception_score_of(const MetricSpec& spec, nn::Generator& G);
+  MetricResult path_length_of(const MetricSpec& spec, nn::Generator& G);
   double distance_on_rank0(const MetricSpec& spec, const FeatureStats& reals, const FeatureStats& fakes);
   at::Tensor features_on_every_rank(const FeatureStats& stats);
   std::string cache_key(int64_t max_items, bool capture_all) const;

@@ -128,7 +128,7 @@ struct TrainConfig {
   std::vector<std::string> metrics;      // evaluated during training, e.g. fid50k_full, kid50k_full
   struct Metric {
     std::string detector;                // TorchScript feature detector (Inception .pt or built-in)
-    std::string pr_detector;             // the pr metrics' (NVIDIA's vgg16.pt); empty: `detector`
+    std::string pr_detector;             // the pr and ppl metrics' (NVIDIA's vgg16.pt); empty: `detector`
     int ticks = 0;                       // evaluate every N ticks; 0: at every network snapshot
     std::string cache_dir;               // real stats; empty: ${XDG_CACHE_HOME:-~/.cache}/stylegan2-cpp/gan-metrics
     int64_t batch = 64;                  // images per block (fixed, so results do not depend on the world)
@@ -146,7 +146,7 @@ ops::ComputeSettings compute_settings_of(const TrainConfig& config);
 // metric.cache_dir, or the per-user default when it is empty.
 std::string metric_cache_dir(const TrainConfig& config);
 
-// The detector file a metric uses: metric.pr_detector for pr<...> (metric.detector where that is empty),
+// The detector file a metric uses: metric.pr_detector for pr<...> and ppl* (metric.detector where that is empty),
 // metric.detector for the others; empty when none is set.
 std::string metric_detector(const TrainConfig& config, const std::string& metric);
 

@@ -143,7 +143,7 @@ TEST(MetricNames, ParseCountsAndRealSets) {
   EXPECT_EQ(kid.num_fakes, 500);
   EXPECT_EQ(kid.max_reals, 500);
   EXPECT_NE(test::error_message([] { parse_metric("fid50k_ful"); }).find("fid<N>[k][_full]"), std::string::npos);
-  EXPECT_NE(test::error_message([] { parse_metric("is50k"); }), "");
+  EXPECT_NE(test::error_message([] { parse_metric("ppl50k"); }), "");  // the reference has no such name
   // Counts that would overflow, or generate for years, are refused by name, not wrapped around.
   EXPECT_NE(test::error_message([] { parse_metric("fid9223372036854776k"); }).find("is more than the 1000000000"),
             std::string::npos);
