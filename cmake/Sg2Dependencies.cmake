@@ -42,9 +42,10 @@ sg2_require(Threads DEBIAN libc6-dev)
 # such target exists yet, which would leave our TFRecord messages unlinked.
 sg2_require(Protobuf DEBIAN "libprotobuf-dev and protobuf-compiler")
 # A CUDA LibTorch adds nvcc code-generation flags for TORCH_CUDA_ARCH_LIST, by default every
-# architecture it knows (some of which this nvcc no longer compiles): Ampere and Hopper unless set.
+# architecture it knows (some of which this nvcc no longer compiles): Turing to Hopper unless set,
+# the architectures of the kernels below that every nvcc from CUDA 11.8 to 13 compiles.
 if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
-  set(TORCH_CUDA_ARCH_LIST "8.0;9.0")
+  set(TORCH_CUDA_ARCH_LIST "7.5;8.0;8.6;8.9;9.0")
 endif()
 sg2_require(Torch DEBIAN libtorch-dev)
 # at::parallel_for is a header template: without OpenMP in our own translation units it runs serially.
@@ -132,16 +133,42 @@ find_package(CUDAToolkit QUIET)
 sg2_resolve_switch(SG2_WITH_CUDA "${CUDAToolkit_FOUND}" "the CUDA toolkit (set CUDAToolkit_ROOT)")
 
 # The CUDA kernels (src/ops/cuda) need both the toolkit's compiler and a LibTorch with CUDA. They are
-# built for Ampere and Hopper (the A100, H100 and H200) unless TORCH_CUDA_ARCH_LIST (LibTorch's
-# flags) and CMAKE_CUDA_ARCHITECTURES say otherwise.
+# built as machine code for Volta (V100), Turing (T4, RTX 20x0), Ampere (A100, A10, RTX 30x0), Ada
+# (L4, L40, RTX 40x0) and Hopper (H100, H200), and as Hopper's PTX, which newer GPUs compile when
+# they load it, unless SG2_CUDA_ARCHITECTURES says otherwise (CMAKE_CUDA_ARCHITECTURES' form, e.g.
+# "86-real;90"); an architecture this nvcc no longer compiles (CUDA 13 dropped Volta) is left out
+# with a note. A GPU with no kernel image runs the reference ops (ops/cuda_architectures.h).
+set(SG2_CUDA_ARCHITECTURES auto CACHE STRING
+    "Architectures of the CUDA kernels, as CMAKE_CUDA_ARCHITECTURES (auto: sm_70 to sm_90 and compute_90 PTX)")
+function(sg2_default_cuda_architectures out)
+  execute_process(COMMAND "${CUDAToolkit_NVCC_EXECUTABLE}" --list-gpu-arch OUTPUT_VARIABLE _known
+                  RESULT_VARIABLE _status ERROR_QUIET)
+  set(_architectures "")
+  set(_dropped "")
+  foreach(_arch 70 75 80 86 89)
+    if(_status EQUAL 0 AND NOT _known MATCHES "compute_${_arch}")
+      list(APPEND _dropped "sm_${_arch}")
+    else()
+      list(APPEND _architectures "${_arch}-real")
+    endif()
+  endforeach()
+  list(APPEND _architectures 90)  # machine code and PTX
+  if(_dropped)
+    message(STATUS "CUDA kernels: nvcc ${CUDAToolkit_VERSION} no longer compiles for ${_dropped}: such GPUs run "
+                   "the reference ops")
+  endif()
+  set(${out} "${_architectures}" PARENT_SCOPE)
+endfunction()
 set(SG2_CUDA_KERNELS OFF)
 if(SG2_WITH_CUDA_ENABLED AND SG2_TORCH_HAS_CUDA)
   set(SG2_CUDA_KERNELS ON)
   if(NOT CMAKE_CUDA_COMPILER)
     set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}")
   endif()
-  if(NOT CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES 80 90)
+  if(SG2_CUDA_ARCHITECTURES STREQUAL "auto")
+    sg2_default_cuda_architectures(CMAKE_CUDA_ARCHITECTURES)
+  else()
+    set(CMAKE_CUDA_ARCHITECTURES "${SG2_CUDA_ARCHITECTURES}")
   endif()
   set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)  # the one libcudart LibTorch loads, not a second static copy

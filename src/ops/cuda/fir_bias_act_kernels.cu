@@ -438,4 +438,21 @@ void launch_conv_epilogue_grad(const EpilogueLaunch& job, const ActivationParams
   check_launch("conv_epilogue_grad");
 }
 
+namespace {
+__global__ void kernel_image_probe() {}
+}  // namespace
+
+bool kernel_image_loads(int device) {
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  cudaFuncAttributes attributes{};
+  const cudaError_t status = cudaFuncGetAttributes(&attributes, kernel_image_probe);
+  cudaGetLastError();  // a missing image is an answer here, not an error for the next call
+  cudaSetDevice(previous);
+  return status == cudaSuccess;
+}
+
 }  // namespace sg2::ops::cuda

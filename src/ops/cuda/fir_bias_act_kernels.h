@@ -58,4 +58,8 @@ void launch_bias_act_grad(const void* dy, const void* y, void* dx, int64_t numel
 void launch_conv_epilogue(const EpilogueLaunch& job, const ActivationParams& a, ElementType type, void* stream);
 void launch_conv_epilogue_grad(const EpilogueLaunch& job, const ActivationParams& a, ElementType type, void* stream);
 
+// Whether GPU `device` loads this file's kernels: cudaFuncGetAttributes of a kernel compiled with
+// them (false where the build has no image for its architecture). Leaves the current device as it was.
+bool kernel_image_loads(int device);
+
 }  // namespace sg2::ops::cuda

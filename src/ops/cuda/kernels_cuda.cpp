@@ -6,11 +6,17 @@
 #include "fir_bias_act_elements.h"
 #include "fir_lanes_elements.h"
 #include "sg2/core/error.h"
+#include "sg2/ops/cuda_architectures.h"
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 
 namespace sg2::ops::kernels::gpu {
 
@@ -27,11 +33,40 @@ cuda::ElementType element_type(const at::Tensor& x) {
 
 void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 
+// Whether the kernels have an image GPU `device` loads (the build's architectures, then the driver's
+// answer); where not, one log line says that the reference ops run there.
+bool decide_kernel_image(int device) {
+  const cudaDeviceProp* properties = at::cuda::getDeviceProperties(device);
+  const CudaArchitectures built = built_cuda_architectures();
+  const int capability = properties->major * 10 + properties->minor;
+  const bool loads = kernel_image_for(built, capability) != KernelImage::None && cuda::kernel_image_loads(device);
+  if (!loads) {
+    spdlog::warn("GPU {} ({}, compute capability {}.{}): the CUDA kernels of this build ({}) have no image for it: "
+                 "upfirdn2d, bias_act and the synthesis epilogue run their reference implementations (build with "
+                 "-DSG2_CUDA_ARCHITECTURES=\"{}-real;90\" to run the kernels)",
+                 device, properties->name, properties->major, properties->minor, describe(built), capability);
+  }
+  return loads;
+}
+
+// decide_kernel_image, once per device.
+bool device_runs_kernels(int device) {
+  static std::array<std::atomic<int>, 64> known{};  // 0: not yet asked, 1: loads, 2: does not
+  static std::mutex deciding;
+  if (device < 0 || device >= static_cast<int>(known.size())) return decide_kernel_image(device);
+  if (known[device].load() == 0) {
+    const std::lock_guard<std::mutex> lock(deciding);
+    if (known[device].load() == 0) known[device].store(decide_kernel_image(device) ? 1 : 2);
+  }
+  return known[device].load() == 1;
+}
+
 }  // namespace
 
 bool supported(const at::Tensor& x) {
   const auto type = x.scalar_type();
-  return x.is_cuda() && (type == at::kFloat || type == at::kHalf || type == at::kBFloat16);
+  return x.is_cuda() && (type == at::kFloat || type == at::kHalf || type == at::kBFloat16) &&
+         device_runs_kernels(x.get_device());
 }
 
 at::Tensor upfirdn2d_forward(const at::Tensor& x, const at::Tensor& f, const ops::FirParams& p, int64_t out_h,

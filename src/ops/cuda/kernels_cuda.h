@@ -43,7 +43,7 @@ inline cuda::FirLaunch fir_launch(const at::Tensor& x, const at::Tensor& filter,
   return job;
 }
 
-// float32, float16 or bfloat16 on a CUDA device.
+// float32, float16 or bfloat16 on a CUDA device that loads the kernels (cuda_architectures.h).
 bool supported(const at::Tensor& x);
 
 // The kernel that upfirdn2d_forward runs under Kernel::Auto on these arguments: Tiled where

@@ -1,0 +1,32 @@
+#pragma once
+// Which GPUs the CUDA kernels of a build run on. nvcc compiles them as machine code (SASS) for some
+// architectures and as PTX for others: SASS of sm_XY runs on GPUs of compute capability X.Z with
+// Z >= Y (the same major version), PTX of compute_XY is compiled by the driver for any GPU of
+// capability X.Y or newer. A GPU with neither has no kernel image: the ops then run their reference
+// implementations (one log line says so; kernels_cuda.cpp), never a failed launch. Plain C++: the
+// CPU tests check the rules.
+
+#include <string>
+#include <vector>
+
+namespace sg2::ops {
+
+struct CudaArchitectures {
+  std::vector<int> sass;  // e.g. 75, 80, 86, 89, 90
+  std::vector<int> ptx;   // e.g. 90
+};
+
+// CMAKE_CUDA_ARCHITECTURES' form, ';' or ',' separated: "75-real" (SASS), "90-virtual" (PTX), "90"
+// (both). Errors name the entry.
+CudaArchitectures parse_cuda_architectures(const std::string& list);
+// This build's (empty where the CUDA kernels are not built).
+CudaArchitectures built_cuda_architectures();
+
+enum class KernelImage { Sass, Ptx, None };
+// compute_capability: 10 * major + minor (8.6 -> 86).
+KernelImage kernel_image_for(const CudaArchitectures& built, int compute_capability);
+
+// "sm_75, sm_80, sm_86, sm_89, sm_90 and PTX compute_90" (or "no architectures").
+std::string describe(const CudaArchitectures& built);
+
+}  // namespace sg2::ops
