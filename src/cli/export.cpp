@@ -1,12 +1,14 @@
 #include "sg2/cli/export.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/progress.h"
 #include "sg2/data/atomic_file.h"
 #include "sg2/nn/tf_network_pickle.h"
 #include "sg2/train/snapshot.h"
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 namespace sg2::cli {
 
@@ -37,7 +39,12 @@ ExportResult export_network_pickle(const std::string& snapshot_path, const std::
       if (name.rfind(prefix, 0) == 0) networks.tensors[name] = tensor;
     }
   }
-  const std::string bytes = nn::tf_network_pickle(networks);
+  std::optional<ProgressMeter> meter;  // its total comes with the first report
+  const std::string bytes = nn::tf_network_pickle(networks, [&](int64_t done, int64_t total) {
+    if (!meter) meter.emplace("export", total, "variables");
+    meter->update(done);
+  });
+  if (meter) meter->finish();
   data::write_file_atomically(out_path, bytes.data(), bytes.size());
   return {static_cast<int64_t>(networks.tensors.size()), networks.num_fp16_res, bytes.size()};
 }

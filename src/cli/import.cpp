@@ -3,6 +3,7 @@
 #include "sg2/core/error.h"
 #include "sg2/nn/networks.h"
 #include "sg2/core/files.h"
+#include "sg2/core/progress.h"
 #include "sg2/nn/state_dict.h"
 #include "sg2/nn/tf_network_pickle.h"
 #include "sg2/train/snapshot.h"
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 namespace sg2::cli {
 
@@ -123,7 +125,13 @@ ImportResult import_reference_networks(const std::string& state_dict_path, const
 ImportResult import_tf_network_pickle(const std::string& pkl_path, const std::string& out_path, bool overwrite) {
   check_output({pkl_path}, out_path, overwrite);
   const std::vector<char> bytes = read_file_bytes<char>(pkl_path);
-  nn::PickledNetworks networks = nn::read_tf_network_pickle(std::string(bytes.begin(), bytes.end()), pkl_path);
+  std::optional<ProgressMeter> meter;  // its total comes with the first report
+  nn::PickledNetworks networks =
+      nn::read_tf_network_pickle(std::string(bytes.begin(), bytes.end()), pkl_path, [&](int64_t done, int64_t total) {
+        if (!meter) meter.emplace("import", total, "variables");
+        meter->update(done);
+      });
+  if (meter) meter->finish();
   ImportResult result = write_imported_snapshot(networks.G, networks.D, networks.tensors, pkl_path, out_path);
   result.notes.insert(result.notes.begin(), networks.notes.begin(), networks.notes.end());
   return result;

@@ -233,10 +233,24 @@ at::Tensor tensor_from_numpy(const Value& array, const std::string& what) {
 
 constexpr const char* kNetworkClass = "dnnlib.tflib.network.Network";
 
+// Counts the variables written or read for a VariableProgress.
+struct VariableCounter {
+  const VariableProgress& report;
+  int64_t total = 0, done = 0;
+  void tick() {
+    ++done;
+    if (report) report(done, total);
+  }
+};
+
 Value network_object(const std::string& name, const std::string& build_function, Value static_kwargs,
-                     pickle::DictItems components, const std::vector<std::pair<std::string, at::Tensor>>& variables) {
+                     pickle::DictItems components, const std::vector<std::pair<std::string, at::Tensor>>& variables,
+                     VariableCounter& counter) {
   Items pairs;
-  for (const auto& [path, tensor] : variables) pairs.push_back(Value::tuple({Value::string(path), numpy_array(tensor)}));
+  for (const auto& [path, tensor] : variables) {
+    pairs.push_back(Value::tuple({Value::string(path), numpy_array(tensor)}));
+    counter.tick();
+  }
   const Value state = Value::dict({
       {Value::string("version"), Value::integer(4)},
       {Value::string("name"), Value::string(name)},
@@ -267,7 +281,8 @@ Variables tf_variables(const TensorMap& tensors, const std::string& prefix, bool
   return variables;
 }
 
-Value generator_network(const PickledNetworks& n, const std::string& name, const std::string& prefix) {
+Value generator_network(const PickledNetworks& n, const std::string& name, const std::string& prefix,
+                        VariableCounter& counter) {
   Variables top, mapping, synthesis;
   for (auto& [path, tensor] : tf_variables(n.tensors, prefix, true)) {
     if (path.rfind("mapping/", 0) == 0) {
@@ -280,18 +295,25 @@ Value generator_network(const PickledNetworks& n, const std::string& name, const
   }
   const Value kwargs = generator_tf_kwargs(n.G, n.num_fp16_res);
   pickle::DictItems components{
-      {Value::string("mapping"), network_object("G_mapping", "G_mapping", kwargs, {}, mapping)},
-      {Value::string("synthesis"), network_object("G_synthesis", "G_synthesis_stylegan2", kwargs, {}, synthesis)}};
-  return network_object(name, "G_main", kwargs, std::move(components), top);
+      {Value::string("mapping"), network_object("G_mapping", "G_mapping", kwargs, {}, mapping, counter)},
+      {Value::string("synthesis"),
+       network_object("G_synthesis", "G_synthesis_stylegan2", kwargs, {}, synthesis, counter)}};
+  return network_object(name, "G_main", kwargs, std::move(components), top, counter);
 }
 
 }  // namespace
 
-std::string tf_network_pickle(const PickledNetworks& networks) {
+std::string tf_network_pickle(const PickledNetworks& networks, const VariableProgress& progress) {
+  VariableCounter counter{progress};
+  for (const auto& [name, tensor] : networks.tensors) {
+    TfVariable v;
+    const bool generator = name.rfind("D.", 0) != 0;
+    counter.total += tf_variable_of(name.substr(name.find('.') + 1), generator, &v) ? 1 : 0;
+  }
   const Value D = network_object("D", "D_stylegan2", discriminator_tf_kwargs(networks.D, networks.num_fp16_res), {},
-                                 tf_variables(networks.tensors, "D.", false));
-  return pickle::dumps(Value::tuple({generator_network(networks, "G", "G."), D,
-                                     generator_network(networks, "Gs", "G_ema.")}));
+                                 tf_variables(networks.tensors, "D.", false), counter);
+  const Value G = generator_network(networks, "G", "G.", counter);
+  return pickle::dumps(Value::tuple({G, D, generator_network(networks, "Gs", "G_ema.", counter)}));
 }
 
 // ---- Reading ----
@@ -301,7 +323,20 @@ namespace {
 using PathMap = std::map<std::string, at::Tensor>;
 
 // Every variable of a network and its components, named as legacy's _collect_tf_params names them.
-void collect_variables(const Value& network, const std::string& prefix, const std::string& what, PathMap& out) {
+// The variables of a network and its components.
+int64_t count_variables(const Value& network) {
+  if (network.kind() != Value::Kind::Object) return 0;
+  const Value& state = network.as_object("").state;
+  const Value* variables = state.find("variables");
+  int64_t count = variables != nullptr && variables->kind() == Value::Kind::List ? variables->as_sequence("").size() : 0;
+  if (const Value* components = state.find("components"); components != nullptr && components->kind() == Value::Kind::Dict) {
+    for (const auto& [key, component] : components->as_dict("")) count += count_variables(component);
+  }
+  return count;
+}
+
+void collect_variables(const Value& network, const std::string& prefix, const std::string& what, PathMap& out,
+                       VariableCounter& counter) {
   const Value& state = network.as_object(what).state;
   const Value* variables = state.find("variables");
   SG2_CHECK(variables != nullptr, "{}: a Network without variables", what);
@@ -310,11 +345,12 @@ void collect_variables(const Value& network, const std::string& prefix, const st
     SG2_CHECK(nv.size() == 2, "{}.variables: an entry of {} items (name, array expected)", what, nv.size());
     const std::string name = nv[0].as_string(what + ".variables' names");
     out[prefix + name] = tensor_from_numpy(nv[1], what + " variable " + prefix + name);
+    counter.tick();
   }
   if (const Value* components = state.find("components"); components != nullptr) {
     for (const auto& [key, component] : components->as_dict(what + ".components")) {
       const std::string name = key.as_string(what + ".components");
-      collect_variables(component, prefix + name + "/", what + "/" + name, out);
+      collect_variables(component, prefix + name + "/", what + "/" + name, out, counter);
     }
   }
 }
@@ -358,7 +394,8 @@ void load_network(const PathMap& variables, const NamedTensors& ours, const std:
 
 }  // namespace
 
-PickledNetworks read_tf_network_pickle(const std::string& data, const std::string& source) {
+PickledNetworks read_tf_network_pickle(const std::string& data, const std::string& source,
+                                       const VariableProgress& progress) {
   const Value root = pickle::loads(data, source);
   if (root.kind() == Value::Kind::Dict && root.find("G_ema") != nullptr) {
     SG2_FAIL("'{}' is a stylegan2-ada-pytorch pickle of PyTorch modules, not a TensorFlow-form one: convert it with "
@@ -377,13 +414,14 @@ PickledNetworks read_tf_network_pickle(const std::string& data, const std::strin
   const GeneratorOptions G_options = generator_options_from_tf(network_state(nets[0], names[0]), names[0]);
   SG2_CHECK(to_json(G_options) == to_json(out.G), "'{}': G and Gs are built with different static_kwargs", source);
   const NamedTensors G = state_dict(*std::make_shared<Generator>(out.G));
+  VariableCounter counter{progress, count_variables(nets[0]) + count_variables(nets[1]) + count_variables(nets[2])};
   for (const auto& [index, prefix] : std::vector<std::pair<int, std::string>>{{0, "G."}, {2, "G_ema."}}) {
     PathMap variables;
-    collect_variables(nets[index], "", names[index], variables);
+    collect_variables(nets[index], "", names[index], variables, counter);
     load_network(variables, G, prefix, true, names[index], out);
   }
   PathMap variables;
-  collect_variables(nets[1], "", names[1], variables);
+  collect_variables(nets[1], "", names[1], variables, counter);
   load_network(variables, state_dict(*std::make_shared<Discriminator>(out.D)), "D.", false, names[1], out);
   return out;
 }

@@ -17,6 +17,7 @@
 #include "sg2/nn/options.h"
 #include "sg2/nn/state_dict.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,10 +34,14 @@ struct PickledNetworks {
   std::vector<std::string> notes;     // what reading ignored (TensorFlow variables with no tensor here)
 };
 
+// Called after each variable written or read: (variables done, variables in all).
+using VariableProgress = std::function<void(int64_t done, int64_t total)>;
+
 // The pickle's bytes. Every G., D. and G_ema. tensor of `networks` is written.
-std::string tf_network_pickle(const PickledNetworks& networks);
+std::string tf_network_pickle(const PickledNetworks& networks, const VariableProgress& progress = {});
 // The networks a pickle holds; errors name `source` and the argument or variable.
-PickledNetworks read_tf_network_pickle(const std::string& data, const std::string& source);
+PickledNetworks read_tf_network_pickle(const std::string& data, const std::string& source,
+                                       const VariableProgress& progress = {});
 
 // How one of our tensors is stored in the pickle (exposed for the tests).
 enum class TfLayout { Same, Matrix, Conv, FlippedConv, Const, Noise, ModulationBias };
