@@ -41,7 +41,9 @@ TEST(CudaArchitectures, ThisBuildNamesWhatItCompiled) {
   }
   EXPECT_FALSE(built.sass.empty() && built.ptx.empty()) << describe(built);
   for (const int arch : built.sass) EXPECT_EQ(kernel_image_for(built, arch), KernelImage::Sass) << arch;
-  if (!built.ptx.empty()) EXPECT_EQ(kernel_image_for(built, 200), KernelImage::Ptx);  // any newer GPU
+  if (!built.ptx.empty()) {
+    EXPECT_EQ(kernel_image_for(built, 200), KernelImage::Ptx);  // any newer GPU
+  }
 }
 
 }  // namespace
