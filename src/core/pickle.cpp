@@ -147,8 +147,8 @@ Object& Value::object_data() {
 
 const Value* Value::find(const std::string& key) const {
   if (kind_ != Kind::Dict) return nullptr;
-  for (const auto& [k, v] : *dict_) {
-    if (k.kind_ == Kind::String && k.text_ == key) return &v;
+  for (auto it = dict_->rbegin(); it != dict_->rend(); ++it) {  // the last of repeated keys, as Python keeps
+    if (it->first.kind_ == Kind::String && it->first.text_ == key) return &it->second;
   }
   return nullptr;
 }
@@ -195,6 +195,8 @@ enum Op : uint8_t {
 
 class Reader {
  public:
+  static constexpr size_t kMaxStackValues = 10000;
+
   Reader(const std::string& data, const std::string& source) : data_(data), source_(source) {}
 
   Value run() {
@@ -203,6 +205,9 @@ class Reader {
       const uint8_t op = byte();
       if (op == STOP) break;
       step(op);
+      // Values nest at most as deep as the stack grows: bounded, so that freeing them cannot
+      // exhaust the thread's stack (Python's pickler batches items by 1,000).
+      check(stack_.size() <= kMaxStackValues, "more than {} values on the stack", kMaxStackValues);
     }
     check(stack_.size() == 1 && marks_.empty(), "the pickle ends with {} values on its stack", stack_.size());
     return stack_.back();
@@ -245,7 +250,7 @@ class Reader {
     return v;
   }
   Value& top() {
-    check(!stack_.empty(), "an operation needs a value the stack lacks");
+    check(stack_.size() > (marks_.empty() ? 0 : marks_.back()), "an operation needs a value the stack lacks");
     return stack_.back();
   }
   Items pop_to_mark() {
@@ -276,7 +281,11 @@ class Reader {
   // other call is kept as an object.
   Value call(const Value& callable, const Value& args) {
     check(callable.kind() == Value::Kind::Global, "REDUCE calls {}, not a class or function", callable.describe());
-    if (callable.qualified_name() == "_codecs.encode") {
+    const std::string name = callable.qualified_name();
+    if ((name == "__builtin__.bytes" || name == "builtins.bytes") && args.as_sequence(source_).empty()) {
+      return Value::bytes("");  // protocol 2's empty bytes
+    }
+    if (name == "_codecs.encode") {
       const Items& a = args.as_sequence(source_ + ": _codecs.encode's arguments");
       check(a.size() == 2 && a[1].kind() == Value::Kind::String && a[1].as_string("") == "latin1",
             "_codecs.encode with other arguments than (text, 'latin1')");

@@ -139,8 +139,8 @@ void validate_own_options(const DiscriminatorOptions& d) {
   SG2_CHECK(d.mbstd_num_channels >= 0, "D.mbstd_num_channels = {}: must be >= 0", d.mbstd_num_channels);
   SG2_CHECK(d.mbstd_num_channels == 0 || d.channels_at(4) % d.mbstd_num_channels == 0,
             "D.mbstd_num_channels = {} must divide the {} channels at 4x4", d.mbstd_num_channels, d.channels_at(4));
-  SG2_CHECK(d.mapping_layers >= 1 && d.mapping_layers <= kMaxMappingLayers, "D.mapping_layers = {}: must be 1 to {}",
-            d.mapping_layers, kMaxMappingLayers);
+  SG2_CHECK(d.mapping_layers >= 0 && d.mapping_layers <= kMaxMappingLayers,
+            "D.mapping_layers = {}: must be 0 (the label embedding alone) to {}", d.mapping_layers, kMaxMappingLayers);
   SG2_CHECK(std::isfinite(d.mapping_lr_multiplier) && d.mapping_lr_multiplier > 0,
             "D.mapping_lr_multiplier = {}: must be > 0", d.mapping_lr_multiplier);
   check_filter("D", d.resample_filter);

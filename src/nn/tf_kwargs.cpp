@@ -42,7 +42,10 @@ class TfKwargs {
     const auto it = entries_.find(key);
     return it == entries_.end() || it->second.is_none() ? nullptr : &it->second;
   }
-  bool is_none(const std::string& key) const { return entries_.count(key) && entries_.at(key).is_none(); }
+  bool is_none(const std::string& key) {
+    known_.insert(key);
+    return entries_.count(key) && entries_.at(key).is_none();
+  }
   std::string name(const std::string& key) const { return what_ + "." + key; }
 
   int64_t integer(const std::string& key, int64_t fallback) {
@@ -62,6 +65,7 @@ class TfKwargs {
     return v ? v->as_bool(name(key)) : fallback;
   }
   std::vector<float> filter(const std::string& key) {
+    if (is_none(key)) return {1};  // None: no filtering, as the reference's setup_filter(None)
     const Value* v = get(key);
     if (v == nullptr) return {1, 3, 3, 1};
     std::vector<float> taps;
@@ -183,9 +187,7 @@ DiscriminatorOptions discriminator_options_from_tf(const Value& network_state, c
   if (const int64_t frozen = k.integer("freeze_layers", 0); frozen != 0 && notes != nullptr) {
     notes->push_back(fmt::format("{}: freeze_layers {} is a training setting (D.freeze_layers): not kept", what, frozen));
   }
-  d.mapping_layers = k.integer("mapping_layers", 0);
-  // The TensorFlow default (0) is no mapping, which only an unconditional D (that builds none) has.
-  if (d.c_dim == 0 && d.mapping_layers < 1) d.mapping_layers = DiscriminatorOptions{}.mapping_layers;
+  d.mapping_layers = k.integer("mapping_layers", 0);  // 0: the label embedding alone (TensorFlow's D default)
   d.mapping_lr_multiplier = k.real("mapping_lrmul", 0.1);
   d.mbstd_group_size = k.integer("mbstd_group_size", 0);  // None: the whole minibatch
   d.mbstd_num_channels = k.integer("mbstd_num_features", 1);

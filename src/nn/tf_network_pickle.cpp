@@ -178,9 +178,13 @@ Value numpy_array(const at::Tensor& tensor) {
 at::ScalarType numpy_type(const Value& dtype, const std::string& what) {
   const pickle::Object& d = dtype.as_object(what + "'s dtype");
   SG2_CHECK(dtype.qualified_name() == "numpy.dtype", "{}: a dtype made by {}", what, dtype.qualified_name());
-  const std::string code = d.args.as_sequence(what + "'s dtype")[0].as_string(what + "'s dtype");
+  const Items& args = d.args.as_sequence(what + "'s dtype");
+  SG2_CHECK(!args.empty(), "{}: a dtype without its type code", what);
+  const std::string code = args[0].as_string(what + "'s dtype");
   if (!d.state.is_none()) {
-    const std::string order = d.state.as_sequence(what + "'s dtype")[1].as_string(what + "'s byte order");
+    const Items& state = d.state.as_sequence(what + "'s dtype");
+    SG2_CHECK(state.size() >= 2, "{}: a dtype state without its byte order", what);
+    const std::string order = state[1].as_string(what + "'s byte order");
     SG2_CHECK(order != ">", "{}: a big-endian array (byte order '>')", what);
   }
   static const std::map<std::string, at::ScalarType> types{
@@ -194,10 +198,15 @@ at::ScalarType numpy_type(const Value& dtype, const std::string& what) {
 at::Tensor tensor_from_bytes(const std::string& data, std::vector<int64_t> shape, at::ScalarType type, bool fortran,
                              const std::string& what) {
   if (fortran) std::reverse(shape.begin(), shape.end());
-  at::Tensor t = at::empty(shape, at::TensorOptions(type));
-  const auto expected = static_cast<size_t>(t.numel()) * at::elementSize(type);
+  uint64_t expected = at::elementSize(type);  // bytes, checked against the data before any allocation
+  for (const int64_t s : shape) {
+    SG2_CHECK(s >= 0 && (s == 0 || expected <= data.size() / static_cast<uint64_t>(s) || expected == 0),
+              "{}: an array of shape {} larger than its {} bytes of data", what, shape, data.size());
+    expected *= static_cast<uint64_t>(s);
+  }
   SG2_CHECK(data.size() == expected, "{}: {} bytes for an array of shape {} ({} expected)", what, data.size(), shape,
             expected);
+  at::Tensor t = at::empty(shape, at::TensorOptions(type));
   if (expected > 0) std::memcpy(t.data_ptr(), data.data(), expected);
   if (fortran) {
     std::vector<int64_t> reversed(shape.size());
@@ -322,21 +331,28 @@ namespace {
 
 using PathMap = std::map<std::string, at::Tensor>;
 
-// Every variable of a network and its components, named as legacy's _collect_tf_params names them.
+// StyleGAN2's networks nest components two deep (G / mapping); deeper is a damaged or cyclic pickle.
+constexpr int kMaxComponentDepth = 8;
+
 // The variables of a network and its components.
-int64_t count_variables(const Value& network) {
-  if (network.kind() != Value::Kind::Object) return 0;
+int64_t count_variables(const Value& network, int depth = 0) {
+  if (network.kind() != Value::Kind::Object || depth > kMaxComponentDepth) return 0;
   const Value& state = network.as_object("").state;
   const Value* variables = state.find("variables");
-  int64_t count = variables != nullptr && variables->kind() == Value::Kind::List ? variables->as_sequence("").size() : 0;
-  if (const Value* components = state.find("components"); components != nullptr && components->kind() == Value::Kind::Dict) {
-    for (const auto& [key, component] : components->as_dict("")) count += count_variables(component);
+  int64_t count = variables != nullptr && variables->kind() == Value::Kind::List
+                      ? static_cast<int64_t>(variables->as_sequence("").size()) : 0;
+  const Value* components = state.find("components");
+  if (components != nullptr && components->kind() == Value::Kind::Dict) {
+    for (const auto& [key, component] : components->as_dict("")) count += count_variables(component, depth + 1);
   }
   return count;
 }
 
+// Every variable of a network and its components, named as legacy's _collect_tf_params names them.
 void collect_variables(const Value& network, const std::string& prefix, const std::string& what, PathMap& out,
-                       VariableCounter& counter) {
+                       VariableCounter& counter, int depth = 0) {
+  SG2_CHECK(depth <= kMaxComponentDepth, "{}: components nested more than {} deep (a cycle?)", what,
+            kMaxComponentDepth);
   const Value& state = network.as_object(what).state;
   const Value* variables = state.find("variables");
   SG2_CHECK(variables != nullptr, "{}: a Network without variables", what);
@@ -350,7 +366,7 @@ void collect_variables(const Value& network, const std::string& prefix, const st
   if (const Value* components = state.find("components"); components != nullptr) {
     for (const auto& [key, component] : components->as_dict(what + ".components")) {
       const std::string name = key.as_string(what + ".components");
-      collect_variables(component, prefix + name + "/", what + "/" + name, out, counter);
+      collect_variables(component, prefix + name + "/", what + "/" + name, out, counter, depth + 1);
     }
   }
 }

@@ -38,6 +38,10 @@ CudaArchitectures parse_cuda_architectures(const std::string& list) {
     }
   }
   add(entry);
+  for (std::vector<int>* list : {&out.sass, &out.ptx}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
+  }
   return out;
 }
 
@@ -51,6 +55,20 @@ KernelImage kernel_image_for(const CudaArchitectures& built, int compute_capabil
     if (arch <= compute_capability) return KernelImage::Ptx;
   }
   return KernelImage::None;
+}
+
+KernelDecision decide_kernels(const CudaArchitectures& built, int compute_capability, bool driver_loads,
+                              const std::string& driver_error) {
+  if (driver_loads) return {true, ""};
+  const int major = compute_capability / 10, minor = compute_capability % 10;
+  if (kernel_image_for(built, compute_capability) == KernelImage::None) {
+    return {false, fmt::format("the kernels are built for {}, none of which runs on compute capability {}.{} (build "
+                               "with -DSG2_CUDA_ARCHITECTURES=\"{}-real;90\" where the toolkit still compiles sm_{})",
+                               describe(built), major, minor, compute_capability, compute_capability)};
+  }
+  return {false, fmt::format("the driver does not load the kernels built for {} ({}); a driver older than the "
+                             "toolkit cannot compile its PTX: update the driver",
+                             describe(built), driver_error.empty() ? "no reason given" : driver_error)};
 }
 
 std::string describe(const CudaArchitectures& built) {

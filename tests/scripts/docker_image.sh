@@ -24,7 +24,8 @@ done
 
 if [ "${SG2_DOCKER_BUILD:-0}" = 1 ] && docker info > /dev/null 2>&1; then
   docker build -f "$dockerfile" -t stylegan2-cpp-test "$src"
-  docker run --rm stylegan2-cpp-test stylegan2_train --help | grep -q -- "--config" || fail "the image's stylegan2_train"
+  help=$(docker run --rm stylegan2-cpp-test stylegan2_train --help)
+  grep -q -- "--config" <<< "$help" || fail "the image's stylegan2_train"
   echo "docker_image: the image was built and runs"
 else
   echo "note: the image itself is built only where SG2_DOCKER_BUILD=1 and a Docker engine runs"

@@ -3,8 +3,9 @@
 // architectures and as PTX for others: SASS of sm_XY runs on GPUs of compute capability X.Z with
 // Z >= Y (the same major version), PTX of compute_XY is compiled by the driver for any GPU of
 // capability X.Y or newer. A GPU with neither has no kernel image: the ops then run their reference
-// implementations (one log line says so; kernels_cuda.cpp), never a failed launch. Plain C++: the
-// CPU tests check the rules.
+// implementations (one log line says why; kernels_cuda.cpp), never a failed launch. The build's
+// list is SG2_CUDA_ARCHITECTURES with the architectures of LibTorch's own flags. Plain C++: the CPU
+// tests check the rules and the decision.
 
 #include <string>
 #include <vector>
@@ -28,5 +29,15 @@ KernelImage kernel_image_for(const CudaArchitectures& built, int compute_capabil
 
 // "sm_75, sm_80, sm_86, sm_89, sm_90 and PTX compute_90" (or "no architectures").
 std::string describe(const CudaArchitectures& built);
+
+// Whether a GPU runs the kernels: the driver's answer (driver_loads: it loaded a kernel of the same
+// file), which the build's list may not fully predict (LibTorch's flags add architectures); where
+// it does not, `reason` says why in the user's terms, from the build's list.
+struct KernelDecision {
+  bool run = false;
+  std::string reason;  // empty where they run
+};
+KernelDecision decide_kernels(const CudaArchitectures& built, int compute_capability, bool driver_loads,
+                              const std::string& driver_error);
 
 }  // namespace sg2::ops

@@ -442,17 +442,19 @@ namespace {
 __global__ void kernel_image_probe() {}
 }  // namespace
 
-bool kernel_image_loads(int device) {
+std::string kernel_image_error(int device) {
   int previous = 0;
-  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
+  cudaError_t status = cudaGetDevice(&previous);
+  if (status == cudaSuccess) status = cudaSetDevice(device);
+  if (status != cudaSuccess) {
     cudaGetLastError();
-    return false;
+    return cudaGetErrorString(status);
   }
   cudaFuncAttributes attributes{};
-  const cudaError_t status = cudaFuncGetAttributes(&attributes, kernel_image_probe);
+  status = cudaFuncGetAttributes(&attributes, kernel_image_probe);
   cudaGetLastError();  // a missing image is an answer here, not an error for the next call
   cudaSetDevice(previous);
-  return status == cudaSuccess;
+  return status == cudaSuccess ? "" : cudaGetErrorString(status);
 }
 
 }  // namespace sg2::ops::cuda

@@ -8,6 +8,7 @@
 #include "sg2/ops/kernel.h"
 
 #include <cstdint>
+#include <string>
 
 namespace sg2::ops::cuda {
 
@@ -59,7 +60,8 @@ void launch_conv_epilogue(const EpilogueLaunch& job, const ActivationParams& a, 
 void launch_conv_epilogue_grad(const EpilogueLaunch& job, const ActivationParams& a, ElementType type, void* stream);
 
 // Whether GPU `device` loads this file's kernels: cudaFuncGetAttributes of a kernel compiled with
-// them (false where the build has no image for its architecture). Leaves the current device as it was.
-bool kernel_image_loads(int device);
+// them ("" where it does, else the CUDA error's text: no image for its architecture, a PTX the
+// driver cannot compile). Leaves the current device as it was.
+std::string kernel_image_error(int device);
 
 }  // namespace sg2::ops::cuda

@@ -33,20 +33,19 @@ cuda::ElementType element_type(const at::Tensor& x) {
 
 void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 
-// Whether the kernels have an image GPU `device` loads (the build's architectures, then the driver's
-// answer); where not, one log line says that the reference ops run there.
+// Whether GPU `device` runs the kernels (the driver's answer); where not, one log line says that
+// the reference ops run there, and why.
 bool decide_kernel_image(int device) {
   const cudaDeviceProp* properties = at::cuda::getDeviceProperties(device);
-  const CudaArchitectures built = built_cuda_architectures();
-  const int capability = properties->major * 10 + properties->minor;
-  const bool loads = kernel_image_for(built, capability) != KernelImage::None && cuda::kernel_image_loads(device);
-  if (!loads) {
-    spdlog::warn("GPU {} ({}, compute capability {}.{}): the CUDA kernels of this build ({}) have no image for it: "
-                 "upfirdn2d, bias_act and the synthesis epilogue run their reference implementations (build with "
-                 "-DSG2_CUDA_ARCHITECTURES=\"{}-real;90\" to run the kernels)",
-                 device, properties->name, properties->major, properties->minor, describe(built), capability);
+  const std::string error = cuda::kernel_image_error(device);
+  const KernelDecision decision = decide_kernels(built_cuda_architectures(), properties->major * 10 + properties->minor,
+                                                 error.empty(), error);
+  if (!decision.run) {
+    spdlog::warn("GPU {} ({}, compute capability {}.{}): upfirdn2d, bias_act and the synthesis epilogue run their "
+                 "reference implementations: {}", device, properties->name, properties->major, properties->minor,
+                 decision.reason);
   }
-  return loads;
+  return decision.run;
 }
 
 // decide_kernel_image, once per device.

@@ -49,6 +49,15 @@ TEST(Pickle, ReadsWhatPythonWrites) {
   expect_the_python_value(loads(from_hex(kPythonProtocol5), "p5"));  // frames, memo, short opcodes
 }
 
+TEST(Pickle, ReadsProtocol2BytesEmptyOrNot) {
+  // pickle.dumps((b"", b"ab"), protocol=2): bytes() for the empty one, _codecs.encode for the other.
+  const Value v = loads(from_hex("8002635f5f6275696c74696e5f5f0a62797465730a710029527101635f636f646563730a656e636f64650a"
+                                 "710258020000006162710358060000006c6174696e3171048671055271068671072e"),
+                        "p2");
+  EXPECT_EQ(v.as_sequence("")[0].as_bytes("0"), "");
+  EXPECT_EQ(v.as_sequence("")[1].as_bytes("1"), "ab");
+}
+
 TEST(Pickle, WhatItWritesReadsBackTheSame) {
   const Value original = loads(from_hex(kPythonProtocol5), "p5");
   expect_the_python_value(loads(dumps(original), "ours"));
@@ -73,6 +82,11 @@ TEST(Pickle, BadInputNamesTheSourceAndTheByte) {
   expect_error([&] { loads(std::string("\x80\x03\x00", 3), "odd.pkl"); }, "opcode 0x00 is not supported");
   expect_error([&] { loads(std::string("\x80\x03h\x07.", 5), "memo.pkl"); }, "memo entry 7");
   expect_error([&] { loads(data, "p5").as_dict("the networks"); }, "the networks: expected a dict, found a tuple");
+  // Values nested as deep as the stack is tall are refused before they could exhaust the thread's stack.
+  const std::string deep = std::string("\x80\x03", 2) + std::string(20000, ']') + ".";
+  expect_error([&] { loads(deep, "deep.pkl"); }, "more than 10000 values on the stack");
+  // An operation that reaches below the innermost MARK, as CPython refuses it.
+  expect_error([&] { loads(std::string("\x80\x03](K\x01" "a.", 7), "mark.pkl"); }, "needs a value the stack lacks");
 }
 
 }  // namespace

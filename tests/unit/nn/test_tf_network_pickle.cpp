@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -80,6 +81,44 @@ TEST(TfNetworkPickle, EveryArchitectureAndConditioningRoundTrips) {
       }
     }
   }
+}
+
+// Arguments as the TensorFlow code leaves them: D's label mapping absent (0 layers: the embedding
+// alone), w_avg_beta None (legacy's 1), and an explicit None filter (no filtering).
+TEST(TfNetworkPickle, ReadsTheTensorFlowDefaults) {
+  using pickle::Value;
+  PickledNetworks n = random_networks(Architecture::Skip, Architecture::Resnet, 3);
+  n.D.mapping_layers = 0;
+  n.tensors.clear();
+  const Generator G(n.G);
+  add_random_tensors(G, "G.", n.tensors);
+  add_random_tensors(G, "G_ema.", n.tensors);
+  add_random_tensors(Discriminator(n.D), "D.", n.tensors);
+  Value root = pickle::loads(tf_network_pickle(n), "tf.pkl");
+  const auto kwargs_of = [](Value& network) -> pickle::DictItems& {
+    return const_cast<Value&>(*network.as_object("").state.find("static_kwargs")).dict_items();
+  };
+  auto& d_kwargs = kwargs_of(root.list_items()[1]);
+  d_kwargs.erase(std::remove_if(d_kwargs.begin(), d_kwargs.end(),
+                                [](const auto& kv) { return kv.first.as_string("") == "mapping_layers"; }),
+                 d_kwargs.end());
+  for (const int g : {0, 2}) {
+    for (auto& [key, value] : kwargs_of(root.list_items()[g])) {
+      if (key.as_string("") == "w_avg_beta") value = Value();
+    }
+  }
+  const PickledNetworks back = read_tf_network_pickle(pickle::dumps(root), "tf.pkl");
+  EXPECT_EQ(back.D.mapping_layers, 0);
+  EXPECT_EQ(back.G.w_avg_beta, 1.0);
+  for (const auto& [name, tensor] : n.tensors) {
+    if (name.rfind("D.", 0) == 0) {
+      EXPECT_TRUE(back.tensors.at(name).equal(tensor)) << name;
+    }
+  }
+  for (auto& [key, value] : d_kwargs) {
+    if (key.as_string("") == "resample_kernel") value = Value();
+  }
+  EXPECT_EQ(read_tf_network_pickle(pickle::dumps(root), "tf.pkl").D.resample_filter, std::vector<float>{1});
 }
 
 TEST(TfNetworkPickle, EachLayoutIsUndoneByItsInverse) {
