@@ -122,6 +122,38 @@ void check_export_destination(const std::string& source, const std::string& outd
             outdir);
 }
 
+// A dataset whose images (Fashion-MNIST's, a TFRecord level's) go through `stylegan2_dataset
+// create`'s --resolution / --channels, as the image files' do when they are decoded.
+class TransformedDataset : public Dataset {
+ public:
+  TransformedDataset(std::shared_ptr<Dataset> source, const ImageTransform& transform)
+      : source_(std::move(source)), transform_(transform) {
+    const ImageShape s = source_->shape();
+    SG2_CHECK(transform_.resolution > 0 || s.height == s.width, "'{}' has {}x{} images: --resolution R makes them "
+              "square", source_->name(), s.width, s.height);
+    shape_ = {transform_.channels > 0 ? transform_.channels : s.channels,
+              transform_.resolution > 0 ? transform_.resolution : s.height,
+              transform_.resolution > 0 ? transform_.resolution : s.width};
+  }
+  std::string name() const override { return source_->name(); }
+  std::string subset() const override { return source_->subset(); }
+  int64_t size() const override { return source_->size(); }
+  ImageShape shape() const override { return shape_; }
+  int64_t label_dim() const override { return source_->label_dim(); }
+  void read_image(int64_t index, uint8_t* out) const override {
+    const ImageShape s = source_->shape();
+    std::vector<uint8_t> chw(static_cast<size_t>(s.bytes()));
+    source_->read_image(index, chw.data());
+    image_to_chw(apply_transform(image_from_chw(chw.data(), s.channels, s.height, s.width), transform_), out);
+  }
+  void read_label(int64_t index, float* out) const override { source_->read_label(index, out); }
+
+ private:
+  std::shared_ptr<Dataset> source_;
+  ImageTransform transform_;
+  ImageShape shape_;
+};
+
 }  // namespace
 
 std::shared_ptr<Dataset> open_source(const SourceOptions& options) {
@@ -134,6 +166,10 @@ std::shared_ptr<Dataset> open_source(const SourceOptions& options) {
     dataset = labelled ? std::make_shared<TFRecordDataset>(path, true, options.max_images, options.level) : tfrecords;
   } else if (FashionMnistDataset::looks_like(path)) {
     dataset = std::make_shared<FashionMnistDataset>(path, options.split, true, options.max_images);
+  }
+  // The image files apply the transform as they decode; the other sources' pixels go through it here.
+  if (dataset != nullptr && options.transform.active() && !ImageFiles::looks_like(path)) {
+    dataset = std::make_shared<TransformedDataset>(dataset, options.transform);
   } else if (ImageFiles::looks_like(path)) {
     auto images = std::make_shared<ImageArchiveDataset>(path, false, options.max_images, options.transform);
     SG2_CHECK(images->label_error().empty() || options.ignore_labels,

@@ -13,7 +13,7 @@ struct SourceOptions {
   std::string split = "train";  // Fashion-MNIST source: train (as the original), test or all
   int64_t max_images = 0;
   int64_t level = 0;          // TFRecord source: resolution of the level to read (0: full)
-  ImageTransform transform;   // image folder / ZIP sources only
+  ImageTransform transform;   // every source: resize / convert the images it reads
   bool ignore_labels = false; // image folder / ZIP: read no labels, even damaged ones
   std::string ignore_labels_hint;  // how to ask for ignore_labels, for the error of damaged ones
 };

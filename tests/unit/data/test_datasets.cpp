@@ -1,6 +1,7 @@
 // Dataset directories and archives written and read back, sharding and the prefetching loader.
 #include "test_support.h"
 
+#include "sg2/data/dataset_tool.h"
 #include "sg2/data/dataset_writer.h"
 #include "sg2/data/image_archive_dataset.h"
 #include "sg2/data/npy.h"
@@ -8,6 +9,7 @@
 #include "sg2/data/tfrecord_dataset.h"
 
 #include <cmath>
+#include <numeric>
 #include <filesystem>
 #include <random>
 #include <fstream>
@@ -243,6 +245,28 @@ TEST(ImageFolder, PngFolderWithDatasetJsonAndResizing) {
   std::ofstream(root + "/dataset.json") << R"({"labels": [["b.png", 1]]})";
   EXPECT_NE(test::error_message([&] { ImageArchiveDataset(root, true, 0); }).find("no label for 'c.png'"),
             std::string::npos);
+}
+
+// --resolution / --channels of `stylegan2_dataset create` apply to every source, Fashion-MNIST's and
+// TFRecords' pixels too (not only image files'): Fashion-MNIST rendered at 64x64 RGB, labels kept.
+TEST(DatasetTool, EverySourceTakesTheResolutionAndChannels) {
+  SourceOptions options;
+  options.path = "/usr/share/datasets/fashion-mnist";
+  options.max_images = 3;
+  const std::shared_ptr<Dataset> plain = open_source(options);
+  options.transform.resolution = 64;
+  options.transform.channels = 3;
+  const std::shared_ptr<Dataset> rendered = open_source(options);
+  EXPECT_EQ(rendered->shape().channels, 3);
+  EXPECT_EQ(rendered->shape().height, 64);
+  EXPECT_EQ(rendered->shape().width, 64);
+  EXPECT_EQ(rendered->label_dim(), plain->label_dim());
+  const std::vector<uint8_t> small = image_of(*plain, 1), big = image_of(*rendered, 1);
+  // Gray made RGB: three equal planes; a 2x upscale twice over keeps the mean within rounding.
+  EXPECT_TRUE(std::equal(big.begin(), big.begin() + 4096, big.begin() + 4096));
+  const double small_mean = std::accumulate(small.begin(), small.end(), 0.0) / static_cast<double>(small.size());
+  const double big_mean = std::accumulate(big.begin(), big.end(), 0.0) / static_cast<double>(big.size());
+  EXPECT_NEAR(big_mean, small_mean, 2.0);
 }
 
 TEST(PrefetchLoader, SameBatchesAsTheSynchronousLoaderAndRestartsOnJumps) {
