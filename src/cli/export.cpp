@@ -1,12 +1,12 @@
 #include "sg2/cli/export.h"
 
 #include "sg2/core/error.h"
+#include "sg2/core/files.h"
 #include "sg2/core/progress.h"
 #include "sg2/data/atomic_file.h"
 #include "sg2/nn/tf_network_pickle.h"
 #include "sg2/train/snapshot.h"
 
-#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -24,11 +24,7 @@ int64_t reference_fp16_blocks(const train::Snapshot& snapshot) {
 }  // namespace
 
 ExportResult export_network_pickle(const std::string& snapshot_path, const std::string& out_path, bool overwrite) {
-  std::error_code error;
-  SG2_CHECK(!std::filesystem::equivalent(snapshot_path, out_path, error), "--out '{}' is the snapshot it exports; "
-            "write the pickle to a new path", out_path);
-  SG2_CHECK(overwrite || !std::filesystem::exists(out_path),
-            "--out '{}' exists; pass --overwrite to replace it, or choose a new path", out_path);
+  check_output_file("--out", out_path, overwrite, {{snapshot_path, "the snapshot it exports"}});
   const train::Snapshot snapshot = train::load_snapshot(snapshot_path);
   nn::PickledNetworks networks;
   networks.G = nn::generator_options_from_json(snapshot.networks.at("G"));
@@ -39,11 +35,8 @@ ExportResult export_network_pickle(const std::string& snapshot_path, const std::
       if (name.rfind(prefix, 0) == 0) networks.tensors[name] = tensor;
     }
   }
-  std::optional<ProgressMeter> meter;  // its total comes with the first report
-  const std::string bytes = nn::tf_network_pickle(networks, [&](int64_t done, int64_t total) {
-    if (!meter) meter.emplace("export", total, "variables");
-    meter->update(done);
-  });
+  std::optional<ProgressMeter> meter;
+  const std::string bytes = nn::tf_network_pickle(networks, meter_reporter(meter, "export", "variables"));
   if (meter) meter->finish();
   data::write_file_atomically(out_path, bytes.data(), bytes.size());
   return {static_cast<int64_t>(networks.tensors.size()), networks.num_fp16_res, bytes.size()};

@@ -59,16 +59,6 @@ TrainConfig config_for_networks(const nn::GeneratorOptions& g, const nn::Discrim
 
 namespace {
 
-void check_output(const std::vector<std::string>& inputs, const std::string& out_path, bool overwrite) {
-  for (const std::string& input : inputs) {
-    std::error_code error;
-    SG2_CHECK(!std::filesystem::equivalent(input, out_path, error), "--out '{}' is an input of the import; "
-              "write the snapshot to a new path", out_path);
-  }
-  SG2_CHECK(overwrite || !std::filesystem::exists(out_path),
-            "--out '{}' exists; pass --overwrite to replace it, or choose a new path", out_path);
-}
-
 // The snapshot of networks `g` and `d` with the G., D. and G_ema. tensors of `tensors` (each
 // checked against the networks by name and shape); what is missing is filled and noted.
 ImportResult write_imported_snapshot(const nn::GeneratorOptions& g, const nn::DiscriminatorOptions& d,
@@ -110,7 +100,8 @@ ImportResult write_imported_snapshot(const nn::GeneratorOptions& g, const nn::Di
 
 ImportResult import_reference_networks(const std::string& state_dict_path, const std::string& config_path,
                                        const std::string& out_path, bool overwrite) {
-  check_output({state_dict_path, config_path}, out_path, overwrite);
+  check_output_file("--out", out_path, overwrite,
+                    {{state_dict_path, "an input of the import"}, {config_path, "an input of the import"}});
   const nlohmann::json config = read_json(config_path);
   SG2_CHECK(config.contains("G") && config.contains("D"), "'{}' needs \"G\" and \"D\" network options", config_path);
   std::vector<std::string> unknown;
@@ -123,14 +114,11 @@ ImportResult import_reference_networks(const std::string& state_dict_path, const
 }
 
 ImportResult import_tf_network_pickle(const std::string& pkl_path, const std::string& out_path, bool overwrite) {
-  check_output({pkl_path}, out_path, overwrite);
+  check_output_file("--out", out_path, overwrite, {{pkl_path, "an input of the import"}});
   const std::vector<char> bytes = read_file_bytes<char>(pkl_path);
-  std::optional<ProgressMeter> meter;  // its total comes with the first report
-  nn::PickledNetworks networks =
-      nn::read_tf_network_pickle(std::string(bytes.begin(), bytes.end()), pkl_path, [&](int64_t done, int64_t total) {
-        if (!meter) meter.emplace("import", total, "variables");
-        meter->update(done);
-      });
+  std::optional<ProgressMeter> meter;
+  nn::PickledNetworks networks = nn::read_tf_network_pickle(std::string(bytes.begin(), bytes.end()), pkl_path,
+                                                            meter_reporter(meter, "import", "variables"));
   if (meter) meter->finish();
   ImportResult result = write_imported_snapshot(networks.G, networks.D, networks.tensors, pkl_path, out_path);
   result.notes.insert(result.notes.begin(), networks.notes.begin(), networks.notes.end());

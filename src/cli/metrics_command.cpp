@@ -93,11 +93,7 @@ void DetectorCommand::add_to(CLI::App& app) {
 
 int DetectorCommand::run() {
   init_logging(0, false);
-  std::error_code error;
-  SG2_CHECK(!std::filesystem::equivalent(out_, data_, error), "--out '{}' is the --data it trains on; write the "
-            "detector to a new path", out_);
-  SG2_CHECK(overwrite_ || !std::filesystem::exists(out_),
-            "--out '{}' exists; pass --overwrite to replace it, or choose a new path", out_);
+  check_output_file("--out", out_, overwrite_, {{data_, "the --data it trains on"}});
   const std::string out_dir = std::filesystem::path(out_).parent_path().string();
   if (!out_dir.empty()) create_output_directory(out_dir, "--out's directory");  // before the training, not after
   if (threads_ > 0) at::set_num_threads(threads_);

@@ -43,4 +43,14 @@ void create_output_directory(const std::string& path, const std::string& what) {
   SG2_FAIL("cannot create {} '{}': {}", what, path, error ? error.message() : "it is not a directory");
 }
 
+void check_output_file(const std::string& option, const std::string& out, bool overwrite,
+                       const std::vector<std::pair<std::string, std::string>>& inputs) {
+  for (const auto& [input, role] : inputs) {
+    std::error_code error;
+    SG2_CHECK(!std::filesystem::equivalent(input, out, error), "{} '{}' is {}; write to a new path", option, out, role);
+  }
+  SG2_CHECK(overwrite || !std::filesystem::exists(out),
+            "{} '{}' exists; pass --overwrite to replace it, or choose a new path", option, out);
+}
+
 }  // namespace sg2

@@ -58,4 +58,12 @@ void ProgressMeter::finish() {
   spdlog::info("{}: {} {} in {}", label_, done_, unit_, format_duration(clock_.seconds()));
 }
 
+std::function<void(int64_t, int64_t)> meter_reporter(std::optional<ProgressMeter>& meter, std::string label,
+                                                     std::string unit) {
+  return [&meter, label = std::move(label), unit = std::move(unit)](int64_t done, int64_t total) {
+    if (!meter) meter.emplace(label, total, unit);
+    meter->update(done);
+  };
+}
+
 }  // namespace sg2

@@ -290,10 +290,11 @@ Variables tf_variables(const TensorMap& tensors, const std::string& prefix, bool
   return variables;
 }
 
-Value generator_network(const PickledNetworks& n, const std::string& name, const std::string& prefix,
+// G_main with its mapping and synthesis components, from the generator's variables.
+Value generator_network(const PickledNetworks& n, const std::string& name, const Variables& variables,
                         VariableCounter& counter) {
   Variables top, mapping, synthesis;
-  for (auto& [path, tensor] : tf_variables(n.tensors, prefix, true)) {
+  for (const auto& [path, tensor] : variables) {
     if (path.rfind("mapping/", 0) == 0) {
       mapping.emplace_back(path.substr(8), tensor);
     } else if (path.rfind("synthesis/", 0) == 0) {
@@ -313,16 +314,13 @@ Value generator_network(const PickledNetworks& n, const std::string& name, const
 }  // namespace
 
 std::string tf_network_pickle(const PickledNetworks& networks, const VariableProgress& progress) {
-  VariableCounter counter{progress};
-  for (const auto& [name, tensor] : networks.tensors) {
-    TfVariable v;
-    const bool generator = name.rfind("D.", 0) != 0;
-    counter.total += tf_variable_of(name.substr(name.find('.') + 1), generator, &v) ? 1 : 0;
-  }
-  const Value D = network_object("D", "D_stylegan2", discriminator_tf_kwargs(networks.D, networks.num_fp16_res), {},
-                                 tf_variables(networks.tensors, "D.", false), counter);
-  const Value G = generator_network(networks, "G", "G.", counter);
-  return pickle::dumps(Value::tuple({G, D, generator_network(networks, "Gs", "G_ema.", counter)}));
+  const Variables G = tf_variables(networks.tensors, "G.", true), D = tf_variables(networks.tensors, "D.", false);
+  const Variables Gs = tf_variables(networks.tensors, "G_ema.", true);
+  VariableCounter counter{progress, static_cast<int64_t>(G.size() + D.size() + Gs.size())};
+  const Value G_net = generator_network(networks, "G", G, counter);
+  const Value D_net = network_object("D", "D_stylegan2", discriminator_tf_kwargs(networks.D, networks.num_fp16_res),
+                                     {}, D, counter);
+  return pickle::dumps(Value::tuple({G_net, D_net, generator_network(networks, "Gs", Gs, counter)}));
 }
 
 // ---- Reading ----

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sg2 {
@@ -22,5 +23,11 @@ std::vector<Byte> read_file_bytes(const std::string& path) {
 // Creates `path` and its parents (existing ones are fine); the error says which option or file it is
 // for (`what`, e.g. "--outdir") and why, e.g. "a file 'runs' is in the way" or "Permission denied".
 void create_output_directory(const std::string& path, const std::string& what);
+
+// Refuses an output file `out` (the value of `option`, e.g. "--out") that is one of `inputs` (each
+// with what it is: "the snapshot it exports") or that exists without `overwrite`; the errors say
+// what to do instead.
+void check_output_file(const std::string& option, const std::string& out, bool overwrite,
+                       const std::vector<std::pair<std::string, std::string>>& inputs);
 
 }  // namespace sg2

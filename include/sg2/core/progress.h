@@ -7,6 +7,8 @@
 #include "sg2/core/timer.h"
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 namespace sg2 {
@@ -31,5 +33,10 @@ class ProgressMeter {
   double log_interval_, last_print_ = 0;
   Stopwatch clock_;
 };
+
+// A report(done, total) callback for work whose total its first report tells: the first call
+// starts `meter` with that total, every call updates it (finish `meter` where it holds a value).
+std::function<void(int64_t done, int64_t total)> meter_reporter(std::optional<ProgressMeter>& meter,
+                                                                 std::string label, std::string unit);
 
 }  // namespace sg2

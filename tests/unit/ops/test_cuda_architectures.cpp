@@ -1,8 +1,11 @@
 // Which GPUs the CUDA kernels run on (cuda_architectures.h): the SASS and PTX compatibility rules
 // for the common GPUs, the parsing of CMAKE_CUDA_ARCHITECTURES' form, and this build's list. The
-// rules decide, with the driver's answer, whether a GPU runs the kernels or the reference ops.
+// driver decides whether a GPU runs the kernels or the reference ops, the rules say why; on a GPU,
+// the kernels run exactly where the build's list covers it.
+#include "sg2/device/cuda_device.h"
 #include "sg2/ops/cuda_architectures.h"
 #include "sg2/ops/kernels.h"
+#include "ops_test_support.h"
 #include "test_support.h"
 
 namespace sg2::ops {
@@ -60,6 +63,17 @@ TEST(CudaArchitectures, ThisBuildNamesWhatItCompiled) {
   if (!built.ptx.empty()) {
     EXPECT_EQ(kernel_image_for(built, 200), KernelImage::Ptx);  // any newer GPU
   }
+}
+
+// The kernels run on a GPU that the build's architectures cover and only there (elsewhere the
+// reference ops run, with a log line): on the H100 / H200 of sm_90, they must run.
+TEST(CudaKernels, RunWhereTheBuildHasAnImageForTheGpu) {
+  SKIP_WITHOUT_CUDA_KERNELS();
+  const CudaArchitectures built = built_cuda_architectures();
+  const int capability = cuda_compute_capability(0);
+  const bool expected = kernel_image_for(built, capability) != KernelImage::None;
+  EXPECT_EQ(kernels::supported(at::zeros({4}, at::TensorOptions(at::kCUDA))), expected)
+      << "compute capability " << capability << ", built for " << describe(built);
 }
 
 }  // namespace

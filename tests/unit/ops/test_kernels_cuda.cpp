@@ -3,8 +3,6 @@
 // in float32, float16 and bfloat16, strided views, bias_act in every activation, and derivatives to
 // second order (R1 and path length need them); skipped where no GPU is present or the build has no
 // CUDA kernels (a CPU LibTorch), and run by the GPU kit (scripts/gpu/run.sh).
-#include "sg2/device/cuda_device.h"
-#include "sg2/ops/cuda_architectures.h"
 #include "sg2/ops/kernels.h"
 #include "kink_pinning.h"
 #include "sg2/ops/ops.h"
@@ -351,17 +349,6 @@ TEST(CudaKernelArithmetic, OnlyWholeAlignedPacksRunInLanes) {
   EXPECT_FALSE(cuda::runs_in_lanes(8, 4, {memory + 2}));
   EXPECT_EQ(cuda::kLanes<float>, 4);
   EXPECT_EQ(cuda::kLanes<uint16_t>, 8);  // float16 and bfloat16
-}
-
-// The kernels run on a GPU that the build's architectures cover and only there (elsewhere the
-// reference ops run, with a log line): on the H100 / H200 of sm_90, they must run.
-TEST(CudaKernels, RunWhereTheBuildHasAnImageForTheGpu) {
-  SKIP_WITHOUT_CUDA_KERNELS();
-  const CudaArchitectures built = built_cuda_architectures();
-  const int capability = cuda_compute_capability(0);
-  const bool expected = kernel_image_for(built, capability) != KernelImage::None;
-  EXPECT_EQ(kernels::supported(at::zeros({4}, at::TensorOptions(at::kCUDA))), expected)
-      << "compute capability " << capability << ", built for " << describe(built);
 }
 
 TEST(CudaKernels, Upfirdn2dMatchesTheDefinitionInEveryPrecision) {
