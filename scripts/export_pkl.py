@@ -30,6 +30,7 @@ def generator_options(G):
         "channel_max": synthesis.get("channel_max", 512),
         "architecture": synthesis.get("architecture", "skip"),
         "conv_clamp": -1 if conv_clamp is None else conv_clamp,
+        "num_fp16_res": synthesis.get("num_fp16_res", 0),  # the pickle's float16 blocks compute in float16
     }
 
 
@@ -49,6 +50,7 @@ def discriminator_options(D):
         "mapping_layers": mapping.get("num_layers", 8),
         "mapping_lr_multiplier": mapping.get("lr_multiplier", 0.01),
         "conv_clamp": -1 if conv_clamp is None else conv_clamp,
+        "num_fp16_res": kwargs.get("num_fp16_res", 0),
     }
 
 
@@ -66,6 +68,9 @@ def main():
         sys.exit(f"export_pkl: --out {args.out} would write over the pickle it reads")
     if args.repo:
         sys.path.insert(0, args.repo)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
+    from reference_bench import provide_distutils  # dnnlib imports distutils, which Python 3.12 lacks
+    provide_distutils()
     import torch
     import legacy  # stylegan2-ada-pytorch
 

@@ -81,9 +81,12 @@ all_variants="auto:nhwc auto:nhwc:3xtf32 auto:nhwc:graphs ref:off ref:off:graphs
               auto:nhwc:nogradfix auto:all"
 all_variants=$(echo $all_variants)  # one line
 variants=${SG2_BENCH_VARIANTS:-$all_variants}
-for variant in $variants; do
-  [[ " $all_variants " == *" $variant "* ]] ||
-    { echo "gpu_vs_reference: no variant '$variant' (one of: $all_variants)" >&2; exit 2; }
+# Besides those: any per-round batch of ours (32:off, 32:nhwc:graphs) and the reference at any
+# (reference:ref, its defaults; reference:full, one round; reference:32; :nhwc its fp16_channels_last).
+variant_pattern='^((auto|ref|[0-9]+):(off|nhwc|all)(:(nogradfix|3xtf32|graphs))?|reference:(ref|full|[0-9]+)(:nhwc)?)$'
+for variant in $variants ${SG2_BENCH_BASELINE:-}; do
+  [[ "$variant" =~ $variant_pattern ]] ||
+    { echo "gpu_vs_reference: no variant '$variant' (one of: $all_variants, or as $variant_pattern)" >&2; exit 2; }
 done
 # The variant most likely fastest adds --device-kernels: one more cycle under the Kineto profiler, after
 # the timed ones: GPU time by kernel and how busy the GPU is (the numbers to tune by next).
@@ -104,17 +107,55 @@ fi
 source scripts/bench/comparison_summary.sh  # field, ratio, meets, the H100 SXM estimate
 
 # The reference: its runs, and a summary row with the ratio of its img/s to ref_rate.
-run_reference() {  # run_reference PRESET CONFIG BATCH_GPU NAME LABEL
+run_reference() {  # run_reference PRESET CONFIG BATCH_GPU NAME LABEL [REFERENCE_BENCH_FLAGS...]
   local file="$cases_dir/$4.txt" record="$cases_dir/$4.jsonl" label=$5 rate
   echo "== $1: $label, batch_gpu $3" | tee -a "$log"
   rm -f "$record"
   budgeted_run "$file" "$python" scripts/bench/reference_bench.py --ref "$ref" --config "$2" "${ref_common[@]}" \
-      --conv-clamp 256 --batch-gpu "$3" --jsonl "$record"
+      --conv-clamp 256 --batch-gpu "$3" --jsonl "$record" "${@:6}"
   rate=$(field "$record" img_per_s 1 2)
   [ "$(field "$record" plugins_fell_back)" = true ] && label="$label (plugins fell back: not its real speed)"
   echo "| $1 | $label | $3 | $rate | $(field "$record" s_per_kimg 1 2) | $(field "$record" peak_device_gib 1 2) | - |" \
        "$(ratio "$rate" "${ref_rate:-$rate}") |" >> "$summary"
   last_rate=$rate
+}
+
+# The reference at a per-round batch (reference:ref|full|N[:nhwc]); its rate is kept for the lines at
+# equal settings. The dry run's batch is 8: every per-round batch is 8 there.
+run_reference_variant() {  # run_reference_variant VARIANT
+  local batch layout name label extra=()
+  IFS=':' read -r _ batch layout <<< "$1"
+  case "$batch" in
+    ref) batch=$ref_batch_gpu label="stylegan2-ada-pytorch, its defaults" ;;
+    full) batch=$full_batch label="stylegan2-ada-pytorch, one round" ;;
+    *) [ "$device" = cpu ] && batch=8
+       label="stylegan2-ada-pytorch" ;;
+  esac
+  name="$preset-reference-$batch"
+  if [ "$layout" = nhwc ]; then
+    name="$name-nhwc" label="$label, fp16_channels_last" extra=(--nhwc)
+  fi
+  if [ -e "$cases_dir/$name.txt" ]; then
+    echo "== $preset: $label, batch_gpu $batch: ran already" | tee -a "$log"
+    last_rate=$(field "$cases_dir/$name.jsonl" img_per_s 1 2)
+    return 0
+  fi
+  run_reference "$preset" "$config" "$batch" "$name" "$label" "${extra[@]}"
+  reference_rates["$batch:${layout:-off}"]=$last_rate
+}
+
+# What ran at equal settings: each of ours (no option, or graphs) against the reference at the same
+# per-round batch and layout of the float16 blocks.
+equal_settings_lines() {
+  local key rate option
+  for key in "${!ours_rates[@]}"; do
+    IFS=':' read -r _ _ option <<< "$key"
+    rate=${reference_rates["${key%:*}"]:-}
+    [ -n "$rate" ] && [ -n "${ours_rates[$key]}" ] || continue
+    echo "- $preset at equal settings, ${key%%:*} images a round, $( [[ "$key" == *:nhwc:* ]] &&
+      echo "float16 blocks channels_last" || echo NCHW)$( [ "$option" = graphs ] && echo ", ours with CUDA graphs"): \
+ours ${ours_rates[$key]} img/s, the reference $rate: $(ratio "${ours_rates[$key]}" "$rate")x"
+  done | sort
 }
 
 # One variant of ours (BATCH_GPU:LAYOUT[:OPTION]) of the case being run: its run and summary row;
@@ -123,6 +164,8 @@ run_ours() {  # run_ours VARIANT
   local variant=$1 batch_gpu layout option name label chosen record extra=()
   IFS=':' read -r batch_gpu layout option <<< "$variant"
   [ "$batch_gpu" = ref ] && batch_gpu=$ref_batch_gpu
+  [[ "$batch_gpu" =~ ^[0-9]+$ ]] && [ "$device" = cpu ] && batch_gpu=8  # the dry run's batch of 8
+  local rate_key="$batch_gpu:$layout:${option:-plain}"
   [ "$layout" = nhwc ] && layout=$nhwc
   name="$preset-ours-$batch_gpu"
   label="stylegan2-cpp"
@@ -167,6 +210,7 @@ run_ours() {  # run_ours VARIANT
   fi
   [ "$probed_nhwc" = 1 ] && [ -n "$rate" ] && : "${probed_nhwc_rate:=$rate}" \
       "${probed_nhwc_kimg:=$(field "$record" s_per_kimg 1 2)}" "${other_ms:=$(other_kernel_ms "$record")}"
+  [[ "$rate_key" =~ :(plain|graphs)$ ]] && ours_rates["$rate_key"]=$rate
   [ "$option" = nogradfix ] && nogradfix_rate=$rate
   [ "$variant" = ref:off ] && ref_off_rate=$rate
   [ "$variant" = ref:off:graphs ] && ref_graphs_rate=$rate
@@ -194,7 +238,8 @@ for case in "${cases[@]}"; do
   read -ra ours <<< "$ours_flags"
   [ "$device" = cpu ] && ref_batch_gpu=8 full_batch=8  # the dry run's batch of 8
   ref_rate=""
-  run_reference "$preset" "$config" "$ref_batch_gpu" "$preset-reference" stylegan2-ada-pytorch
+  declare -A reference_rates=() ours_rates=()
+  run_reference_variant "${SG2_BENCH_BASELINE:-reference:ref}"  # the ratio column's reference
   ref_rate=$last_rate
   # Ours: the reference's per-round batch, the probed one, and each with the float16 blocks
   # channels_last (run.channels_last reduced, which the reference has as fp16_channels_last, off by
@@ -202,9 +247,9 @@ for case in "${cases[@]}"; do
   best_rate="" best_kimg="" auto_rate="" auto_batch="" full_rate="" nogradfix_rate="" probed_nhwc_rate=""
   split_rate="" split_kimg="" ref_off_rate="" ref_graphs_rate="" auto_graphs_rate="" other_ms="" probed_nhwc_kimg=""
   for variant in $variants; do
-    if [ "$variant" = reference:full ]; then
-      run_reference "$preset" "$config" "$full_batch" "$preset-reference-full" "stylegan2-ada-pytorch, one round"
-      full_rate=$last_rate
+    if [[ "$variant" == reference:* ]]; then
+      run_reference_variant "$variant"
+      [ "$variant" = reference:full ] && full_rate=$last_rate
       continue
     fi
     run_ours "$variant"
@@ -226,6 +271,8 @@ $(slowed_kimg "$probed_nhwc_kimg" "$bandwidth_ratio" "$other_ms" "$full_batch") 
     goals+=("- $preset at an equal per-round batch: ours probed (${auto_batch:-?} images a round) against the reference \
 in one round of $full_batch: $(ratio "$auto_rate" "$full_rate")x")
   fi
+  mapfile -t equal_lines < <(equal_settings_lines)
+  goals+=("${equal_lines[@]}")
   if [ -n "$split_rate" ]; then
     goals+=("- $preset with run.float32_convolutions 3xtf32 (the float32 blocks in three TF32 passes, float32's \
 accuracy): ${split_kimg:--} s/kimg, $(ratio "$split_rate" "$probed_nhwc_rate")x ours probed channels_last without")

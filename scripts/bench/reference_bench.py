@@ -104,6 +104,8 @@ def main():
     parser.add_argument('--channels', type=int, default=None, help="override the config's data.channels")
     parser.add_argument('--fp16-res', type=int, default=None, help="num_fp16_res (default: the config's G.num_fp16_res)")
     parser.add_argument('--conv-clamp', type=float, default=None, help="conv_clamp (default: the config's; < 0: none)")
+    parser.add_argument('--nhwc', action='store_true', help="the float16 blocks channels_last (the reference's "
+                        "fp16_channels_last, train.py --nhwc=1; default: NCHW, its default)")
     parser.add_argument('--jsonl', default=None, help='append the result to this file as one JSON object (as '
                         "stylegan2_bench's training record: kind, step_s, img_per_s, s_per_kimg, phases, ...), "
                         'for scripts')
@@ -155,10 +157,11 @@ def main():
     G = Generator(z_dim=c['z_dim'], c_dim=0, w_dim=c['w_dim'], img_resolution=c['resolution'],
                   img_channels=c['channels'], mapping_kwargs=dict(num_layers=c['map']),
                   synthesis_kwargs=dict(channel_base=c['g_base'], channel_max=c['g_max'], num_fp16_res=c['g_fp16_res'],
-                                        conv_clamp=clamp['g'])).train().requires_grad_(False).to(device)
+                                        conv_clamp=clamp['g'], fp16_channels_last=args.nhwc)
+                  ).train().requires_grad_(False).to(device)
     D = Discriminator(c_dim=0, img_resolution=c['resolution'], img_channels=c['channels'],
                       channel_base=c['d_base'], channel_max=c['d_max'], num_fp16_res=c['d_fp16_res'],
-                      conv_clamp=clamp['d'],
+                      conv_clamp=clamp['d'], block_kwargs=dict(fp16_channels_last=args.nhwc),
                       epilogue_kwargs=dict(mbstd_group_size=c['mbstd'])).train().requires_grad_(False).to(device)
     loss = StyleGAN2Loss(device=device, G_mapping=G.mapping, G_synthesis=G.synthesis, D=D,
                          r1_gamma=c['gamma'], pl_weight=c['pl_weight'])
@@ -229,7 +232,8 @@ def main():
         step(i)
     print(f'reference stylegan2-ada-pytorch, torch {torch.__version__}, device {device}, {args.threads} threads, '
           f'batch {batch} in rounds of {batch_gpu}, resolution {c["resolution"]}, num_fp16_res G {c["g_fp16_res"]} '
-          f'D {c["d_fp16_res"]}, conv_clamp G {clamp["g"]} D {clamp["d"]}' + (f', {plugin_status()}; {gradfix_status(device)}' if device.type == 'cuda' else ''))
+          f'D {c["d_fp16_res"]}, conv_clamp G {clamp["g"]} D {clamp["d"]}, '
+          f'{"float16 blocks channels_last" if args.nhwc else "NCHW"}' + (f', {plugin_status()}; {gradfix_status(device)}' if device.type == 'cuda' else ''))
     print(f'{"phase":<10} {"ms/call":>10} {"img/s":>10}')
     real, z = fetch(0)
     phase_records = []
@@ -248,7 +252,7 @@ def main():
     if args.jsonl:
         plugins_fell_back = device.type == 'cuda' and (upfirdn2d._plugin is None or bias_act._plugin is None)
         record = {'kind': 'train', 'implementation': 'stylegan2-ada-pytorch', 'torch': torch.__version__,
-                  'device': str(device), 'threads': args.threads, 'resolution': c['resolution'],
+                  'device': str(device), 'threads': args.threads, 'channels_last': args.nhwc, 'resolution': c['resolution'],
                   'global_batch': batch, 'rank_batch': batch, 'batch_gpu': batch_gpu, 'timed_steps': cycle,
                   'step_s': seconds, 'img_per_s': batch / seconds, 's_per_kimg': 1000 * seconds / batch,
                   'phases': phase_records, 'peak_device_gib': peak, 'plugins_fell_back': plugins_fell_back}

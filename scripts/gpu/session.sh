@@ -18,26 +18,34 @@
 #   second  paper256 against the reference (six variants of ours, two with CUDA graphs), then the kit's other steps
 #           (a training for FID, the CPU suite on that build, FID on the GPU against the CPU,
 #           channels_last, the library copies)
+#   third   quality at speed against the reference's own training loop (gpu_quality.sh) beside the
+#           GPU's tests and memcheck, the loader and config-f's step on real data, config-f and
+#           paper256 at equal settings (32 images a round, both layouts), the scaling model's compute
+#           term (scripts/gpu/third_call.sh); SG2_SESSION_BUDGET_S defaults to 560 s there (timeout_s 600)
 # The kit gets at most SG2_SESSION_KIT_S of the budget (default: 250 s in the first call, what the
 # comparison leaves in the second), the comparison the rest. The reference's CUDA plugins build in
 # the background from the call's start, while the kit's steps run, so the comparison finds them built.
 # $OUT then holds summary.md and steps.log (the kit), gpu_vs_reference.md and .log (the comparison)
 # and session.log (the binaries' set-up, the plugins' build). The exit code is the kit's failed
 # steps, plus 1 for a failed comparison.
-#   OUT=$OUT scripts/gpu/session.sh first|second            # on the GPU machine, carrying .gpu-kit
-#   scripts/gpu/session.sh first|second --cpu-dry-run       # the same on a CPU machine, tiny and short
+#   OUT=$OUT scripts/gpu/session.sh first|second|third      # on the GPU machine, carrying .gpu-kit
+#   scripts/gpu/session.sh first|second|third --cpu-dry-run # the same on a CPU machine, tiny and short
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 call=${1:-}
 dry_run=()
 [ "${2:-}" = --cpu-dry-run ] && dry_run=(--cpu-dry-run)
 case "$call" in
-  first | second) ;;
-  *) echo "usage: scripts/gpu/session.sh first|second [--cpu-dry-run]" >&2; exit 2 ;;
+  first | second | third) ;;
+  *) echo "usage: scripts/gpu/session.sh first|second|third [--cpu-dry-run]" >&2; exit 2 ;;
 esac
 export OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT"
-budget=${SG2_SESSION_BUDGET_S:-420}
+default_budget=420
+[ "$call" = third ] && default_budget=560
+budget=${SG2_SESSION_BUDGET_S:-$default_budget}
+build=${GPU_BUILD_DIR:-build-gpu}
+python=${PYTHON:-python3}
 session_start=$(date +%s)
 seconds_left() { echo $((budget - ($(date +%s) - session_start))); }
 
@@ -45,7 +53,7 @@ seconds_left() { echo $((budget - ($(date +%s) - session_start))); }
 # the reference's plugins in the background, within the call's budget.
 source scripts/gpu/kit_steps.sh
 SG2_KIT_BUILD_LIMIT_S=${SG2_KIT_BUILD_LIMIT_S:-$(($(seconds_left) - 120))} \
-  ensure_build "${GPU_BUILD_DIR:-build-gpu}" > "$OUT/session.log" 2>&1 ||
+  ensure_build "$build" > "$OUT/session.log" 2>&1 ||
   echo "session: no build (see $OUT/session.log); the kit's build step will say more" >&2
 if [ ${#dry_run[@]} -eq 0 ] && [ -d .gpu-kit/stylegan2-ada-pytorch ]; then
   SG2_TORCH_EXTENSIONS_DIR=$(mktemp -d)
@@ -79,6 +87,9 @@ if [ "$call" = first ]; then
   run_kit "$kit_first_call_steps" "${SG2_SESSION_KIT_S:-250}" || kit_failed=$?
   run_comparison config-f "$(comparison_variants "auto:nhwc auto:nhwc:3xtf32 auto:nhwc:graphs ref:off ref:off:graphs \
     reference:full auto:all")" "$budget" || comparison_failed=1
+elif [ "$call" = third ]; then
+  source scripts/gpu/third_call.sh
+  third_call
 else
   run_comparison paper256 "$(comparison_variants "auto:nhwc auto:nhwc:graphs ref:off ref:off:graphs auto:off ref:nhwc \
     reference:full")" $((budget * 3 / 5)) || comparison_failed=1

@@ -49,6 +49,7 @@ nlohmann::json training_bench_record(const BenchResult& r, const Trainer& traine
           {"timed_steps", r.timed_steps},
           {"step_s", r.step_seconds},
           {"host_s_per_step", r.step_host_seconds},
+          {"data_wait_s_per_step", r.step_data_wait_seconds},
           {"img_per_s", img_per_s},
           {"s_per_kimg", 1000.0 / img_per_s},
           {"phases", phases},

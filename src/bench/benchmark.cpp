@@ -44,10 +44,14 @@ double time_call(const at::Device& device, const std::function<void()>& call) {
 
 namespace {
 
-// `steps` whole training steps, the device synchronized before and after.
-CallSeconds time_steps(Trainer& trainer, int64_t steps) {
+// `steps` whole training steps, the device synchronized before and after; adds the time the steps
+// waited for the loader's batches to `data_wait` where given.
+CallSeconds time_steps(Trainer& trainer, int64_t steps, double* data_wait = nullptr) {
   return time_host_and_device(trainer.device(), [&] {
-    for (int64_t s = 0; s < steps; ++s) trainer.step();
+    for (int64_t s = 0; s < steps; ++s) {
+      trainer.step();
+      if (data_wait) *data_wait += trainer.last_data_wait_seconds();
+    }
   });
 }
 
@@ -197,10 +201,12 @@ BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
   trainer.progress().batch_idx -= trainer.progress().batch_idx % cycle;
   trainer.take_reducer_times();  // drop the warm-up's and the phases' allreduces
   trainer.take_bucket_launch_fractions();
-  const CallSeconds seconds = time_steps(trainer, result.timed_steps);
+  double data_wait = 0;
+  const CallSeconds seconds = time_steps(trainer, result.timed_steps, &data_wait);
   const auto steps = static_cast<double>(result.timed_steps);
   result.step_seconds = seconds.total / steps;
   result.step_host_seconds = seconds.host / steps;
+  result.step_data_wait_seconds = data_wait / steps;
   result.step_allreduce = trainer.take_reducer_times();
   std::tie(result.G_bucket_launch, result.D_bucket_launch) = trainer.take_bucket_launch_fractions();
   result.G_bucket_bytes = trainer.G_reducer().bucket_bytes();
@@ -236,8 +242,9 @@ std::string format_benchmark(const BenchResult& r, const Trainer& trainer) {
   }
   const double img_per_s = static_cast<double>(r.batch) / r.step_seconds;
   out << fmt::format("step       {:>10.1f} {:>10.2f}   (mean of {} steps, regularization amortised; the host issued "
-                     "them in {:.1f} ms a step)\n",
-                     r.step_seconds * 1e3, img_per_s, r.timed_steps, r.step_host_seconds * 1e3);
+                     "them in {:.1f} ms a step, {:.2f} ms of it waiting for data)\n",
+                     r.step_seconds * 1e3, img_per_s, r.timed_steps, r.step_host_seconds * 1e3,
+                     r.step_data_wait_seconds * 1e3);
   out << fmt::format("throughput {:.2f} img/s, {:.2f} s/kimg; peak RSS {:.2f} GiB, peak device memory {:.2f} GiB\n",
                      img_per_s, 1000.0 / img_per_s, r.peak_rss_gib, r.peak_device_gib);
   for (const auto& [name, fractions, bytes] : {std::tuple{"G", &r.G_bucket_launch, &r.G_bucket_bytes},

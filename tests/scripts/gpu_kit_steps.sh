@@ -146,9 +146,9 @@ is "nor after a host wait with graphs (they still train)" \
   "auto:nhwc auto:nhwc:graphs ref:off ref:off:graphs reference:full" \
   "$(variants_after "| train_cuda_graphs_host_sync | FAILED (exit 1) | 9.1 | x |")"
 is "or where SG2_SESSION_GRAPHS=off" "auto:nhwc ref:off reference:full" "$(variants_after "" off)"
-scripts/gpu/session.sh third > "$work/session-usage" 2>&1
-is "session.sh takes first or second only" 2 "$?"
-expect "and says so" "usage: scripts/gpu/session.sh first|second" "$work/session-usage"
+scripts/gpu/session.sh fourth > "$work/session-usage" 2>&1
+is "session.sh takes first, second or third only" 2 "$?"
+expect "and says so" "usage: scripts/gpu/session.sh first|second|third" "$work/session-usage"
 [ "$(wc -l <<< "$run_sh_steps")" -ge 15 ] && echo "ok: and run.sh's steps were found ($(wc -l <<< "$run_sh_steps"))" ||
   { echo "FAILED: only $(wc -l <<< "$run_sh_steps") steps found in run.sh"; failures=$((failures + 1)); }
 
@@ -198,4 +198,31 @@ is "no goal without a value" - "$(meets - ">=" 2)"
 is "an H200's bandwidth against an H100's" 1.433 "$(h100_bandwidth_ratio "NVIDIA H200")"
 is "no ratio for another GPU" "" "$(h100_bandwidth_ratio "NVIDIA H100 80GB HBM3")"
 is "the estimate: 0.433 x 51.2 ms more a step of 32 images" 4.83 "$(slowed_kimg 4.14 1.433 51.2 32)"
+
+# The quality curves' bookkeeping (scripts/bench/quality_curves.sh): the kimg of a snapshot's name, the
+# snapshots evaluated (every EVERY kimg, ours and the reference's), and the table against the seeds.
+source scripts/bench/quality_curves.sh
+is "a snapshot's kimg" 8 "$(snapshot_kimg runs/network-snapshot-000008.pt)"
+is "a pickle's" 16 "$(snapshot_kimg runs/00000-x/network-snapshot-000016.pkl)"
+is "a kimg in images" 0.512 "$(snapshot_kimg network-snapshot-000000.512.pt)"
+curves=$work/curves
+mkdir -p "$curves/ours/00000-fm64" "$curves/reference-0/00000-fm64-auto1"
+touch "$curves"/ours/00000-fm64/network-snapshot-0000{00,04,08,12,16}.pt \
+      "$curves"/reference-0/00000-fm64-auto1/network-snapshot-0000{00,08,16}.pkl
+is "the snapshots every 8 kimg, each with its run" \
+  "ours 0 ours 8 ours 16 reference-0 0 reference-0 8 reference-0 16" \
+  "$(list_snapshots "$curves" 8 | cut -d' ' -f1,2 | tr '\n' ' ' | sed 's/ $//')"
+is "every snapshot with 0" 8 "$(list_snapshots "$curves" 0 | wc -l)"
+is "ours up to the furthest the reference reached" "ours 0 ours 4 ours 8 reference-0 0 reference-0 8" \
+  "$(rm "$curves"/reference-0/*/*016.pkl; comparable_snapshots "$curves" 4 | cut -d' ' -f1,2 | tr '\n' ' ' |
+     sed 's/ $//')"
+printf '%s\n' "ours 8 40.0" "reference-0 8 45.0" "reference-1 8 35.0" "ours 16 20.0" "reference-0 16 24.0" \
+  "reference-1 16 22.0" "ours 24 33.0" "reference-0 24 20.0" "reference-1 24 30.0" "ours 0 300" > "$curves/fid.tsv"
+python=python3 quality_table "$curves/fid.tsv" fid10k_full 16 "0 1" > "$curves/table.md"
+expect "a kimg within the seeds' spread" "^| 8 | 40.00 | 45.00 | 35.00 | within the spread |" "$curves/table.md"
+expect "one below both, where ours resumed" "^| 16 (resumed here) | 20.00 | 24.00 | 22.00 | below the best seed |" \
+  "$curves/table.md"
+expect "one above the worse seed" "^| 24 | 33.00 | 20.00 | 30.00 | 1.10x the worse seed |" "$curves/table.md"
+expect "0 kimg is no comparison" "^| 0 | 300.00 | - | - | - |" "$curves/table.md"
+expect "and the count" "at or below the worse reference seed at 2 of 3 kimg points" "$curves/table.md"
 [ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }

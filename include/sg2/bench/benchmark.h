@@ -37,6 +37,7 @@ struct BenchResult {
   int64_t timed_steps = 0;
   double step_seconds = 0;  // per step, regularization amortised
   double step_host_seconds = 0;  // per step, until the host had issued the timed steps
+  double step_data_wait_seconds = 0;  // per step, the training thread waiting for the loader's batch
   double peak_rss_gib = 0;
   double peak_device_gib = 0;
   dist::ReducerTimes step_allreduce;  // per timed step (busy, exposed); bytes: gradients per rank
