@@ -12,8 +12,8 @@
 # kimg with ramp-up 0.05, num_fp16_res 4, conv_clamp 256, no augmentation, no flips.
 # Writes $OUT/quality.md (FID by kimg, the reference seeds' spread) and $OUT/quality.log.
 #   OUT=$OUT scripts/bench/gpu_quality.sh [BUILD_DIR] [REFERENCE_DIR]    (the GPU kit's build: build-gpu)
-#   scripts/bench/gpu_quality.sh --cpu-dry-run [BUILD_DIR] [REFERENCE_DIR]  (tiny, short; the reference
-#     only writes its 0-kimg snapshot, its loop needing CUDA)
+#   scripts/bench/gpu_quality.sh --cpu-dry-run [BUILD_DIR] [REFERENCE_DIR]  (tiny and short, the reference's
+#     loop on the CPU: reference_train.py --cpu-loop)
 # SG2_QUALITY_TRAIN_S (default 200) the trainings' time, SG2_QUALITY_KIMG (64) where they stop
 # otherwise, SG2_QUALITY_RESUME_KIMG (16), SG2_QUALITY_EVERY (4: kimg between evaluated
 # snapshots, a multiple of the reference's tick of 4),
@@ -106,15 +106,10 @@ train_reference() {  # train_reference SEED
   local args=(--outdir "$work/reference-$1" --data "$data" "${reference[@]}" --kimg $((whole_kimg > 0 ? whole_kimg : 1))
               --seed "$1")
   mkdir -p "$work/reference-$1"
-  if [ "$device" = cpu ]; then
-    "$python" scripts/bench/reference_train.py --ref "$ref" -- "${args[@]}" --dry-run \
-        >> "$work/reference-$1.log" 2>&1 &&
-      "$python" scripts/bench/reference_train.py --ref "$ref" \
-        --cpu-snapshot "$work/reference-$1/network-snapshot-000000.pkl" -- "${args[@]}" >> "$work/reference-$1.log" 2>&1
-    return
-  fi
+  local loop=()
+  [ "$device" = cpu ] && loop=(--cpu-loop)  # the dry run: its loop on the CPU, tiny and two steps
   timeout -s INT --kill-after=15 "$(seconds_left)" "$python" scripts/bench/reference_train.py --ref "$ref" \
-      -- "${args[@]}" >> "$work/reference-$1.log" 2>&1
+      "${loop[@]}" -- "${args[@]}" >> "$work/reference-$1.log" 2>&1
   local status=$?
   return $((status == 124 ? 0 : status))
 }

@@ -5,9 +5,11 @@
 #      and the real datasets of 3. made on the CPU meanwhile;
 #   2. the loader's img/s a worker thread on a 256x256 ZIP, then config-f's step on real data
 #      (the ZIP, TFRecords) against synthetic, with the time a step waits for its batch;
-#   3. config-f and paper256 at equal settings: both sides at 32 images a round, NCHW and with the
-#      float16 blocks channels_last, ours also with CUDA graphs (gpu_vs_reference.sh);
-#   4. the scaling model's compute term (gpu_compute_term.sh) and its predictions.
+#   3. config-f and paper256 (SG2_THIRD_PRESETS) at equal settings: both sides at 32 images a round,
+#      NCHW and with the float16 blocks channels_last, ours also with CUDA graphs (gpu_vs_reference.sh);
+#   4. the scaling model's compute term (gpu_compute_term.sh; SG2_BENCH_EXTRA="--run.cuda_graphs true"
+#      with graphs) and its predictions.
+# The quality trainings get SG2_QUALITY_TRAIN_S (default 210 s), the comparison what is left less 70 s.
 # Writes $OUT/session.md (2. and 4.) besides the files of the scripts it runs.
 
 real_resolution=256 real_images=6000 real_bench=(--config configs/config-f.yaml --G.num_fp16_res 4 --D.num_fp16_res 4
@@ -85,7 +87,7 @@ third_call() {
   local datasets_job=$!
   run_kit "gpu_tests kernels_memcheck" 240 > "$work/kit.out" 2>&1 &
   local kit_job=$!
-  SG2_QUALITY_TRAIN_S=${SG2_QUALITY_TRAIN_S:-180} SG2_QUALITY_PARALLEL=${SG2_QUALITY_PARALLEL:-6} \
+  SG2_QUALITY_TRAIN_S=${SG2_QUALITY_TRAIN_S:-210} SG2_QUALITY_PARALLEL=${SG2_QUALITY_PARALLEL:-6} \
     scripts/bench/gpu_quality.sh "${dry_run[@]}" "$build" || quality_failed=1
   wait "$kit_job"
   local kit_status=$?
@@ -107,8 +109,8 @@ third_call() {
     fi
   } >> "$OUT/session.md"
   SG2_BENCH_BASELINE=reference:32 SG2_BENCH_RUN_LIMIT_S=${SG2_BENCH_RUN_LIMIT_S:-75} \
-    run_comparison "config-f paper256" "32:nhwc reference:32:nhwc 32:nhwc:graphs 32:off" $(($(seconds_left) - 70)) ||
-    comparison_failed=1
+    run_comparison "${SG2_THIRD_PRESETS:-config-f paper256}" "32:nhwc reference:32:nhwc 32:nhwc:graphs 32:off" \
+    $(($(seconds_left) - 70)) || comparison_failed=1
   {
     echo
     echo "## The compute term"

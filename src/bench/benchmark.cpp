@@ -199,6 +199,7 @@ BenchResult run_benchmark(Trainer& trainer, const BenchOptions& options) {
   const int64_t cycle = steps_per_cycle(trainer);
   result.timed_steps = cycle * options.step_cycles;
   trainer.progress().batch_idx -= trainer.progress().batch_idx % cycle;
+  trainer.prime_data();  // the step back restarts the loader: the timed steps find its queue full, as a run does
   trainer.take_reducer_times();  // drop the warm-up's and the phases' allreduces
   trainer.take_bucket_launch_fractions();
   double data_wait = 0;

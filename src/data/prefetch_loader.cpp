@@ -50,6 +50,19 @@ void PrefetchLoader::work(int64_t first) {
   }
 }
 
+void PrefetchLoader::prime(int64_t first_batch) {
+  if (options_.workers <= 0) return;
+  if (first_batch != next_ || threads_.empty()) start(first_batch);
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] {
+    if (failure_ != nullptr) return true;
+    for (int64_t batch = first_batch; batch < first_batch + options_.prefetch; ++batch) {
+      if (ready_.count(batch) == 0) return false;
+    }
+    return true;
+  });
+}
+
 Batch PrefetchLoader::get(int64_t batch_index) {
   if (options_.workers <= 0) return loader_->load(batch_index);
   if (batch_index != next_ || threads_.empty()) start(batch_index);

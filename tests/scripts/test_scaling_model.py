@@ -246,6 +246,18 @@ class SimulatedCluster(unittest.TestCase):
         self.assertLess(with_overlap, without)  # overlap hides part of the allreduce
 
 
+class GpuComputeTerm(unittest.TestCase):
+    def test_the_compute_term_is_the_line_through_the_steps(self):
+        terms = model.stated_compute_terms("4:0.07,8:0.08,16:0.1,32:0.14")
+        self.assertAlmostEqual(terms["fixed"], 0.06, places=9)
+        self.assertAlmostEqual(terms["per_image"], 0.0025, places=9)
+
+    def test_a_malformed_or_single_batch_is_an_error(self):
+        for text in ("4:0.07,8", "4:0.07,4:0.08"):
+            with self.assertRaises(SystemExit):
+                model.stated_compute_terms(text)
+
+
 class Plot(unittest.TestCase):
     def test_writes_a_png(self):
         with tempfile.TemporaryDirectory() as directory:

@@ -22,6 +22,10 @@ class PrefetchLoader {
   PrefetchLoader& operator=(const PrefetchLoader&) = delete;
 
   Batch get(int64_t batch_index);
+  // Returns once batches first_batch, ... (the `prefetch` that may wait ahead) are decoded, the
+  // workers (re)started there as get() would: a timed run then starts as a steady one does, not with
+  // the restart's first decode (a worker's error waits for get()).
+  void prime(int64_t first_batch);
   double last_wait_seconds() const { return last_wait_seconds_; }  // time get() blocked
   const BatchLoader& loader() const { return *loader_; }
 

@@ -73,6 +73,7 @@ class Trainer {
   const std::vector<TrainingPhase>& phases() const { return phases_; }
   StatsCollector& stats() { return stats_; }
   double last_data_wait_seconds() const { return loader_.last_wait_seconds(); }  // the last step's wait for its batch
+  void prime_data() { loader_.prime(progress_.batch_idx); }  // the next steps' batches decoded ahead, as in a run
   StyleGAN2Loss& loss() { return *loss_; }
   AdaptiveAugment& augment() { return *augment_; }
   // The parameters each network trains (D's less its frozen layers, D.freeze_layers).

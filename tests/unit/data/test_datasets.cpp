@@ -9,6 +9,7 @@
 #include "sg2/data/tfrecord_dataset.h"
 
 #include <cmath>
+#include <mutex>
 #include <numeric>
 #include <filesystem>
 #include <random>
@@ -278,6 +279,41 @@ TEST(PrefetchLoader, SameBatchesAsTheSynchronousLoaderAndRestartsOnJumps) {
       EXPECT_TRUE(prefetch.get(k).images.equal(loader->load(k).images)) << "batch " << k << ", workers " << workers;
     }
   }
+}
+
+// A dataset that records the images read.
+class RecordedImages : public RandomImages {
+ public:
+  RecordedImages() : RandomImages(80, 1, 4) {}
+  void read_image(int64_t index, uint8_t* out) const override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      read_.insert(index);
+    }
+    RandomImages::read_image(index, out);
+  }
+  std::set<int64_t> read() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return read_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::set<int64_t> read_;
+};
+
+TEST(PrefetchLoader, PrimeDecodesTheBatchesAheadBeforeTheFirstGet) {
+  const LoaderOptions options{8, 0, 1, 9, true};
+  auto expected = std::make_shared<RecordedImages>();
+  for (int64_t k : {5, 6, 7}) BatchLoader(expected, options).load(k);
+  auto dataset = std::make_shared<RecordedImages>();
+  auto loader = std::make_shared<BatchLoader>(dataset, options);
+  PrefetchLoader prefetch(loader, PrefetchOptions{2, 3});
+  prefetch.prime(5);  // no get() yet: the workers start at 5 and return once 5, 6 and 7 are ready
+  const std::set<int64_t> read = dataset->read();
+  for (int64_t index : expected->read()) EXPECT_EQ(read.count(index), 1u) << "image " << index;
+  EXPECT_TRUE(prefetch.get(5).images.equal(loader->load(5).images));
+  EXPECT_TRUE(prefetch.get(6).images.equal(loader->load(6).images));
 }
 
 // A dataset that fails on one record, to check that worker errors reach the trainer.
