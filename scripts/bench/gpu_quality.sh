@@ -10,7 +10,8 @@
 # The hyper-parameters are those train.py --cfg auto picks at 64x64 on one GPU: batch 32 in one
 # round, channel_base 16384 (max 512), mapping 2 layers, mbstd 4, lr 0.0025, R1 gamma 0.0256, EMA 10
 # kimg with ramp-up 0.05, num_fp16_res 4, conv_clamp 256, no augmentation, no flips.
-# Writes $OUT/quality.md (FID by kimg, the reference seeds' spread) and $OUT/quality.log.
+# Writes $OUT/quality.md (FID by kimg, the reference seeds' spread) and quality.log (every run's
+# log, then each value as it comes).
 #   OUT=$OUT scripts/bench/gpu_quality.sh [BUILD_DIR] [REFERENCE_DIR]    (the GPU kit's build: build-gpu)
 #   scripts/bench/gpu_quality.sh --cpu-dry-run [BUILD_DIR] [REFERENCE_DIR]  (tiny and short, the reference's
 #     loop on the CPU: reference_train.py --cpu-loop)
@@ -18,7 +19,8 @@
 # otherwise, SG2_QUALITY_RESUME_KIMG (16), SG2_QUALITY_EVERY (4: kimg between evaluated
 # snapshots, a multiple of the reference's tick of 4),
 # SG2_QUALITY_METRIC (fid10k_full), SG2_QUALITY_SEEDS ("0 1": the reference's), SG2_QUALITY_PARALLEL
-# (4 evaluations at once), SG2_FASHION_MNIST (/usr/share/datasets/fashion-mnist).
+# (4 evaluations at once), SG2_QUALITY_EVAL_S (100: no evaluation starts after that),
+# SG2_FASHION_MNIST (/usr/share/datasets/fashion-mnist).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 device=cuda
@@ -75,7 +77,7 @@ dataset_job=$!
 "$bin/stylegan2_metrics" train-detector --data "$fashion" "${detector_limit[@]}" --out "$work/detector.pt" \
     >> "$log" 2>&1 &
 detector_job=$!
-wait "$dataset_job" || { say "the dataset failed (see $log)"; exit 1; }
+wait "$dataset_job" || { say "the dataset failed (see $log)"; kill "$detector_job" 2> /dev/null; exit 1; }
 data=$work/fm64.zip detector=$work/detector.pt
 
 # The trainings, at once, within train_seconds: ours to resume_kimg and on from its snapshot, the
@@ -119,17 +121,21 @@ for seed in $seeds; do
   say "stylegan2-ada-pytorch train.py, seed $seed, to $kimg kimg"
   train_reference "$seed" &
   jobs_running+=($!)
+  sleep 3  # the seeds do not copy the reference's plugin sources into the same folder at once
 done
 training_failures=0
 for job in "${jobs_running[@]}"; do wait "$job" || training_failures=$((training_failures + 1)); done
-wait "$detector_job" || { say "the detector failed (see $log)"; exit 1; }
 for run_log in "$work"/*.log; do
   { echo "--- $(basename "$run_log")"; cat "$run_log"; } >> "$log"
 done
 [ "$training_failures" = 0 ] || say "$training_failures training(s) failed (their logs are in $log)"
+wait "$detector_job" || { say "the detector failed (see $log)"; exit 1; }
 
+# The curves, lowest kimg first for every run, within SG2_QUALITY_EVAL_S (default 100 s; the
+# evaluations started by then finish), each value in the log as it comes ("value: RUN KIMG FID").
 source scripts/bench/quality_curves.sh
-evaluate_all "$work" "$every" "$metric" > "$work/fid.tsv"
+export SG2_QUALITY_EVAL_UNTIL=$(($(date +%s) + ${SG2_QUALITY_EVAL_S:-100}))
+evaluate_all "$work" "$every" "$metric" | tee "$work/fid.tsv" | sed 's/^/value: /' >> "$log"
 quality_table "$work/fid.tsv" "$metric" "$resume_kimg" "$seeds" > "$out/quality.md"
 cat "$out/quality.md" | tee -a "$log"
 rm -rf "$work"

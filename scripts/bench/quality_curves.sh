@@ -20,7 +20,8 @@ list_snapshots() {  # list_snapshots WORK EVERY
     if [ "$2" = 0 ] || awk -v k="$kimg" -v e="$2" 'BEGIN { exit !(k % e == 0) }'; then
       echo "$run $kimg $file"
     fi
-  done < <(find "$1"/ours "$1"/reference-* -name 'network-snapshot-*.p*' 2>/dev/null | sort)
+  done < <(find "$1"/ours "$1"/reference-* \( -name 'network-snapshot-*.pt' -o -name 'network-snapshot-*.pkl' \) \
+             2>/dev/null | sort)
 }
 
 # A reference pickle as a snapshot of ours: export_pkl.py (its state dict and options, with its float16
@@ -31,11 +32,17 @@ import_pickle() {  # import_pickle PKL OUT_PREFIX: prints the snapshot's path
     echo "$2-snapshot.pt"
 }
 
-# One line "RUN KIMG VALUE" of METRIC for SNAPSHOT (a reference pickle is imported first).
+# One line "RUN KIMG VALUE" of METRIC for SNAPSHOT (a reference pickle is imported first, and its
+# files removed after); none once SG2_QUALITY_EVAL_UNTIL (epoch seconds) has passed.
 evaluate_one() {  # evaluate_one METRIC RUN KIMG SNAPSHOT
-  local metric=$1 run=$2 kimg=$3 network=$4 value
+  local metric=$1 run=$2 kimg=$3 network=$4 value imported=""
+  if [ "$(date +%s)" -ge "${SG2_QUALITY_EVAL_UNTIL:-9999999999}" ]; then
+    echo "quality: $run at $kimg kimg: not evaluated, SG2_QUALITY_EVAL_S had passed" >> "$log"
+    return 0
+  fi
   if [[ "$network" == *.pkl ]]; then
-    network=$(import_pickle "$network" "$(dirname "$network")/imported-$kimg") ||
+    imported="$(dirname "$network")/imported-$kimg"
+    network=$(import_pickle "$network" "$imported") ||
       { echo "quality: $run at $kimg kimg: its pickle did not import (see above)" >> "$log"; return 0; }
   fi
   value=$("$bin/stylegan2_metrics" --network "$network" --metrics "$metric" --data "$data" \
@@ -44,6 +51,7 @@ evaluate_one() {  # evaluate_one METRIC RUN KIMG SNAPSHOT
 for line in sys.stdin:
     if line.startswith("{") and "results" in line:
         print(next(iter(json.loads(line)["results"].values())))')
+  [ -z "$imported" ] || rm -f "$imported.pt" "$imported.json" "$imported-snapshot.pt"
   [ -n "$value" ] && echo "$run $kimg $value" || echo "quality: $run at $kimg kimg: no $metric (see above)" >> "$log"
 }
 
@@ -54,11 +62,11 @@ comparable_snapshots() {  # comparable_snapshots WORK EVERY
     END { for (i = 1; i <= NR; i++) if (!any || run[i] != "ours" || kimg[i] <= reached) print line[i] }'
 }
 
-# Every comparable snapshot of WORK's runs: the first alone (it computes the reals' statistics, which
-# the others then read from the cache), the rest SG2_QUALITY_PARALLEL at a time.
+# Every comparable snapshot of WORK's runs, by kimg: the first alone (it computes the reals'
+# statistics, which the others then read from the cache), the rest SG2_QUALITY_PARALLEL at a time.
 evaluate_all() {  # evaluate_all WORK EVERY METRIC
   local list first
-  list=$(comparable_snapshots "$1" "$2")
+  list=$(comparable_snapshots "$1" "$2" | sort -k2,2g -k1,1)  # by kimg: a cut-off evaluation drops the latest
   [ -n "$list" ] || { echo "quality: no snapshots under $1" >> "$log"; return 0; }
   export -f snapshot_kimg import_pickle evaluate_one
   export bin ref python device log data detector

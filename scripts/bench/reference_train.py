@@ -7,8 +7,9 @@ PyTorch: the reference side of scripts/bench/gpu_quality.sh's curves at equal se
 
 The arguments after `--` are train.py's. PyTorch 2.x needs shims that leave the reference's code as
 it is: its CUDA plugins registered under the names it imports them by and distutils.util.strtobool
-where Python 3.12 has no distutils (reference_bench.py's), and torch.utils.data.Sampler taking the
-dataset its InfiniteSampler hands it, as the PyTorch of its time did (2.2 and later take nothing).
+where Python 3.12 has no distutils (reference_bench.py's), torch.utils.data.Sampler taking the
+dataset its InfiniteSampler hands it, as the PyTorch of its time did (2.2 and later take nothing),
+and a torch.utils.tensorboard that fails to import in any way failing as the ImportError it expects.
 
 --cpu-loop runs the same loop on the CPU for the dry run: tiny networks (channel_base 256, float32),
 two steps of 0.032 kimg ticks, and stand-ins for the few CUDA calls the loop makes itself (its
@@ -23,6 +24,19 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference_bench import provide_distutils, register_plugins_by_name  # noqa: E402
+
+provide_distutils()  # here too: the data loader's spawned workers import this file, then dnnlib
+
+
+def tensorboard_or_none():
+    """The loop skips its tfevents where importing torch.utils.tensorboard raises ImportError; any
+    other error (a protobuf it cannot use, say) would end the training before its first step."""
+    try:
+        import torch.utils.tensorboard  # noqa: F401
+    except Exception as error:  # noqa: BLE001 (whatever it is, the loop is to go on without)
+        if not isinstance(error, ImportError):
+            print(f'reference_train: torch.utils.tensorboard fails to import ({error!r}); no tfevents')
+        sys.modules['torch.utils.tensorboard'] = None  # the loop's import then raises ImportError
 
 
 def accept_sampler_data_source():
@@ -85,8 +99,8 @@ def main():
     args = parser.parse_args(own_args)
     sys.path.insert(0, os.path.abspath(args.ref))
     register_plugins_by_name()
-    provide_distutils()
     accept_sampler_data_source()
+    tensorboard_or_none()
     # Said once: its conv2d_gradfix warns at every convolution on PyTorch 2.x, megabytes of log a tick.
     warnings.filterwarnings('once', message='conv2d_gradfix not supported')
     import train  # the reference's train.py

@@ -189,9 +189,16 @@ report_environment() {
 }
 
 # Debian packages into a private prefix (dpkg -x, or ar + tar where dpkg is missing).
+# A kit's files unpacked once: the same kit again leaves PREFIX as it is, so a step unpacking it while
+# another starts programs from it (the third call runs them side by side) rewrites nothing under them.
 unpack_kit() {  # unpack_kit KIT_DIR PREFIX
-  local kit=$1 prefix=$2 deb tarball
+  local kit=$1 prefix=$2 deb tarball stamp
   [ -d "$kit/debs" ] || { echo "no $kit/debs: run scripts/gpu/prepare.sh first and carry .gpu-kit"; return 1; }
+  stamp=$(cd "$kit/debs" && ls -l --time-style=+%s | md5sum)
+  if [ "$(cat "$prefix/.kit-stamp" 2> /dev/null)" = "$stamp" ]; then
+    echo "the kit's packages are unpacked in $prefix already"
+    return 0
+  fi
   mkdir -p "$prefix"
   for deb in "$kit"/debs/*.deb; do
     if command -v dpkg > /dev/null; then
@@ -205,6 +212,7 @@ unpack_kit() {  # unpack_kit KIT_DIR PREFIX
     [ -e "$tarball" ] || continue
     tar -xf "$tarball" -C "$prefix" || return 1
   done
+  echo "$stamp" > "$prefix/.kit-stamp"
   echo "unpacked $(ls "$kit"/debs/*.deb | wc -l) packages and $(ls "$kit"/debs/*.tar 2>/dev/null | wc -l) tar files into $prefix"
 }
 
@@ -285,9 +293,13 @@ prebuilt_matches() {  # prebuilt_matches KIT
 
 # The prebuilt binaries where a build puts them, with PyTorch's libraries and the kit's paths set.
 install_prebuilt() {  # install_prebuilt KIT BUILD_DIR
-  local kit=$1 build=$2 torch_libraries missing
+  local kit=$1 build=$2 torch_libraries missing stamp
   mkdir -p "$build"
-  tar -xzf "$kit/prebuilt/binaries.tar.gz" -C "$build" || return 1
+  stamp=$(md5sum < "$kit/prebuilt/binaries.tar.gz")
+  if [ "$(cat "$build/.prebuilt-stamp" 2> /dev/null)" != "$stamp" ]; then  # once (as unpack_kit)
+    tar -xzf "$kit/prebuilt/binaries.tar.gz" -C "$build" || return 1
+    echo "$stamp" > "$build/.prebuilt-stamp"
+  fi
   torch_libraries=$(pytorch_library_path) || return 1
   export LD_LIBRARY_PATH="$torch_libraries${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export SG2_TEST_SOURCE_DIR=$PWD SG2_TEST_SHARED_DIR=$PWD/$kit

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 namespace sg2::train {
 
@@ -198,6 +199,26 @@ TEST(Import, UnknownNetworkOptionsAreRefusedByName) {
   EXPECT_NE(message.find("net.json': unknown network option(s) G.convclamp, D.epilogue_kwargs"), std::string::npos)
       << message;
   EXPECT_FALSE(std::filesystem::exists(dir.file("out.pt")));
+}
+
+// The reference's num_fp16_res changes no tensor: the import carries it into the snapshot's config,
+// so metrics and renders compute the imported G as the reference's pickle did.
+TEST(Import, KeepsTheReferencesFloat16Blocks) {
+  test::TempDir dir;
+  const std::string fixture = test::source_dir() + "/tests/fixtures/parity/parity_resnet_skip";
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(fixture + ".json"));
+  j["G"]["num_fp16_res"] = 2;
+  j["D"]["num_fp16_res"] = 1;
+  std::ofstream(dir.file("net.json")) << j.dump();
+  import_reference_networks(fixture + ".pt", dir.file("net.json"), dir.file("out.pt"));
+  const TrainConfig c = train_schema().from_yaml_string(load_snapshot(dir.file("out.pt")).config_yaml, "out.pt");
+  EXPECT_EQ(c.G.precision.num_fp16_res, 2);
+  EXPECT_EQ(c.D.precision.num_fp16_res, 1);
+  j["G"]["num_fp16_res"] = -1;
+  std::ofstream(dir.file("bad.json")) << j.dump();
+  const std::string message = test::error_message(
+      [&] { import_reference_networks(fixture + ".pt", dir.file("bad.json"), dir.file("bad.pt")); });
+  EXPECT_NE(message.find("num_fp16_res = -1: expected an integer >= 0"), std::string::npos) << message;
 }
 
 TEST(Resume, AGeneratorStateOfAnotherDeviceTypeStartsAFreshStream) {
