@@ -321,7 +321,7 @@ provide_build() {  # provide_build BUILD_DIR PREFIX
 # the prebuilt binaries, or a build that is a no-op when one is there).
 ensure_build() {  # ensure_build BUILD_DIR
   local deps=${SG2_KIT_PREFIX:-/tmp/sg2-deps}
-  if [ ! -d "$deps/usr" ]; then unpack_kit .gpu-kit "$deps" || return 1; fi
+  unpack_kit .gpu-kit "$deps" || return 1  # once: its stamp makes a second call a no-op
   use_prefix "$deps"
   provide_build "$1" "$deps"
 }

@@ -98,8 +98,8 @@ ImportResult write_imported_snapshot(const nn::GeneratorOptions& g, const nn::Di
 
 }  // namespace
 
-// The reference's float16 blocks (its num_fp16_res, which no tensor shape shows): the imported
-// networks compute as the pickle's did, in metrics and renders as in a fine-tuning.
+// The reference's float16 blocks (its num_fp16_res, which no tensor shape shows) from the JSON: the
+// imported networks compute as the pickle's did (a TensorFlow-form pickle's reader keeps its own).
 template <class Options>
 Options with_reference_precision(Options options, const nlohmann::json& j, const std::string& where) {
   if (!j.contains("num_fp16_res") || j.at("num_fp16_res").is_null()) return options;

@@ -427,6 +427,9 @@ PickledNetworks read_tf_network_pickle(const std::string& data, const std::strin
   out.num_fp16_res = std::max(fp16_g, fp16_d);
   const GeneratorOptions G_options = generator_options_from_tf(network_state(nets[0], names[0]), names[0]);
   SG2_CHECK(to_json(G_options) == to_json(out.G), "'{}': G and Gs are built with different static_kwargs", source);
+  // The float16 blocks the pickle's networks compute in, which an import keeps.
+  out.G.precision.num_fp16_res = fp16_g;
+  out.D.precision.num_fp16_res = fp16_d;
   const NamedTensors G = state_dict(*std::make_shared<Generator>(out.G));
   VariableCounter counter{progress, count_variables(nets[0]) + count_variables(nets[1]) + count_variables(nets[2])};
   for (const auto& [index, prefix] : std::vector<std::pair<int, std::string>>{{0, "G."}, {2, "G_ema."}}) {

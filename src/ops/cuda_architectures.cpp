@@ -57,9 +57,8 @@ KernelImage kernel_image_for(const CudaArchitectures& built, int compute_capabil
   return KernelImage::None;
 }
 
-KernelDecision decide_kernels(const CudaArchitectures& built, int compute_capability, bool driver_loads,
-                              const std::string& driver_error) {
-  if (driver_loads) return {true, ""};
+KernelDecision decide_kernels(const CudaArchitectures& built, int compute_capability, const std::string& driver_error) {
+  if (driver_error.empty()) return {true, ""};
   const int major = compute_capability / 10, minor = compute_capability % 10;
   if (kernel_image_for(built, compute_capability) == KernelImage::None) {
     return {false, fmt::format("the kernels are built for {}, none of which runs on compute capability {}.{} (build "
@@ -68,7 +67,7 @@ KernelDecision decide_kernels(const CudaArchitectures& built, int compute_capabi
   }
   return {false, fmt::format("the driver does not load the kernels built for {} ({}); a driver older than the "
                              "toolkit cannot compile its PTX: update the driver",
-                             describe(built), driver_error.empty() ? "no reason given" : driver_error)};
+                             describe(built), driver_error)};
 }
 
 std::string describe(const CudaArchitectures& built) {

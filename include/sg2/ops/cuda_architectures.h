@@ -30,14 +30,13 @@ KernelImage kernel_image_for(const CudaArchitectures& built, int compute_capabil
 // "sm_75, sm_80, sm_86, sm_89, sm_90 and PTX compute_90" (or "no architectures").
 std::string describe(const CudaArchitectures& built);
 
-// Whether a GPU runs the kernels: the driver's answer (driver_loads: it loaded a kernel of the same
-// file), which the build's list may not fully predict (LibTorch's flags add architectures); where
-// it does not, `reason` says why in the user's terms, from the build's list.
+// Whether a GPU runs the kernels: the driver's answer (driver_error: "" where it loaded a kernel of
+// the same file, else its error), which the build's list may not fully predict (LibTorch's flags add
+// architectures); where it does not, `reason` says why in the user's terms, from the build's list.
 struct KernelDecision {
   bool run = false;
   std::string reason;  // empty where they run
 };
-KernelDecision decide_kernels(const CudaArchitectures& built, int compute_capability, bool driver_loads,
-                              const std::string& driver_error);
+KernelDecision decide_kernels(const CudaArchitectures& built, int compute_capability, const std::string& driver_error);
 
 }  // namespace sg2::ops

@@ -37,9 +37,8 @@ void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 // the reference ops run there, and why.
 bool decide_kernel_image(int device) {
   const cudaDeviceProp* properties = at::cuda::getDeviceProperties(device);
-  const std::string error = cuda::kernel_image_error(device);
   const KernelDecision decision = decide_kernels(built_cuda_architectures(), properties->major * 10 + properties->minor,
-                                                 error.empty(), error);
+                                                 cuda::kernel_image_error(device));
   if (!decision.run) {
     spdlog::warn("GPU {} ({}, compute capability {}.{}): upfirdn2d, bias_act and the synthesis epilogue run their "
                  "reference implementations: {}", device, properties->name, properties->major, properties->minor,

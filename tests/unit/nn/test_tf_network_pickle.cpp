@@ -71,6 +71,8 @@ TEST(TfNetworkPickle, EveryArchitectureAndConditioningRoundTrips) {
         EXPECT_EQ(to_json(back.G), to_json(original.G));
         EXPECT_EQ(to_json(back.D), to_json(original.D));
         EXPECT_EQ(back.num_fp16_res, 2);
+        EXPECT_EQ(back.G.precision.num_fp16_res, 2);
+        EXPECT_EQ(back.D.precision.num_fp16_res, 2);
         EXPECT_TRUE(back.notes.empty()) << back.notes.front();
         ASSERT_EQ(back.tensors.size(), original.tensors.size());
         for (const auto& [name, tensor] : original.tensors) {

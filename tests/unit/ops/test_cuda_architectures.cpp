@@ -40,12 +40,12 @@ TEST(CudaArchitectures, TheDriverDecidesAndTheListExplains) {
   const CudaArchitectures built = parse_cuda_architectures("75-real;80-real;90;90-real");
   EXPECT_EQ(built.sass, (std::vector<int>{75, 80, 90}));  // repeated entries once
   // The driver loaded the kernels: they run, whatever the list predicted (LibTorch's flags add to it).
-  EXPECT_TRUE(decide_kernels(built, 70, true, "").run);
-  const KernelDecision volta = decide_kernels(built, 70, false, "no kernel image is available for execution");
+  EXPECT_TRUE(decide_kernels(built, 70, "").run);
+  const KernelDecision volta = decide_kernels(built, 70, "no kernel image is available for execution");
   EXPECT_FALSE(volta.run);
   EXPECT_NE(volta.reason.find("none of which runs on compute capability 7.0"), std::string::npos) << volta.reason;
   EXPECT_NE(volta.reason.find("-DSG2_CUDA_ARCHITECTURES=\"70-real;90\""), std::string::npos) << volta.reason;
-  const KernelDecision old_driver = decide_kernels(built, 120, false, "the provided PTX was compiled with an "
+  const KernelDecision old_driver = decide_kernels(built, 120, "the provided PTX was compiled with an "
                                                    "unsupported toolchain");
   EXPECT_FALSE(old_driver.run);
   EXPECT_NE(old_driver.reason.find("update the driver"), std::string::npos) << old_driver.reason;

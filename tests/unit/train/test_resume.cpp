@@ -1,6 +1,7 @@
 // Snapshots continue a run exactly: the same losses and weights as an uninterrupted run.
 #include "sg2/cli/command_line.h"
 #include "sg2/core/files.h"
+#include "sg2/cli/export.h"
 #include "sg2/cli/import.h"
 #include "sg2/train/snapshot.h"
 #include "sg2/train/trainer.h"
@@ -214,6 +215,11 @@ TEST(Import, KeepsTheReferencesFloat16Blocks) {
   const TrainConfig c = train_schema().from_yaml_string(load_snapshot(dir.file("out.pt")).config_yaml, "out.pt");
   EXPECT_EQ(c.G.precision.num_fp16_res, 2);
   EXPECT_EQ(c.D.precision.num_fp16_res, 1);
+  // And through the TensorFlow form: the export writes the float16 blocks, the import keeps them.
+  export_network_pickle(dir.file("out.pt"), dir.file("out.pkl"), false);
+  import_tf_network_pickle(dir.file("out.pkl"), dir.file("back.pt"), false);
+  const TrainConfig back = train_schema().from_yaml_string(load_snapshot(dir.file("back.pt")).config_yaml, "back.pt");
+  EXPECT_EQ(back.G.precision.num_fp16_res, 2);
   j["G"]["num_fp16_res"] = -1;
   std::ofstream(dir.file("bad.json")) << j.dump();
   const std::string message = test::error_message(
