@@ -31,6 +31,21 @@ nlohmann::json result_line(const metrics::MetricResult& result, int world_size, 
   return line;
 }
 
+// The detector learns the dataset's classes. Where the labelled opening fails but the plain one
+// works, what is missing is the labels, and the error says so in this command's terms.
+std::shared_ptr<data::Dataset> open_labelled_dataset(data::DatasetOptions options) {
+  options.use_labels = true;
+  try {
+    return data::open_dataset(options);
+  } catch (const Error&) {
+    options.use_labels = false;
+    data::open_dataset(options);  // an error of the data itself comes from here
+    SG2_FAIL("train-detector learns to classify the images of --data, but '{}' has no class labels (a ZIP or "
+             "folder keeps them in dataset.json, TFRecords in <name>-rxx.labels; stylegan2_dataset create writes "
+             "them unless --no-labels)", options.path);
+  }
+}
+
 }  // namespace
 
 void MetricsCommand::add_to(CLI::App& app) {
@@ -65,12 +80,12 @@ int MetricsCommand::run() {
     const std::string run_dir = std::filesystem::path(network_).parent_path().string();
     const std::string snapshot_file = std::filesystem::path(network_).filename().string();
     const double kimg = static_cast<double>(snapshot.integer("progress.cur_nimg")) / 1e3;
-    for (const metrics::MetricResult& result : metrics.evaluate(*G)) {
-      if (!session.world().is_root()) continue;
+    metrics.evaluate(*G, [&](const metrics::MetricResult& result) {  // each line as soon as it is known
+      if (!session.world().is_root()) return;
       std::cout << result_line(result, session.world().size, snapshot_file).dump() << std::endl;
-      if (no_log_) continue;
+      if (no_log_) return;
       append_metric_line(run_dir.empty() ? "." : run_dir, result, session.world().size, snapshot_file, kimg);
-    }
+    });
     return 0;
   });
 }
@@ -101,8 +116,7 @@ int DetectorCommand::run() {
   data::DatasetOptions options;
   options.path = data_;
   options.split = split_;
-  options.use_labels = true;
-  const auto train = data::open_dataset(options);
+  const auto train = open_labelled_dataset(options);
   // Splits exist in Fashion-MNIST's IDX files only: elsewhere a "held-out" split would be the training set.
   SG2_CHECK(!train->subset().empty() || (split_ == "train" && heldout_split_.empty()),
             "--split / --heldout-split: '{}' has no splits (only the Fashion-MNIST IDX files do); train on it "
@@ -112,7 +126,7 @@ int DetectorCommand::run() {
   if (!heldout_split_.empty()) {
     SG2_CHECK(heldout_split_ != split_, "--heldout-split {} is the training split itself", heldout_split_);
     options.split = heldout_split_;
-    heldout = data::open_dataset(options);
+    heldout = open_labelled_dataset(options);
   }
   metrics::DetectorTrainingOptions training;
   training.epochs = epochs_;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -87,8 +88,11 @@ YAML::Node encode_value(const IntOrAuto& value) {
   return value.automatic ? YAML::Node("auto") : YAML::Node(value.value);
 }
 
+// Finite: YAML's .inf and .nan would pass as numbers and then stand for nothing a key can mean.
 double decode_number(const YAML::Node& node, const std::string& where) {
-  return decode_scalar<double>(node, where, "a number");
+  const auto value = decode_scalar<double>(node, where, "a finite number");
+  if (!std::isfinite(value)) fail_type(node, where, "a finite number");
+  return value;
 }
 
 bool decode_bool(const YAML::Node& node, const std::string& where) {

@@ -102,6 +102,7 @@ void install_stop_signal_handlers() {
 
 bool stop_requested() { return g_stop_signal.load() != 0; }
 int stop_signal() { return g_stop_signal.load(); }
+void clear_stop_signal() { g_stop_signal.store(0); }
 
 std::string format_duration(double seconds) {
   const auto s = static_cast<int64_t>(std::llround(seconds));

@@ -3,6 +3,7 @@
 #include "sg2/core/error.h"
 #include "sg2/core/progress.h"
 #include "sg2/core/rng.h"
+#include "sg2/core/system.h"
 #include "sg2/core/timer.h"
 #include "sg2/data/crc32c.h"
 #include "sg2/data/loader.h"
@@ -43,6 +44,13 @@ nlohmann::json file_entries(const fs::path& root) {
                        fs::file_size(file), std::chrono::duration_cast<std::chrono::nanoseconds>(mtime).count()});
   }
   return entries;
+}
+
+// The stop vote of a round of blocks: every rank learns whether any received a stop signal.
+void stop_if_a_rank_was_signalled(dist::Communicator& comm, const std::string& what, int64_t done, int64_t total) {
+  const auto signal = static_cast<int>(comm.max_over_ranks(stop_signal()));
+  if (signal != 0) throw EvaluationStopped(signal, fmt::format("{}: stopped by signal {} at {} of {}", what, signal,
+                                                               done, total));
 }
 
 at::Device device_of(const nn::Generator& G) {
@@ -117,14 +125,16 @@ nlohmann::json dataset_identity(const std::string& path, const data::Dataset& da
   return identity;
 }
 
-void gather_features_in_block_order(dist::Communicator& comm, int64_t num_items, int64_t batch, int64_t feature_dim,
+void gather_features_in_block_order(dist::Communicator& comm, int64_t num_items, int64_t feature_dim,
                                     const std::function<at::Tensor(int64_t start, int64_t count)>& features_of,
-                                    FeatureStats& stats, const std::string& what, bool show_progress) {
+                                    FeatureStats& stats, const std::string& what, const EvaluationOptions& options) {
+  const int64_t batch = options.batch;
   SG2_CHECK(batch > 0 && feature_dim > 0, "block size {} and feature dim {} must be positive", batch, feature_dim);
   const int64_t world = comm.size(), num_blocks = (num_items + batch - 1) / batch;
   const auto block_items = [&](int64_t block) { return std::min(batch, num_items - block * batch); };
-  ProgressMeter meter(what, num_items, "img", show_progress && comm.rank() == 0);
+  ProgressMeter meter(what, num_items, "img", options.show_progress && comm.rank() == 0);
   for (int64_t first = 0; first < num_blocks && !stats.is_full(); first += world) {
+    if (options.stop_on_signal) stop_if_a_rank_was_signalled(comm, what, std::min(num_items, first * batch), num_items);
     const int64_t mine = first + comm.rank();
     at::Tensor local = at::zeros({batch, feature_dim}, at::TensorOptions(comm.device()).dtype(at::kFloat));
     if (mine < num_blocks) {
@@ -140,6 +150,13 @@ void gather_features_in_block_order(dist::Communicator& comm, int64_t num_items,
     meter.update(std::min(num_items, (first + world) * batch));
   }
   meter.finish();
+}
+
+std::string few_samples_warning(const std::string& metric, int64_t num_reals, int64_t num_fakes, int64_t feature_dim) {
+  if (std::min(num_reals, num_fakes) >= feature_dim) return "";
+  return fmt::format("{} compares {} fakes with {} reals in the detector's {} features: a covariance of fewer "
+                     "samples than features is singular, and the FID then depends strongly on the counts; compare it "
+                     "only with FIDs over the same counts", metric, num_fakes, num_reals, feature_dim);
 }
 
 MetricEvaluator::MetricEvaluator(dist::Communicator& comm, std::shared_ptr<FeatureDetector> detector,
@@ -210,9 +227,8 @@ const FeatureStats& MetricEvaluator::real_stats(int64_t max_items, bool capture_
     if (comm_.rank() == 0) spdlog::info("Real-image statistics from {}", path);
   } else {
     gather_features_in_block_order(
-        comm_, count, options_.batch, detector_->feature_dim(),
-        [this](int64_t start, int64_t n) { return real_features(start, n); }, *stats,
-        fmt::format("real features ({})", reals_->name()), options_.show_progress);
+        comm_, count, detector_->feature_dim(), [this](int64_t start, int64_t n) { return real_features(start, n); },
+        *stats, fmt::format("real features ({})", reals_->name()), options_);
     if (comm_.rank() == 0 && !path.empty()) stats->save(path, key);
   }
   real_cache_.emplace_back(key, std::move(stats));
@@ -222,10 +238,9 @@ const FeatureStats& MetricEvaluator::real_stats(int64_t max_items, bool capture_
 FeatureStats MetricEvaluator::fake_stats(nn::Generator& G, int64_t num_fakes, bool capture_all) {
   FeatureStats stats(num_fakes, capture_all, !capture_all);
   gather_features_in_block_order(
-      comm_, num_fakes, options_.batch, detector_->feature_dim(),
+      comm_, num_fakes, detector_->feature_dim(),
       [this, &G](int64_t start, int64_t n) { return detector_->features(fake_images(G, start, n)); }, stats,
-      "fake features",
-      options_.show_progress);
+      "fake features", options_);
   return stats;
 }
 
@@ -262,9 +277,9 @@ MetricResult MetricEvaluator::inception_score_of(const MetricSpec& spec, nn::Gen
   const int64_t classes = detector_->class_probabilities(grey).size(1);
   FeatureStats probabilities(spec.num_fakes, true, false);
   gather_features_in_block_order(
-      comm_, spec.num_fakes, options_.batch, classes,
+      comm_, spec.num_fakes, classes,
       [this, &G](int64_t start, int64_t n) { return detector_->class_probabilities(fake_images(G, start, n)); },
-      probabilities, "fake class probabilities", options_.show_progress);
+      probabilities, "fake class probabilities", options_);
   const auto [mean, std] = inception_score(probabilities.all(), spec.num_splits);
   MetricResult result;
   result.values = {{spec.name + "_mean", mean}, {spec.name + "_std", std}};
@@ -276,15 +291,20 @@ MetricResult MetricEvaluator::path_length_of(const MetricSpec& spec, nn::Generat
   PathLengthSampler sampler(G, *detector_, spec.path_length, options_.seed, label_table_);
   FeatureStats distances(spec.num_fakes, true, false);
   gather_features_in_block_order(
-      comm_, spec.num_fakes, options_.batch, 1,
+      comm_, spec.num_fakes, 1,
       [this, &sampler](int64_t start, int64_t n) {
         return sampler.distances(start, n, static_cast<uint64_t>(start / options_.batch));
       },
-      distances, "path length samples", options_.show_progress);
+      distances, "path length samples", options_);
   MetricResult result;
   result.values = {{spec.name, path_length_mean(distances.all())}};
   result.num_fakes = distances.count();
   return result;
+}
+
+void MetricEvaluator::warn_of_few_samples(const std::string& metric, int64_t num_reals, int64_t num_fakes) {
+  const std::string warning = few_samples_warning(metric, num_reals, num_fakes, detector_->feature_dim());
+  if (comm_.rank() == 0 && !warning.empty() && warned_.insert(metric).second) spdlog::warn(warning);
 }
 
 MetricResult MetricEvaluator::evaluate(const MetricSpec& spec, nn::Generator& G) {
@@ -307,6 +327,7 @@ MetricResult MetricEvaluator::evaluate(const MetricSpec& spec, nn::Generator& G)
   } else {
     result.values = {{spec.name, distance_on_rank0(spec, reals, fakes)}};
   }
+  if (spec.kind == MetricSpec::Kind::FID) warn_of_few_samples(spec.name, reals.max_items(), fakes.count());
   result.num_fakes = fakes.count();
   result.num_reals = reals.max_items();
   result.seconds = clock.seconds();

@@ -125,7 +125,7 @@ bool TrainingLoop::run() {
     const bool stopping = stop_signal_ != 0;
     if (!done && !stopping && !tick_ends) continue;
     end_tick(done, stopping);
-    if (done || stopping) return done;
+    if (done || stop_signal_ != 0) return done;  // a signal during the tick's metrics stops too
   }
 }
 
@@ -148,8 +148,10 @@ void TrainingLoop::end_tick(bool done, bool stopping) {
   const std::string snapshot = last || periodic_snapshot ? write_snapshot() : "";
   if (metrics_due) evaluate_metrics(snapshot);
   if (is_rank0()) events_->flush();
-  if (stopping && is_rank0()) spdlog::warn("Stopped by signal {} at {:.1f} kimg; resume with --resume {}", stop_signal_,
-                             p.cur_nimg / 1e3, run_dir_);
+  if (stop_signal_ != 0 && !done && is_rank0()) {
+    spdlog::warn("Stopped by signal {} at {:.1f} kimg; resume with --resume {}", stop_signal_, p.cur_nimg / 1e3,
+                 run_dir_);
+  }
   tick_start_time_ = run_clock_.seconds();
   maintenance_seconds_ = tick_start_time_ - tick_end;
 }
@@ -210,19 +212,36 @@ std::string TrainingLoop::write_snapshot() {
   return name;
 }
 
+// Each result is logged as it comes. A stop signal cuts the evaluation short (a scheduler's grace
+// time is too short for 50,000 fakes): the snapshot is complete, so the metrics left can be
+// evaluated later.
 void TrainingLoop::evaluate_metrics(const std::string& snapshot) {
-  const Progress& p = trainer_.progress();
-  for (const metrics::MetricResult& result : metrics_->evaluate(trainer_.G_ema())) {
-    if (!is_rank0()) continue;
-    std::vector<std::string> values;
-    for (const auto& [name, value] : result.values) {
-      values.push_back(fmt::format("{} {:.4f}", name, value));
-      events_->add_scalar("Metrics/" + name, value, p.cur_nimg);
-    }
-    spdlog::info("{} at {:.1f} kimg ({} fakes, {})", fmt::join(values, ", "), p.cur_nimg / 1e3, result.num_fakes,
-                 format_duration(result.seconds));
-    append_metric_line(run_dir_, result, trainer_.world_size(), snapshot, p.cur_nimg / 1e3);
+  std::vector<std::string> left = trainer_.config().metrics;
+  try {
+    metrics_->evaluate(trainer_.G_ema(), [&](const metrics::MetricResult& result) {
+      left.erase(left.begin());
+      if (is_rank0()) log_metric(result, snapshot);
+    });
+  } catch (const metrics::EvaluationStopped& stopped) {
+    stop_signal_ = stopped.signal();
+    if (!is_rank0()) return;
+    const std::string how = snapshot.empty() ? "this tick wrote no snapshot to evaluate them on"
+                                             : fmt::format("evaluate them with stylegan2_metrics --network {}/{} "
+                                                           "--metrics {}", run_dir_, snapshot, fmt::join(left, ","));
+    spdlog::warn("The metrics {} were cut short ({}); {}", fmt::join(left, ", "), stopped.what(), how);
   }
+}
+
+void TrainingLoop::log_metric(const metrics::MetricResult& result, const std::string& snapshot) {
+  const Progress& p = trainer_.progress();
+  std::vector<std::string> values;
+  for (const auto& [name, value] : result.values) {
+    values.push_back(fmt::format("{} {:.4f}", name, value));
+    events_->add_scalar("Metrics/" + name, value, p.cur_nimg);
+  }
+  spdlog::info("{} at {:.1f} kimg ({} fakes, {})", fmt::join(values, ", "), p.cur_nimg / 1e3, result.num_fakes,
+               format_duration(result.seconds));
+  append_metric_line(run_dir_, result, trainer_.world_size(), snapshot, p.cur_nimg / 1e3);
 }
 
 std::string TrainingLoop::status_line(const std::map<std::string, StatValue>& stats, double tick_seconds) const {

@@ -18,6 +18,7 @@ TrainingMetrics::TrainingMetrics(const TrainConfig& config, std::shared_ptr<cons
   options.seed = static_cast<uint64_t>(config.metric.seed);
   options.cache_dir = metric_cache_dir(config);
   options.show_progress = show_progress;
+  options.stop_on_signal = true;  // only the training installs stop handlers: elsewhere no signal is held
   const nlohmann::json identity = metrics::dataset_identity(config.data.path, *reals);
   for (const std::string& name : config.metrics) {
     const std::string detector_file = metric_detector(config, name);
@@ -32,13 +33,24 @@ TrainingMetrics::TrainingMetrics(const TrainConfig& config, std::shared_ptr<cons
   }
 }
 
-std::vector<metrics::MetricResult> TrainingMetrics::evaluate(nn::Generator& G) {
-  std::vector<metrics::MetricResult> results;
-  const bool was_training = G.is_training();
-  G.eval();
-  for (const Metric& metric : metrics_) results.push_back(metric.evaluator->evaluate(metric.spec, G));
-  G.train(was_training);
-  return results;
+namespace {
+// G in evaluation mode while it lives, in its former mode after, also when an evaluation throws.
+class EvaluationMode {
+ public:
+  explicit EvaluationMode(nn::Generator& G) : G_(G), was_training_(G.is_training()) { G_.eval(); }
+  ~EvaluationMode() { G_.train(was_training_); }
+  EvaluationMode(const EvaluationMode&) = delete;
+  EvaluationMode& operator=(const EvaluationMode&) = delete;
+
+ private:
+  nn::Generator& G_;
+  bool was_training_;
+};
+}  // namespace
+
+void TrainingMetrics::evaluate(nn::Generator& G, const std::function<void(const metrics::MetricResult&)>& on_result) {
+  const EvaluationMode mode(G);
+  for (const Metric& metric : metrics_) on_result(metric.evaluator->evaluate(metric.spec, G));
 }
 
 nlohmann::json metric_results(const metrics::MetricResult& result) {

@@ -192,6 +192,12 @@ expect_error "train-detector takes none of: --metric.batch --bogus 1" "$bin/styl
     train-detector --data "$work/fashion.zip" --out "$work/det.pt"
 expect_error "has no splits (only the Fashion-MNIST IDX files do)" "$bin/stylegan2_metrics" train-detector \
     --data "$work/fashion.zip" --heldout-split test --out "$work/det.pt"
+"$bin/stylegan2_dataset" create --source "$work/fashion.zip" --dest "$work/unlabelled.zip" --no-labels \
+    --max-images 20 > /dev/null
+expect_error "train-detector learns to classify the images of --data, but '.*unlabelled.zip' has no class labels" \
+    "$bin/stylegan2_metrics" train-detector --data "$work/unlabelled.zip" --out "$work/det.pt"
+expect_error "key 'train.total_kimg' (command line --kimg): expected a finite number, got '.inf'" \
+    "$bin/stylegan2_train" "${tiny[@]}" --kimg .inf
 # Command-line mistakes exit 1 in every program, as every other error does (CLI11's own codes are 100+).
 for program in stylegan2_train stylegan2_generate stylegan2_dataset stylegan2_metrics stylegan2_import stylegan2_bench \
                stylegan2_launch; do

@@ -1,7 +1,8 @@
 // The metric evaluator's all-gather across real processes (mpirun; a plain run is a world of one):
 // rank-tagged features arrive complete, in block order, from the rank that owns each block; real
 // statistics equal a one-process computation whatever the world size, as do precision and recall,
-// the Inception Score and perceptual path length.
+// the Inception Score and perceptual path length; a stop signal on one rank stops every rank together.
+#include "sg2/core/system.h"
 #include "sg2/data/fashion_mnist.h"
 #include "sg2/data/loader.h"
 #include "sg2/distributed/communicator.h"
@@ -16,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 
@@ -42,13 +44,16 @@ TEST(GatherFeatures, EveryRanksBlocksArriveInBlockOrder) {
   for (const auto& [num_items, batch] : std::vector<std::pair<int64_t, int64_t>>{{1, 4}, {4, 4}, {10, 3}, {37, 5}, {24, 4}}) {
     FeatureStats stats(num_items, true, false);
     int64_t calls = 0;
+    EvaluationOptions options;
+    options.batch = batch;
+    options.show_progress = false;
     gather_features_in_block_order(
-        comm(), num_items, batch, 2,
+        comm(), num_items, 2,
         [&](int64_t start, int64_t count) {  // [count, 2]: (item index, producing rank)
           ++calls;
           return at::stack({at::arange(start, start + count, at::kFloat), at::full({count}, comm().rank(), at::kFloat)}, 1);
         },
-        stats, "tagged", false);
+        stats, "tagged", options);
     const at::Tensor all = stats.all();
     ASSERT_EQ(all.size(0), num_items) << num_items << " items in blocks of " << batch;
     const at::Tensor index = at::arange(num_items, at::kFloat);
@@ -57,6 +62,43 @@ TEST(GatherFeatures, EveryRanksBlocksArriveInBlockOrder) {
     const int64_t blocks = (num_items + batch - 1) / batch;
     EXPECT_EQ(calls, blocks / comm().size() + (comm().rank() < blocks % comm().size() ? 1 : 0));
   }
+}
+
+// A real SIGTERM to the last rank in its third block (the handlers the training installs): every
+// rank stops at the start of the next round, with the signal and how far the gather came.
+TEST(GatherFeatures, AStopSignalOnOneRankStopsEveryRankAtTheSameBlock) {
+  struct sigaction before {};
+  sigaction(SIGTERM, nullptr, &before);
+  install_stop_signal_handlers();
+  EvaluationOptions options;
+  options.batch = 4;
+  options.show_progress = false;
+  options.stop_on_signal = true;
+  const int64_t world = comm().size(), signalled_block = 2 * world + world - 1;  // the last rank's third
+  FeatureStats stats(400, false, true);
+  int64_t calls = 0;
+  std::string message;
+  int signal = 0;
+  try {
+    gather_features_in_block_order(
+        comm(), 400, 1,
+        [&](int64_t start, int64_t count) {
+          ++calls;
+          if (start / options.batch == signalled_block) std::raise(SIGTERM);
+          return at::zeros({count, 1});
+        },
+        stats, "signalled", options);
+  } catch (const EvaluationStopped& stopped) {
+    signal = stopped.signal();
+    message = stopped.what();
+  }
+  clear_stop_signal();
+  sigaction(SIGTERM, &before, nullptr);
+  EXPECT_EQ(signal, SIGTERM);
+  EXPECT_EQ(calls, 3) << "rank " << comm().rank() << " computed blocks past the round of the signal";
+  EXPECT_EQ(stats.count(), 3 * world * options.batch);
+  EXPECT_NE(message.find(fmt::format("signalled: stopped by signal 15 at {} of 400", 3 * world * 4)),
+            std::string::npos) << message;
 }
 
 TEST(GatherFeatures, RealStatisticsEqualOneProcessComputation) {

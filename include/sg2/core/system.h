@@ -45,5 +45,7 @@ std::vector<int64_t> parse_index_list(const std::string& text, const std::string
 void install_stop_signal_handlers();
 bool stop_requested();
 int stop_signal();  // the signal number received, 0 if none
+// Forgets a received stop signal (a process that dealt with it and goes on, e.g. a test).
+void clear_stop_signal();
 
 }  // namespace sg2

@@ -18,6 +18,7 @@
 // ppl2_wend (perceptual path length of 50,000 samples, generator_metrics.h), with _<N>[k] for
 // another sample count (ppl_wend_2k).
 
+#include "sg2/core/error.h"
 #include "sg2/data/dataset.h"
 #include "sg2/distributed/communicator.h"
 #include "sg2/metrics/detector.h"
@@ -29,6 +30,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,19 @@ struct EvaluationOptions {
   uint64_t seed = 0;         // fakes' latents, labels and noise; KID subsets
   std::string cache_dir;     // real statistics; empty: no disk cache
   bool show_progress = true;
+  // Each round of blocks starts with a vote on stop signals (install_stop_signal_handlers): where a
+  // rank received one, every rank throws EvaluationStopped at the same block.
+  bool stop_on_signal = false;
+};
+
+// A stop signal ended an evaluation (EvaluationOptions::stop_on_signal), on every rank together.
+class EvaluationStopped : public Error {
+ public:
+  EvaluationStopped(int signal, const std::string& message) : Error(message), signal_(signal) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
 };
 
 struct MetricResult {
@@ -72,11 +87,16 @@ struct MetricResult {
 // modification time (so a rewritten dataset gets new statistics), its size and image shape.
 nlohmann::json dataset_identity(const std::string& path, const data::Dataset& dataset);
 
-// Computes features_of(start, count) -> [count, D] for the blocks this rank owns and appends every
-// rank's blocks to `stats` in block order (all ranks call it together). D must be `feature_dim`.
-void gather_features_in_block_order(dist::Communicator& comm, int64_t num_items, int64_t batch, int64_t feature_dim,
+// Computes features_of(start, count) -> [count, D] for the blocks of options.batch items this rank
+// owns and appends every rank's blocks to `stats` in block order (all ranks call it together). D
+// must be `feature_dim`. Throws EvaluationStopped as options.stop_on_signal says.
+void gather_features_in_block_order(dist::Communicator& comm, int64_t num_items, int64_t feature_dim,
                                     const std::function<at::Tensor(int64_t start, int64_t count)>& features_of,
-                                    FeatureStats& stats, const std::string& what, bool show_progress);
+                                    FeatureStats& stats, const std::string& what, const EvaluationOptions& options);
+
+// Why a FID of these sample counts is not comparable, or "" when it is: a covariance estimated from
+// fewer samples than the detector has features is singular.
+std::string few_samples_warning(const std::string& metric, int64_t num_reals, int64_t num_fakes, int64_t feature_dim);
 
 class MetricEvaluator {
  public:
@@ -98,6 +118,7 @@ class MetricEvaluator {
   MetricResult path_length_of(const MetricSpec& spec, nn::Generator& G);
   double distance_on_rank0(const MetricSpec& spec, const FeatureStats& reals, const FeatureStats& fakes);
   at::Tensor features_on_every_rank(const FeatureStats& stats);
+  void warn_of_few_samples(const std::string& metric, int64_t num_reals, int64_t num_fakes);  // once a metric
   std::string cache_key(int64_t max_items, bool capture_all) const;
 
   dist::Communicator& comm_;
@@ -107,6 +128,7 @@ class MetricEvaluator {
   at::Tensor label_table_;  // [N, label_dim] of the reals, for the fakes' labels (conditional networks)
   EvaluationOptions options_;
   std::vector<std::pair<std::string, std::unique_ptr<FeatureStats>>> real_cache_;  // key -> stats
+  std::set<std::string> warned_;  // metrics whose few_samples_warning was logged
 };
 
 }  // namespace sg2::metrics

@@ -54,6 +54,7 @@ class TrainingLoop {
   std::string status_line(const std::map<std::string, StatValue>& stats, double tick_seconds) const;
   void write_stats_line(const std::map<std::string, StatValue>& stats);
   void evaluate_metrics(const std::string& snapshot);
+  void log_metric(const metrics::MetricResult& result, const std::string& snapshot);  // rank 0
   bool is_rank0() const { return trainer_.rank() == 0; }
 
   Trainer& trainer_;

@@ -7,6 +7,7 @@
 #include "sg2/metrics/evaluator.h"
 #include "sg2/train/config.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,8 +23,10 @@ class TrainingMetrics {
   TrainingMetrics(const TrainConfig& config, std::shared_ptr<const data::Dataset> reals, dist::Communicator& comm,
                   const at::Device& device, bool show_progress = true);
 
-  // Every configured metric of G (each rank's identical replica); every rank gets the results.
-  std::vector<metrics::MetricResult> evaluate(nn::Generator& G);
+  // Every configured metric of G (each rank's identical replica), in order: every rank hands each
+  // result to on_result as soon as it is known. A stop signal (install_stop_signal_handlers) on any
+  // rank ends the evaluation with metrics::EvaluationStopped on every rank, within a block.
+  void evaluate(nn::Generator& G, const std::function<void(const metrics::MetricResult&)>& on_result);
 
  private:
   struct Metric {

@@ -176,6 +176,20 @@ TEST(ConfigSchema, IntFieldsRefuseValuesOutsideTheirRange) {
   EXPECT_EQ(c.ticks, -2147483647 - 1);
 }
 
+// YAML's infinities and NaN (.inf, .nan) read as numbers and C's (inf, nan) do not: both are refused
+// alike, from a file and from a flag, naming the key.
+TEST(ConfigSchema, NumbersMustBeFinite) {
+  for (const std::string text : {".inf", "-.Inf", ".nan", "inf", "nan", "1e400"}) {
+    Sample c;
+    const std::string file = test::error_message([&] { schema().read_yaml(c, YAML::Load("rate: " + text), "f.yaml"); });
+    EXPECT_NE(file.find("key 'rate' (f.yaml): expected a finite number, got '" + text + "'"), std::string::npos)
+        << file;
+    const std::string flag = test::error_message([&] { from_flags({"--rate", text}); });
+    EXPECT_NE(flag.find("--rate): expected a finite number"), std::string::npos) << flag;
+  }
+  EXPECT_DOUBLE_EQ(from_flags({"--rate", "1e300"}).rate, 1e300);
+}
+
 TEST(ConfigCli, AliasesAndUnknownFlags) {
   CLI::App app;
   CliValues values;

@@ -153,5 +153,17 @@ TEST(MetricNames, ParseCountsAndRealSets) {
   EXPECT_EQ(parse_metric("fid1000000k").num_fakes, 1'000'000'000);
 }
 
+// FID from fewer samples than features (a singular covariance) says so; counts at or above the
+// feature dimension on both sides do not.
+TEST(MetricNames, FewSamplesWarningNamesTheCountsBelowTheFeatureDimension) {
+  EXPECT_EQ(few_samples_warning("fid50k_full", 70000, 50000, 2048), "");
+  EXPECT_EQ(few_samples_warning("fid2k", 2048, 2048, 2048), "");
+  const std::string few_reals = few_samples_warning("fid50k_full", 1336, 50000, 2048);
+  EXPECT_NE(few_reals.find("fid50k_full compares 50000 fakes with 1336 reals in the detector's 2048 features"),
+            std::string::npos) << few_reals;
+  const std::string few_fakes = few_samples_warning("fid1k_full", 70000, 1000, 2048);
+  EXPECT_NE(few_fakes.find("1000 fakes with 70000 reals"), std::string::npos) << few_fakes;
+}
+
 }  // namespace
 }  // namespace sg2::metrics
