@@ -31,21 +31,6 @@ nlohmann::json result_line(const metrics::MetricResult& result, int world_size, 
   return line;
 }
 
-// The detector learns the dataset's classes. Where the labelled opening fails but the plain one
-// works, what is missing is the labels, and the error says so in this command's terms.
-std::shared_ptr<data::Dataset> open_labelled_dataset(data::DatasetOptions options) {
-  options.use_labels = true;
-  try {
-    return data::open_dataset(options);
-  } catch (const Error&) {
-    options.use_labels = false;
-    data::open_dataset(options);  // an error of the data itself comes from here
-    SG2_FAIL("train-detector learns to classify the images of --data, but '{}' has no class labels (a ZIP or "
-             "folder keeps them in dataset.json, TFRecords in <name>-rxx.labels; stylegan2_dataset create writes "
-             "them unless --no-labels)", options.path);
-  }
-}
-
 }  // namespace
 
 void MetricsCommand::add_to(CLI::App& app) {
@@ -76,7 +61,7 @@ int MetricsCommand::run() {
     spdlog::info("Precision: G {}", G->options.precision.describe(G->options.img_resolution));
     const std::shared_ptr<data::Dataset> reals = open_configured_dataset(config);
     check_network_fits_dataset(G->options, network_, *reals, config.data.path);
-    TrainingMetrics metrics(config, reals, session.comm(), device);
+    TrainingMetrics metrics(config, reals, session.comm(), device, /*stop_on_signal=*/false);  // a signal ends it
     const std::string run_dir = std::filesystem::path(network_).parent_path().string();
     const std::string snapshot_file = std::filesystem::path(network_).filename().string();
     const double kimg = static_cast<double>(snapshot.integer("progress.cur_nimg")) / 1e3;
@@ -116,7 +101,9 @@ int DetectorCommand::run() {
   data::DatasetOptions options;
   options.path = data_;
   options.split = split_;
-  const auto train = open_labelled_dataset(options);
+  options.use_labels = true;
+  options.labels_for = "train-detector learns to classify the images of --data";
+  const auto train = data::open_dataset(options);
   // Splits exist in Fashion-MNIST's IDX files only: elsewhere a "held-out" split would be the training set.
   SG2_CHECK(!train->subset().empty() || (split_ == "train" && heldout_split_.empty()),
             "--split / --heldout-split: '{}' has no splits (only the Fashion-MNIST IDX files do); train on it "
@@ -126,7 +113,7 @@ int DetectorCommand::run() {
   if (!heldout_split_.empty()) {
     SG2_CHECK(heldout_split_ != split_, "--heldout-split {} is the training split itself", heldout_split_);
     options.split = heldout_split_;
-    heldout = open_labelled_dataset(options);
+    heldout = data::open_dataset(options);
   }
   metrics::DetectorTrainingOptions training;
   training.epochs = epochs_;

@@ -124,7 +124,11 @@ std::vector<float> decode_number_list(const YAML::Node& node, const std::string&
   std::vector<float> values;
   if (node.IsNull()) return values;
   if (!node.IsSequence()) fail_type(node, where, "a list of numbers");
-  for (const auto& item : node) values.push_back(static_cast<float>(decode_number(item, where)));
+  for (const auto& item : node) {
+    const auto value = static_cast<float>(decode_number(item, where));
+    if (!std::isfinite(value)) fail_type(item, where, "a list of numbers within float32's range");
+    values.push_back(value);
+  }
   return values;
 }
 

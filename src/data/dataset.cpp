@@ -46,6 +46,8 @@ std::shared_ptr<Dataset> open_dataset(const DatasetOptions& options) {
             "stylegan2-ada ZIP or folder of PNG/JPEG images, or the Fashion-MNIST IDX files)",
             path);
   SG2_CHECK(dataset->size() > 0, "data.path '{}': the dataset is empty", path);
+  SG2_CHECK(!options.use_labels || dataset->label_dim() > 0, "{}: '{}' has no class labels (a ZIP or image folder "
+            "keeps them in dataset.json's \"labels\", TFRecords in <name>-rxx.labels)", options.labels_for, path);
   SG2_CHECK(options.resolution == 0 || dataset->resolution() == options.resolution,
             "data.resolution = {} but the dataset at '{}' has {}x{} images", options.resolution, path,
             dataset->resolution(), dataset->resolution());

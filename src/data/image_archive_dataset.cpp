@@ -98,8 +98,6 @@ ImageArchiveDataset::ImageArchiveDataset(const std::string& path, bool use_label
       label_error_ = without_location(e.what());
     }
   }
-  SG2_CHECK(!use_labels || labels_.cols > 0,
-            "data.use_labels is true but '{}' has no labels (dataset.json missing or \"labels\": null)", path);
 }
 
 Image ImageArchiveDataset::decode(int64_t index) const {

@@ -90,8 +90,6 @@ TFRecordDataset::TFRecordDataset(const std::string& directory, bool use_labels, 
     labels_cols_ = labels.cols;
     labels_ = std::move(labels.values);
   }
-  SG2_CHECK(!use_labels || labels_cols_ > 0, "data.use_labels is true but '{}' has no {}-rxx.labels file", directory,
-            layout_.name);
 }
 
 // Every level holds every image, so a file cut at a record boundary (which reads as valid) shows as a

@@ -58,7 +58,8 @@ TrainingLoop::TrainingLoop(Trainer& trainer, std::string run_dir, bool resumed)
     if (resumed_) events_->add_session_start(trainer_.progress().cur_nimg + 1);
   }
   if (!c.metrics.empty())
-    metrics_ = std::make_unique<TrainingMetrics>(c, trainer_.shared_dataset(), trainer_.comm(), trainer_.device());
+    metrics_ = std::make_unique<TrainingMetrics>(c, trainer_.shared_dataset(), trainer_.comm(), trainer_.device(),
+                                                 /*stop_on_signal=*/true);
 }
 
 // A run killed after its last snapshot logged ticks that the resumed run repeats: stats.jsonl loses
@@ -213,22 +214,22 @@ std::string TrainingLoop::write_snapshot() {
 }
 
 // Each result is logged as it comes. A stop signal cuts the evaluation short (a scheduler's grace
-// time is too short for 50,000 fakes): the snapshot is complete, so the metrics left can be
-// evaluated later.
-void TrainingLoop::evaluate_metrics(const std::string& snapshot) {
-  std::vector<std::string> left = trainer_.config().metrics;
+// time is too short for 50,000 fakes); the stop then has its snapshot, written here where the tick
+// wrote none, and the metrics left can be evaluated on it later.
+void TrainingLoop::evaluate_metrics(std::string snapshot) {
+  std::vector<std::string> unfinished = trainer_.config().metrics;
   try {
     metrics_->evaluate(trainer_.G_ema(), [&](const metrics::MetricResult& result) {
-      left.erase(left.begin());
+      unfinished.erase(unfinished.begin());
       if (is_rank0()) log_metric(result, snapshot);
     });
   } catch (const metrics::EvaluationStopped& stopped) {
-    stop_signal_ = stopped.signal();
+    stop_signal_ = stopped.signal();  // on every rank: each caught the same exception
+    if (snapshot.empty()) snapshot = write_snapshot();
     if (!is_rank0()) return;
-    const std::string how = snapshot.empty() ? "this tick wrote no snapshot to evaluate them on"
-                                             : fmt::format("evaluate them with stylegan2_metrics --network {}/{} "
-                                                           "--metrics {}", run_dir_, snapshot, fmt::join(left, ","));
-    spdlog::warn("The metrics {} were cut short ({}); {}", fmt::join(left, ", "), stopped.what(), how);
+    spdlog::warn("The metrics {} were cut short ({}); evaluate them with stylegan2_metrics --network {}/{} "
+                 "--metrics {}",
+                 fmt::join(unfinished, ", "), stopped.what(), run_dir_, snapshot, fmt::join(unfinished, ","));
   }
 }
 

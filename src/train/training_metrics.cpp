@@ -11,14 +11,13 @@
 namespace sg2::train {
 
 TrainingMetrics::TrainingMetrics(const TrainConfig& config, std::shared_ptr<const data::Dataset> reals,
-                                 dist::Communicator& comm, const at::Device& device, bool show_progress) {
+                                 dist::Communicator& comm, const at::Device& device, bool stop_on_signal) {
   SG2_CHECK(!config.metrics.empty(), "no metrics configured (metrics: [fid50k_full, ...])");
   metrics::EvaluationOptions options;
   options.batch = config.metric.batch;
   options.seed = static_cast<uint64_t>(config.metric.seed);
   options.cache_dir = metric_cache_dir(config);
-  options.show_progress = show_progress;
-  options.stop_on_signal = true;  // only the training installs stop handlers: elsewhere no signal is held
+  options.stop_on_signal = stop_on_signal;
   const nlohmann::json identity = metrics::dataset_identity(config.data.path, *reals);
   for (const std::string& name : config.metrics) {
     const std::string detector_file = metric_detector(config, name);

@@ -194,7 +194,7 @@ expect_error "has no splits (only the Fashion-MNIST IDX files do)" "$bin/stylega
     --data "$work/fashion.zip" --heldout-split test --out "$work/det.pt"
 "$bin/stylegan2_dataset" create --source "$work/fashion.zip" --dest "$work/unlabelled.zip" --no-labels \
     --max-images 20 > /dev/null
-expect_error "train-detector learns to classify the images of --data, but '.*unlabelled.zip' has no class labels" \
+expect_error "train-detector learns to classify the images of --data: '.*unlabelled.zip' has no class labels" \
     "$bin/stylegan2_metrics" train-detector --data "$work/unlabelled.zip" --out "$work/det.pt"
 expect_error "key 'train.total_kimg' (command line --kimg): expected a finite number, got '.inf'" \
     "$bin/stylegan2_train" "${tiny[@]}" --kimg .inf

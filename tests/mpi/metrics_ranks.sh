@@ -83,16 +83,18 @@ for np in 1 2; do
   [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || fail "a corrupt detector hung $np ranks"
   grep -q "corrupt.pt' is not a loadable TorchScript" "$work/corrupt$np.log" || { cat "$work/corrupt$np.log"; fail "message"; }
 done
-# 6. SIGTERM to rank 1 while the training evaluates a long metric (50,000 fakes): both ranks stop
-#    within a round of blocks, the log names the metric cut short and the snapshot to evaluate it on,
+# 6. SIGTERM to rank 1 while the training evaluates a long metric (50,000 fakes) at a tick that
+#    writes no snapshot (metric.ticks 1, snapshots only at the end): both ranks stop within a round
+#    of blocks, the stop writes its snapshot, the log names the metric cut short and that snapshot,
 #    no metric line is written, and the job exits 128 + 15.
+stopped_run="$work/stopped/00000-fashion-mnist-fashion32"
 mpirun --oversubscribe -np 2 "$bin/stylegan2_train" --config "$src/configs/fashion32.yaml" --metrics fid50k \
     --detector "$work/detector.pt" --metric.batch 50 --metric.cache_dir "$work/cache" --data.max_images 2000 \
-    --outdir "$work/stopped" --kimg 1 --run.threads 1 --data.workers 0 > "$work/stopped.log" 2>&1 &
+    --metric.ticks 1 --run.network_snapshot_ticks 0 --outdir "$work/stopped" --kimg 1 --run.threads 1 \
+    --data.workers 0 > "$work/stopped.log" 2>&1 &
 job_pid=$!
-first_snapshot="$work/stopped/00000-fashion-mnist-fashion32/network-snapshot-000000.pt"
-for _ in $(seq 1200); do [ -e "$first_snapshot" ] && break; sleep 0.1; done
-[ -e "$first_snapshot" ] || { kill -TERM "$job_pid"; cat "$work/stopped.log"; fail "no first snapshot"; }
+for _ in $(seq 1200); do grep -q "^tick 0 " "$work/stopped.log" && break; sleep 0.1; done  # the metrics come next
+grep -q "^tick 0 " "$work/stopped.log" || { kill -TERM "$job_pid"; cat "$work/stopped.log"; fail "no tick 0"; }
 rank1=""
 for pid in $(pgrep -P "$job_pid" -f stylegan2_train); do
   tr '\0' '\n' < "/proc/$pid/environ" | grep -qx OMPI_COMM_WORLD_RANK=1 && rank1=$pid
@@ -100,12 +102,13 @@ done
 [ -n "$rank1" ] || { kill -TERM "$job_pid"; fail "no rank 1 among the children of mpirun"; }
 kill -TERM "$rank1"
 start=$(date +%s)
-rc=0; timeout 60 tail --pid="$job_pid" -f /dev/null || kill -KILL "$job_pid" 2> /dev/null || true
+rc=0; timeout 60 tail --pid="$job_pid" -f /dev/null || kill -TERM "$job_pid" 2> /dev/null || true  # mpirun ends its ranks
 wait "$job_pid" || rc=$?
 echo "SIGTERM during fid50k: exit $rc after $(( $(date +%s) - start )) s"
 [ "$rc" -eq 143 ] || { cat "$work/stopped.log"; fail "exit $rc after a SIGTERM during a metric, expected 143"; }
 grep -q "The metrics fid50k were cut short (.*stopped by signal 15 at [0-9]* of [0-9]*); evaluate them with \
-stylegan2_metrics --network .*network-snapshot-000000.pt --metrics fid50k" "$work/stopped.log" ||
-  { cat "$work/stopped.log"; fail "no message naming the metric cut short"; }
-[ ! -e "$work/stopped/00000-fashion-mnist-fashion32/metric-fid50k.jsonl" ] || fail "a stopped metric wrote a line"
+stylegan2_metrics --network $stopped_run/network-snapshot-000000.pt --metrics fid50k" "$work/stopped.log" ||
+  { cat "$work/stopped.log"; fail "no message naming the metric cut short and the stop's snapshot"; }
+[ -s "$stopped_run/network-snapshot-000000.pt" ] || fail "the stop during the metrics wrote no snapshot"
+[ ! -e "$stopped_run/metric-fid50k.jsonl" ] || fail "a stopped metric wrote a line"
 echo "metrics_ranks: all checks passed"

@@ -66,10 +66,27 @@ TEST(GatherFeatures, EveryRanksBlocksArriveInBlockOrder) {
 
 // A real SIGTERM to the last rank in its third block (the handlers the training installs): every
 // rank stops at the start of the next round, with the signal and how far the gather came.
+// The training's stop handlers while it lives; the former handlers and no pending stop after.
+class StopHandlers {
+ public:
+  StopHandlers() {
+    sigaction(SIGINT, nullptr, &interrupt_);
+    sigaction(SIGTERM, nullptr, &terminate_);
+    install_stop_signal_handlers();
+  }
+  ~StopHandlers() {
+    clear_stop_signal();
+    sigaction(SIGINT, &interrupt_, nullptr);
+    sigaction(SIGTERM, &terminate_, nullptr);
+  }
+
+ private:
+  struct sigaction interrupt_ {};
+  struct sigaction terminate_ {};
+};
+
 TEST(GatherFeatures, AStopSignalOnOneRankStopsEveryRankAtTheSameBlock) {
-  struct sigaction before {};
-  sigaction(SIGTERM, nullptr, &before);
-  install_stop_signal_handlers();
+  const StopHandlers handlers;
   EvaluationOptions options;
   options.batch = 4;
   options.show_progress = false;
@@ -92,8 +109,6 @@ TEST(GatherFeatures, AStopSignalOnOneRankStopsEveryRankAtTheSameBlock) {
     signal = stopped.signal();
     message = stopped.what();
   }
-  clear_stop_signal();
-  sigaction(SIGTERM, &before, nullptr);
   EXPECT_EQ(signal, SIGTERM);
   EXPECT_EQ(calls, 3) << "rank " << comm().rank() << " computed blocks past the round of the signal";
   EXPECT_EQ(stats.count(), 3 * world * options.batch);

@@ -11,6 +11,7 @@ struct DatasetOptions {
   std::string path;              // directory or file of the dataset
   std::string split = "train";   // Fashion-MNIST: train, test or all
   bool use_labels = false;       // expose class labels (conditional training)
+  std::string labels_for = "data.use_labels is true";  // why labels are needed: the error's lead where none exist
   int64_t max_images = 0;        // 0: all
   int64_t resolution = 0;        // expected resolution; 0: whatever the data has
   int64_t channels = 0;          // expected channels; 0: whatever the data has

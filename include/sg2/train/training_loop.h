@@ -5,7 +5,8 @@
 // sample grids every image_snapshot_ticks, snapshots every network_snapshot_ticks and at the end,
 // metrics (metric-<name>.jsonl) every metric.ticks or at each snapshot.
 // SIGINT/SIGTERM to any rank stop every rank within about kStopVoteSeconds (at the same step, so
-// never within a step: a step that takes longer ends first), write a snapshot and return.
+// never within a step: a step that takes longer ends first), write a snapshot and return; during
+// the metrics, within a block of metric.batch images.
 
 #include "sg2/core/timer.h"
 #include "sg2/train/event_writer.h"
@@ -53,7 +54,7 @@ class TrainingLoop {
   std::string write_snapshot();
   std::string status_line(const std::map<std::string, StatValue>& stats, double tick_seconds) const;
   void write_stats_line(const std::map<std::string, StatValue>& stats);
-  void evaluate_metrics(const std::string& snapshot);
+  void evaluate_metrics(std::string snapshot);  // "": the tick wrote none
   void log_metric(const metrics::MetricResult& result, const std::string& snapshot);  // rank 0
   bool is_rank0() const { return trainer_.rank() == 0; }
 

@@ -19,13 +19,13 @@ class TrainingMetrics {
  public:
   // reals: the whole dataset of config.data (not a rank's shard); loads each metric's detector
   // (metric_detector: metric.detector, metric.pr_detector) onto `device`, each file once. All ranks
-  // construct it.
+  // construct it. stop_on_signal: where the process installed stop handlers (the training), a stop
+  // signal on any rank ends an evaluation with metrics::EvaluationStopped on every rank, within a block.
   TrainingMetrics(const TrainConfig& config, std::shared_ptr<const data::Dataset> reals, dist::Communicator& comm,
-                  const at::Device& device, bool show_progress = true);
+                  const at::Device& device, bool stop_on_signal);
 
   // Every configured metric of G (each rank's identical replica), in order: every rank hands each
-  // result to on_result as soon as it is known. A stop signal (install_stop_signal_handlers) on any
-  // rank ends the evaluation with metrics::EvaluationStopped on every rank, within a block.
+  // result to on_result as soon as it is known.
   void evaluate(nn::Generator& G, const std::function<void(const metrics::MetricResult&)>& on_result);
 
  private:

@@ -133,7 +133,12 @@ TEST(TFRecordDataset, BadDirectoriesAreClearErrors) {
   write_npy_float32(out + "/d-rxx.labels", FloatMatrix{7, 4, std::vector<float>(28, 0.0f)});
   EXPECT_NE(test::error_message([&] { TFRecordDataset(out, true, 0); }).find("has 7 labels but"), std::string::npos);
   fs::remove(out + "/d-rxx.labels");
-  EXPECT_NE(test::error_message([&] { TFRecordDataset(out, true, 0); }).find("no d-rxx.labels file"), std::string::npos);
+  DatasetOptions labelled;
+  labelled.path = out;
+  labelled.use_labels = true;
+  const std::string unlabelled = test::error_message([&] { open_dataset(labelled); });
+  EXPECT_NE(unlabelled.find("data.use_labels is true: '" + out + "' has no class labels"), std::string::npos)
+      << unlabelled;
   // The resolution and channels the config expects, against what the data has.
   DatasetOptions options;
   options.path = out;
