@@ -26,7 +26,7 @@ if [ "$device" = cuda ]; then  # on a fresh machine as well: the kit's binaries,
   ensure_build "$build" > "$log" 2>&1 || { echo "gpu_compute_term: no build in $build (see $log)" >&2; exit 1; }
 fi
 config=(--config configs/config-f.yaml --data synthetic --data.resolution 256 --data.channels 3
-        --run.device "$device" --G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256)
+        --run.device "$device" "${config_f_precision[@]}")
 label="config-f 256"
 read -ra extra <<< "${SG2_BENCH_EXTRA:-}"
 if [ "$device" = cpu ]; then  # a dry run of the script: tiny float32 networks (float16 crawls on a CPU)

@@ -15,11 +15,11 @@
 #   OUT=$OUT scripts/bench/gpu_quality.sh [BUILD_DIR] [REFERENCE_DIR]    (the GPU kit's build: build-gpu)
 #   scripts/bench/gpu_quality.sh --cpu-dry-run [BUILD_DIR] [REFERENCE_DIR]  (tiny and short, the reference's
 #     loop on the CPU: reference_train.py --cpu-loop)
-# SG2_QUALITY_TRAIN_S (default 200) the trainings' time, SG2_QUALITY_KIMG (64) where they stop
+# SG2_QUALITY_TRAIN_S (default 210) the trainings' time, SG2_QUALITY_KIMG (64) where they stop
 # otherwise, SG2_QUALITY_RESUME_KIMG (16), SG2_QUALITY_EVERY (4: kimg between evaluated
 # snapshots, a multiple of the reference's tick of 4),
 # SG2_QUALITY_METRIC (fid10k_full), SG2_QUALITY_SEEDS ("0 1": the reference's), SG2_QUALITY_PARALLEL
-# (4 evaluations at once), SG2_QUALITY_EVAL_S (100: no evaluation starts after that),
+# (6 evaluations at once), SG2_QUALITY_EVAL_S (100: no evaluation starts after that),
 # SG2_FASHION_MNIST (/usr/share/datasets/fashion-mnist).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,7 +30,7 @@ ref=${2:-.gpu-kit/stylegan2-ada-pytorch}
 out=${OUT:-$PWD/gpu-results}
 python=${PYTHON:-python3}
 fashion=${SG2_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
-train_seconds=${SG2_QUALITY_TRAIN_S:-200}
+train_seconds=${SG2_QUALITY_TRAIN_S:-210}
 kimg=${SG2_QUALITY_KIMG:-64}
 resume_kimg=${SG2_QUALITY_RESUME_KIMG:-16}
 every=${SG2_QUALITY_EVERY:-4}
@@ -46,8 +46,8 @@ export PYTHONUNBUFFERED=1
 export TORCH_EXTENSIONS_DIR="${SG2_TORCH_EXTENSIONS_DIR:-$work/torch_extensions}"
 say() { echo "== quality: $*" | tee -a "$log"; }
 [ -d "$ref/training" ] || { say "no stylegan2-ada-pytorch checkout at $ref"; exit 1; }
+source scripts/gpu/kit_steps.sh  # ensure_build, metric_value
 if [ "$device" = cuda ]; then  # on a fresh machine as well: the kit's binaries, or a build
-  source scripts/gpu/kit_steps.sh
   ensure_build "$build" >> "$log" 2>&1 || { say "no build in $build (see $log)"; exit 1; }
 fi
 bin=$build/bin
@@ -137,6 +137,6 @@ source scripts/bench/quality_curves.sh
 export SG2_QUALITY_EVAL_UNTIL=$(($(date +%s) + ${SG2_QUALITY_EVAL_S:-100}))
 evaluate_all "$work" "$every" "$metric" | tee "$work/fid.tsv" | sed 's/^/value: /' >> "$log"
 quality_table "$work/fid.tsv" "$metric" "$resume_kimg" "$seeds" > "$out/quality.md"
-cat "$out/quality.md" | tee -a "$log"
+tee -a "$log" < "$out/quality.md"
 rm -rf "$work"
 [ "$training_failures" = 0 ]

@@ -61,7 +61,7 @@ fi
 
 # preset | extra flags of ours (the reference's settings) | the reference's batch_gpu | its batch
 all_cases=(
-  "config-f|--G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256|4|32"
+  "config-f|${config_f_precision[*]}|4|32"
   "paper256||8|64"
 )
 # SG2_BENCH_PRESETS="config-f" (or paper256) times one preset: a device call is 10 minutes at most.
@@ -95,9 +95,7 @@ profiled=(--device-kernels)
 nhwc=reduced
 ref_common=(--device "$device" --resolution 256 --channels 3 --warmup 2 --repeats 2 --fp16-res 4 --threads 8)
 if [ "$device" = cpu ]; then  # a dry run: tiny float32 networks (float16 convolutions crawl on a CPU)
-  common=(--data synthetic --data.resolution 16 --data.channels 3 --run.device cpu --no-op-families
-          --G.channel_base 256 --D.channel_base 256 --train.batch 8
-          --D.mbstd_group_size 4 --warmup 1 --repeats 1)
+  common=(--data synthetic --data.resolution 16 --data.channels 3 --run.device cpu --no-op-families "${tiny_bench[@]}")
   profiled=()
   ref_common=(--device cpu --batch 8 --channel-base 256 --resolution 16 --channels 3 --warmup 1 --repeats 1
               --fp16-res 0 --threads 2)
@@ -120,16 +118,20 @@ run_reference() {  # run_reference PRESET CONFIG BATCH_GPU NAME LABEL [REFERENCE
   last_rate=$rate
 }
 
+# A per-round batch as this run takes it: a number is 8 in the dry run (its tiny networks' batch).
+dry_run_batch() {  # dry_run_batch BATCH
+  if [ "$device" = cpu ] && [[ "$1" =~ ^[0-9]+$ ]]; then echo 8; else echo "$1"; fi
+}
+
 # The reference at a per-round batch (reference:ref|full|N[:nhwc]); its rate is kept for the lines at
-# equal settings. The dry run's batch is 8: every per-round batch is 8 there.
+# equal settings.
 run_reference_variant() {  # run_reference_variant VARIANT
   local batch layout name label extra=()
   IFS=':' read -r _ batch layout <<< "$1"
   case "$batch" in
     ref) batch=$ref_batch_gpu label="stylegan2-ada-pytorch, its defaults" ;;
     full) batch=$full_batch label="stylegan2-ada-pytorch, one round" ;;
-    *) [ "$device" = cpu ] && batch=8
-       label="stylegan2-ada-pytorch" ;;
+    *) batch=$(dry_run_batch "$batch") label="stylegan2-ada-pytorch" ;;
   esac
   name="$preset-reference-$batch"
   if [ "$layout" = nhwc ]; then
@@ -164,7 +166,7 @@ run_ours() {  # run_ours VARIANT
   local variant=$1 batch_gpu layout option name label chosen record extra=()
   IFS=':' read -r batch_gpu layout option <<< "$variant"
   [ "$batch_gpu" = ref ] && batch_gpu=$ref_batch_gpu
-  [[ "$batch_gpu" =~ ^[0-9]+$ ]] && [ "$device" = cpu ] && batch_gpu=8  # the dry run's batch of 8
+  batch_gpu=$(dry_run_batch "$batch_gpu")
   local rate_key="$batch_gpu:$layout:${option:-plain}"
   [ "$layout" = nhwc ] && layout=$nhwc
   name="$preset-ours-$batch_gpu"
@@ -236,7 +238,7 @@ for case in "${cases[@]}"; do
   IFS='|' read -r preset ours_flags ref_batch_gpu full_batch <<< "$case"
   config="configs/$preset.yaml"
   read -ra ours <<< "$ours_flags"
-  [ "$device" = cpu ] && ref_batch_gpu=8 full_batch=8  # the dry run's batch of 8
+  ref_batch_gpu=$(dry_run_batch "$ref_batch_gpu") full_batch=$(dry_run_batch "$full_batch")
   ref_rate=""
   declare -A reference_rates=() ours_rates=()
   run_reference_variant "${SG2_BENCH_BASELINE:-reference:ref}"  # the ratio column's reference

@@ -1,5 +1,6 @@
-# The evaluation of scripts/bench/gpu_quality.sh (sourced by it; it sets bin, ref, python, device,
-# log, data, SG2_QUALITY_PARALLEL): every run's snapshots by one evaluator, then the table.
+# The evaluation of scripts/bench/gpu_quality.sh (sourced by it after scripts/gpu/kit_steps.sh,
+# whose metric_value it uses; it sets bin, ref, python, device, log, data, SG2_QUALITY_PARALLEL):
+# every run's snapshots by one evaluator, then the table.
 
 # The kimg in a snapshot's name: network-snapshot-000008.pt is 8, network-snapshot-000000.512.pt 0.512.
 snapshot_kimg() {  # snapshot_kimg FILE
@@ -46,11 +47,7 @@ evaluate_one() {  # evaluate_one METRIC RUN KIMG SNAPSHOT
       { echo "quality: $run at $kimg kimg: its pickle did not import (see above)" >> "$log"; return 0; }
   fi
   value=$("$bin/stylegan2_metrics" --network "$network" --metrics "$metric" --data "$data" \
-            --detector "$detector" --no-log --run.device "$device" 2>> "$log" |
-          "$python" -c 'import json, sys
-for line in sys.stdin:
-    if line.startswith("{") and "results" in line:
-        print(next(iter(json.loads(line)["results"].values())))')
+            --detector "$detector" --no-log --run.device "$device" 2>> "$log" | metric_value "$metric")
   [ -z "$imported" ] || rm -f "$imported.pt" "$imported.json" "$imported-snapshot.pt"
   [ -n "$value" ] && echo "$run $kimg $value" || echo "quality: $run at $kimg kimg: no $metric (see above)" >> "$log"
 }
@@ -68,11 +65,11 @@ evaluate_all() {  # evaluate_all WORK EVERY METRIC
   local list first
   list=$(comparable_snapshots "$1" "$2" | sort -k2,2g -k1,1)  # by kimg: a cut-off evaluation drops the latest
   [ -n "$list" ] || { echo "quality: no snapshots under $1" >> "$log"; return 0; }
-  export -f snapshot_kimg import_pickle evaluate_one
+  export -f metric_value import_pickle evaluate_one
   export bin ref python device log data detector
   first=$(head -n 1 <<< "$list")
   evaluate_one "$3" $first
-  tail -n +2 <<< "$list" | xargs -r -P "${SG2_QUALITY_PARALLEL:-4}" -L 1 bash -c 'evaluate_one "$0" "$@"' "$3"
+  tail -n +2 <<< "$list" | xargs -r -P "${SG2_QUALITY_PARALLEL:-6}" -L 1 bash -c 'evaluate_one "$0" "$@"' "$3"
 }
 
 # The markdown table of the "RUN KIMG VALUE" lines in FILE: a row a kimg, ours and each reference

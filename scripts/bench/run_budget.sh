@@ -1,5 +1,10 @@
 # Sourced by the GPU bench scripts: runs that share one device call's time (run_clock_start, then
-# budgeted_run per run).
+# budgeted_run per run), and the settings their stylegan2_bench runs share.
+
+# config-f at 256 in the reference's mixed precision (float16 in the 4 highest resolutions, clamped).
+config_f_precision=(--G.num_fp16_res 4 --D.num_fp16_res 4 --G.conv_clamp 256 --D.conv_clamp 256)
+# A dry run's bench on a CPU: tiny float32 networks, one warm-up and one timed cycle.
+tiny_bench=(--G.channel_base 256 --D.channel_base 256 --train.batch 8 --D.mbstd_group_size 4 --warmup 1 --repeats 1)
 
 # Seconds the next run may take: LIMIT, or what is left of BUDGET seconds since START (epoch
 # seconds); 0 when under MIN (default 30) are left, not worth starting.

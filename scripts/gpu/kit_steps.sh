@@ -383,12 +383,18 @@ gpu_tests=("bin/test_ops|CudaKernels.*"
 
 # fid2k_full of SNAPSHOT (a fashion32 run limited to 4096 images) on DEVICE, its real statistics
 # computed there too (a cache of their own): the value.
+# The value of METRIC in stylegan2_metrics' JSON lines on standard input (the "value" of a metric of
+# one number).
+metric_value() {  # metric_value METRIC
+  sed -n "s/.*\"metric\":\"$1\".*\"value\":\([^,}]*\).*/\1/p"
+}
+
 fid_on() {  # fid_on METRICS_BIN SNAPSHOT DETECTOR DEVICE CACHE_DIR
   local output rc=0
   output=$(mktemp)
   run_teed "$output" "$1" --network "$2" --config configs/fashion32.yaml --data.max_images 4096 --detector "$3" \
     --metrics fid2k_full --no-log --run.device "$4" --metric.cache_dir "$5" >&2 || rc=$?
-  [ "$rc" -ne 0 ] || sed -n 's/.*"metric":"fid2k_full".*"value":\([^,}]*\).*/\1/p' "$output"
+  [ "$rc" -ne 0 ] || metric_value fid2k_full < "$output"
   rm -f "$output"
   return "$rc"
 }

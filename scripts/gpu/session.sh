@@ -60,7 +60,7 @@ if [ ${#dry_run[@]} -eq 0 ] && [ -d .gpu-kit/stylegan2-ada-pytorch ]; then
   export SG2_TORCH_EXTENSIONS_DIR
   plugin_seconds=$(seconds_left)
   [ "$plugin_seconds" -gt 0 ] || plugin_seconds=1  # timeout 0 would mean no limit
-  TORCH_EXTENSIONS_DIR=$SG2_TORCH_EXTENSIONS_DIR timeout "$plugin_seconds" "${PYTHON:-python3}" \
+  TORCH_EXTENSIONS_DIR=$SG2_TORCH_EXTENSIONS_DIR timeout "$plugin_seconds" "$python" \
       scripts/bench/reference_bench.py --ref .gpu-kit/stylegan2-ada-pytorch --build-plugins >> "$OUT/session.log" 2>&1 &
 fi
 

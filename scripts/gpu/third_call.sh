@@ -9,15 +9,15 @@
 #      NCHW and with the float16 blocks channels_last, ours also with CUDA graphs (gpu_vs_reference.sh);
 #   4. the scaling model's compute term (gpu_compute_term.sh; SG2_BENCH_EXTRA="--run.cuda_graphs true"
 #      with graphs) and its predictions.
-# The quality trainings get SG2_QUALITY_TRAIN_S (default 210 s), the comparison what is left less 70 s.
+# The quality trainings get gpu_quality.sh's SG2_QUALITY_TRAIN_S (210 s), the comparison what is left less 70 s.
 # Writes $OUT/session.md (2. and 4.) besides the files of the scripts it runs.
 
-real_resolution=256 real_images=6000 real_bench=(--config configs/config-f.yaml --G.num_fp16_res 4 --D.num_fp16_res 4
-  --G.conv_clamp 256 --D.conv_clamp 256 --run.device cuda --train.batch_gpu 32 --run.channels_last reduced
-  --no-op-families)
+source scripts/bench/run_budget.sh  # config_f_precision, tiny_bench; the runs' clock
+real_resolution=256 real_images=6000 real_bench=(--config configs/config-f.yaml "${config_f_precision[@]}"
+  --run.device cuda --train.batch_gpu 32 --run.channels_last reduced --no-op-families)
 if [ ${#dry_run[@]} -gt 0 ]; then  # tiny float32 networks at 32x32 on the CPU
-  real_resolution=32 real_images=512 real_bench=(--config configs/config-f.yaml --run.device cpu --G.channel_base 256
-    --D.channel_base 256 --train.batch 8 --D.mbstd_group_size 4 --warmup 1 --repeats 1 --no-op-families)
+  real_resolution=32 real_images=512
+  real_bench=(--config configs/config-f.yaml --run.device cpu "${tiny_bench[@]}" --no-op-families)
 fi
 
 # Fashion-MNIST rendered at real_resolution, RGB: a stylegan2-ada ZIP of PNGs and TFRecords.
@@ -80,14 +80,12 @@ compute_term() {  # compute_term DIR SECONDS
 third_call() {
   local work quality_failed=0 datasets_ok=1
   work=$(mktemp -d)
-  source scripts/bench/run_budget.sh
   source scripts/bench/comparison_summary.sh  # field
   make_real_datasets "$work" >> "$OUT/session.log" 2>&1 &
   local datasets_job=$!
   run_kit "gpu_tests kernels_memcheck" 240 > "$work/kit.out" 2>&1 &
   local kit_job=$!
-  SG2_QUALITY_TRAIN_S=${SG2_QUALITY_TRAIN_S:-210} SG2_QUALITY_PARALLEL=${SG2_QUALITY_PARALLEL:-6} \
-    scripts/bench/gpu_quality.sh "${dry_run[@]}" "$build" || quality_failed=1
+  scripts/bench/gpu_quality.sh "${dry_run[@]}" "$build" || quality_failed=1
   wait "$kit_job"
   local kit_status=$?
   cat "$work/kit.out"

@@ -98,17 +98,6 @@ ImportResult write_imported_snapshot(const nn::GeneratorOptions& g, const nn::Di
 
 }  // namespace
 
-// The reference's float16 blocks (its num_fp16_res, which no tensor shape shows) from the JSON: the
-// imported networks compute as the pickle's did (a TensorFlow-form pickle's reader keeps its own).
-template <class Options>
-Options with_reference_precision(Options options, const nlohmann::json& j, const std::string& where) {
-  if (!j.contains("num_fp16_res") || j.at("num_fp16_res").is_null()) return options;
-  SG2_CHECK(j.at("num_fp16_res").is_number_integer() && j.at("num_fp16_res").get<int64_t>() >= 0,
-            "'{}': num_fp16_res = {}: expected an integer >= 0 (0: all float32)", where, j.at("num_fp16_res").dump());
-  options.precision.num_fp16_res = j.at("num_fp16_res").get<int64_t>();
-  return options;
-}
-
 ImportResult import_reference_networks(const std::string& state_dict_path, const std::string& config_path,
                                        const std::string& out_path, bool overwrite) {
   check_output_file("--out", out_path, overwrite,
@@ -116,10 +105,8 @@ ImportResult import_reference_networks(const std::string& state_dict_path, const
   const nlohmann::json config = read_json(config_path);
   SG2_CHECK(config.contains("G") && config.contains("D"), "'{}' needs \"G\" and \"D\" network options", config_path);
   std::vector<std::string> unknown;
-  const nn::GeneratorOptions g =
-      with_reference_precision(nn::generator_options_from_json(config.at("G"), &unknown), config.at("G"), config_path);
-  const nn::DiscriminatorOptions d = with_reference_precision(
-      nn::discriminator_options_from_json(config.at("D"), &unknown), config.at("D"), config_path);
+  const nn::GeneratorOptions g = nn::generator_options_from_json(config.at("G"), &unknown);
+  const nn::DiscriminatorOptions d = nn::discriminator_options_from_json(config.at("D"), &unknown);
   // A dropped option such as conv_clamp changes no tensor shape: the import would render otherwise.
   SG2_CHECK(unknown.empty(), "'{}': unknown network option(s) {} (the G.* and D.* keys of stylegan2_train, as "
             "scripts/export_pkl.py writes them)", config_path, fmt::join(unknown, ", "));

@@ -149,13 +149,25 @@ void validate_own_options(const DiscriminatorOptions& d) {
 
 namespace {
 
+// The reference's num_fp16_res: its float16 blocks, which no parameter shows, so that networks
+// read from its options compute as its pickle did (null: all float32).
+int64_t reference_fp16_blocks(const nlohmann::json& value, const char* net) {
+  if (value.is_null()) return 0;
+  SG2_CHECK(value.is_number_integer(), "{}.num_fp16_res = {}: expected an integer >= 0 (0: all float32)", net,
+            value.dump());
+  return value.get<int64_t>();
+}
+
 template <class Options>
 Options options_from_json(const config::Schema<Options>& schema, const nlohmann::json& j,
                           std::vector<std::string>* unknown_keys, const char* net) {
   Options options;
   for (const std::string& key : config::read_json(schema, options, j, fmt::format("the {} options", net))) {
-    const bool precision = key == "num_fp16_res";  // the reference's; precision does not change the parameters
-    if (!precision && unknown_keys != nullptr) unknown_keys->push_back(std::string(net) + "." + key);
+    if (key == "num_fp16_res") {
+      options.precision.num_fp16_res = reference_fp16_blocks(j.at(key), net);
+    } else if (unknown_keys != nullptr) {
+      unknown_keys->push_back(std::string(net) + "." + key);
+    }
   }
   validate(options);
   return options;

@@ -123,19 +123,19 @@ bool TrainingLoop::run() {
     // The ranks vote on stopping at tick ends and at the steps their last vote agreed on, so they
     // stop together, all naming the signal.
     if (done || tick_ends || p.batch_idx >= next_vote_step_) vote_on_stopping();
-    const bool stopping = stop_signal_ != 0;
-    if (!done && !stopping && !tick_ends) continue;
-    end_tick(done, stopping);
-    if (done || stop_signal_ != 0) return done;  // a signal during the tick's metrics stops too
+    if (!done && stop_signal_ == 0 && !tick_ends) continue;
+    end_tick(done);
+    if (done || stop_signal_ != 0) return done;  // also where a signal came during the tick's metrics
   }
 }
 
 // The end of a tick, as llm.c's main loop: each block says when it is due and does one thing.
-void TrainingLoop::end_tick(bool done, bool stopping) {
+void TrainingLoop::end_tick(bool done) {
   const TrainConfig& c = trainer_.config();
   Progress& p = trainer_.progress();
   const double tick_end = run_clock_.seconds();
   const int64_t tick = p.cur_tick;
+  const bool stopping = stop_signal_ != 0;  // the vote's, before the metrics
   const bool last = done || stopping;
   previous_tick_nimg_ = tick == 0 ? -1 : p.tick_start_nimg;  // names this tick's files
   report_tick(tick_end);

@@ -48,7 +48,7 @@ class TrainingLoop {
  private:
   void forget_ticks_past_the_snapshot();
   void write_initial_images();
-  void end_tick(bool done, bool stopping);
+  void end_tick(bool done);
   void report_tick(double tick_end);
   void write_sample_grid();
   std::string write_snapshot();

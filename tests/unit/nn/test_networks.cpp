@@ -519,13 +519,15 @@ TEST(Options, NoneIsNullAsInTheReference) {
   EXPECT_TRUE(j.at("mbstd_group_size").is_null()) << j.dump();
   nlohmann::json reference = j;
   reference["conv_clamp"] = 256;
-  reference["num_fp16_res"] = 4;  // the reference's mixed precision: not a parameter, ignored
+  reference["num_fp16_res"] = 4;  // the reference's mixed precision: not a parameter, but how it computes
   std::vector<std::string> unknown;
   const DiscriminatorOptions back = discriminator_options_from_json(reference, &unknown);
   EXPECT_TRUE(unknown.empty());
   EXPECT_DOUBLE_EQ(back.conv_clamp, 256);
   EXPECT_EQ(back.mbstd_group_size, 0);
-  EXPECT_EQ(back.precision.num_fp16_res, 0);
+  EXPECT_EQ(back.precision.num_fp16_res, 4);
+  reference["num_fp16_res"] = nullptr;
+  EXPECT_EQ(discriminator_options_from_json(reference).precision.num_fp16_res, 0);
 }
 
 }  // namespace
